@@ -1,0 +1,196 @@
+"""Turns Flink's restart-strategy configuration keys into a restart strategy, validating every value.
+
+Keys, aliases and defaults are Flink's (see the README's configuration reference). Every problem is a
+ValueError naming the key, the value and the fix, raised when the configuration is loaded (that is,
+when the DAG is parsed), never in the middle of a run.
+"""
+
+from __future__ import annotations
+
+import difflib
+import math
+import random
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .clock import Clock, SystemClock
+from .durations import DURATION_HELP, parse_duration
+from .restart_strategies import (
+    ExponentialDelayRestartStrategy,
+    FailureRateRestartStrategy,
+    FixedDelayRestartStrategy,
+    NoRestartStrategy,
+    RestartStrategy,
+)
+
+TYPE_KEY = "restart-strategy.type"
+_PREFIX = "restart-strategy."
+
+TYPE_ALIASES: dict[str, str] = {
+    "none": "none",
+    "off": "none",
+    "disable": "none",
+    "fixed-delay": "fixed-delay",
+    "fixeddelay": "fixed-delay",
+    "failure-rate": "failure-rate",
+    "failurerate": "failure-rate",
+    "exponential-delay": "exponential-delay",
+    "exponentialdelay": "exponential-delay",
+}
+
+
+@dataclass(frozen=True)
+class Option:
+    key: str
+    default: object
+    kind: str  # "int", "float" or "duration"
+    valid: Callable[[float], bool]
+    requirement: str  # e.g. "≥ 1", shown as "<key> must be <requirement>"
+    description: str
+
+
+def _at_least(bound: float) -> Callable[[float], bool]:
+    return lambda value: value >= bound
+
+
+_FD, _FR, _ED = "restart-strategy.fixed-delay.", "restart-strategy.failure-rate.", "restart-strategy.exponential-delay."
+_POSITIVE_DURATION = "a duration ≥ 1 ms"
+
+OPTIONS: dict[str, Option] = {
+    option.key: option
+    for option in (
+        Option(_FD + "attempts", 1, "int", _at_least(0), "an integer ≥ 0",
+               "Failures tolerated before the run fails."),
+        Option(_FD + "delay", "1 s", "duration", _at_least(0), "a duration ≥ 0",
+               "Delay between a failure and the restart."),
+        Option(_FR + "max-failures-per-interval", 1, "int", _at_least(1), "an integer ≥ 1",
+               "Failures tolerated inside one failure-rate-interval."),
+        Option(_FR + "failure-rate-interval", "1 min", "duration", _at_least(0.001), _POSITIVE_DURATION,
+               "Sliding window over which failures are counted."),
+        Option(_FR + "delay", "1 s", "duration", _at_least(0), "a duration ≥ 0",
+               "Delay between a failure and the restart."),
+        Option(_ED + "initial-backoff", "1 s", "duration", _at_least(0.001), _POSITIVE_DURATION,
+               "Backoff of the first restart attempt."),
+        Option(_ED + "max-backoff", "1 min", "duration", _at_least(0.001), _POSITIVE_DURATION,
+               "Upper bound of the backoff."),
+        Option(_ED + "backoff-multiplier", 1.5, "float", _at_least(1), "≥ 1",
+               "Factor applied to the backoff after every attempt."),
+        Option(_ED + "reset-backoff-threshold", "1 h", "duration", _at_least(0.001), _POSITIVE_DURATION,
+               "Failure-free time after the scheduled restart that resets backoff and attempt count."),
+        Option(_ED + "jitter-factor", 0.1, "float", lambda v: 0 <= v <= 1, "between 0 and 1",
+               "Random ± share of the backoff, so that runs do not restart in lockstep."),
+        Option(_ED + "attempts-before-reset-backoff", "infinite", "int", _at_least(1),
+               "an integer ≥ 1 (or 'infinite')", "Restart attempts allowed before the run fails."),
+    )
+}
+KNOWN_KEYS = (TYPE_KEY, *OPTIONS)
+
+
+def _fail(key: str, raw: object, requirement: str, detail: str = "") -> ValueError:
+    option = OPTIONS.get(key)
+    default = f" (default {option.default!r})" if option else ""
+    extra = f": {detail}" if detail else ""
+    return ValueError(f"{key} must be {requirement}, got {raw!r}{extra}; set it to {requirement}{default}")
+
+
+def _convert(option: Option, raw: object) -> float:
+    if option.kind == "duration":
+        try:
+            return parse_duration(raw)
+        except ValueError as err:
+            raise _fail(option.key, raw, option.requirement, str(err)) from None
+    text = raw.strip().lower() if isinstance(raw, str) else raw
+    if option.kind == "int" and text in ("infinite", "inf") and option.default == "infinite":
+        return math.inf
+    try:
+        if isinstance(text, bool):
+            raise ValueError
+        value = float(text) if option.kind == "float" else int(text)  # type: ignore[arg-type]
+        if option.kind == "int" and isinstance(text, float) and not text.is_integer():
+            raise ValueError
+    except (TypeError, ValueError):
+        raise _fail(option.key, raw, option.requirement) from None
+    if not math.isfinite(value):
+        raise _fail(option.key, raw, option.requirement)
+    return value
+
+
+def _value(config: Mapping[str, object], key: str) -> float:
+    option = OPTIONS[key]
+    raw = config.get(key, option.default)
+    value = _convert(option, raw)
+    if not option.valid(value):
+        raise _fail(key, raw, option.requirement)
+    return value
+
+
+def _check_keys(config: Mapping[str, object]) -> None:
+    for key in config:
+        if isinstance(key, str) and key.startswith(_PREFIX) and key not in KNOWN_KEYS:
+            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(KNOWN_KEYS)}"
+            raise ValueError(f"unknown restart-strategy key {key!r} (value {config[key]!r}); {hint}")
+
+
+def restart_strategy_type(config: Mapping[str, object], *, partitions_persisted: bool = False) -> str:
+    """The canonical type named by the config; unset means exponential-delay when partitions are
+    persisted and none otherwise (Flink's rule, with persisted partitions in place of checkpoints)."""
+    _check_keys(config)
+    raw = config.get(TYPE_KEY)
+    if raw is None or (isinstance(raw, str) and not raw.strip()):
+        return "exponential-delay" if partitions_persisted else "none"
+    name = raw.strip().lower() if isinstance(raw, str) else raw
+    if name not in TYPE_ALIASES:
+        choices = "none (aliases off, disable), fixed-delay (fixeddelay), failure-rate (failurerate), " \
+            "exponential-delay (exponentialdelay)"
+        close = difflib.get_close_matches(str(name), TYPE_ALIASES, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"{TYPE_KEY}: unknown restart strategy {raw!r}; {hint}use one of: {choices}")
+    return TYPE_ALIASES[name]
+
+
+def load_restart_strategy(
+    config: Mapping[str, object],
+    *,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+    partitions_persisted: bool = False,
+) -> RestartStrategy:
+    """Build the restart strategy described by Flink-style ``config`` keys (others are ignored)."""
+    kind = restart_strategy_type(config, partitions_persisted=partitions_persisted)
+    clock = clock if clock is not None else SystemClock()
+    if kind == "none":
+        return NoRestartStrategy()
+    if kind == "fixed-delay":
+        return FixedDelayRestartStrategy(
+            attempts=int(_value(config, "restart-strategy.fixed-delay.attempts")),
+            delay=_value(config, "restart-strategy.fixed-delay.delay"),
+        )
+    if kind == "failure-rate":
+        return FailureRateRestartStrategy(
+            max_failures_per_interval=int(_value(config, "restart-strategy.failure-rate.max-failures-per-interval")),
+            interval=_value(config, "restart-strategy.failure-rate.failure-rate-interval"),
+            delay=_value(config, "restart-strategy.failure-rate.delay"),
+            clock=clock,
+        )
+    prefix = _ED
+    initial = _value(config, prefix + "initial-backoff")
+    maximum = _value(config, prefix + "max-backoff")
+    if maximum < initial:
+        raise ValueError(
+            f"{prefix}max-backoff must be ≥ {prefix}initial-backoff, got max-backoff "
+            f"{config.get(prefix + 'max-backoff', '1 min')!r} < initial-backoff "
+            f"{config.get(prefix + 'initial-backoff', '1 s')!r}; raise max-backoff or lower initial-backoff"
+        )
+    return ExponentialDelayRestartStrategy(
+        initial_backoff=initial,
+        max_backoff=maximum,
+        backoff_multiplier=_value(config, prefix + "backoff-multiplier"),
+        reset_backoff_threshold=_value(config, prefix + "reset-backoff-threshold"),
+        jitter_factor=_value(config, prefix + "jitter-factor"),
+        attempts_before_reset_backoff=_value(config, prefix + "attempts-before-reset-backoff"),
+        clock=clock,
+        rng=rng if rng is not None else random.Random(),
+    )
+
+

@@ -1,0 +1,248 @@
+"""Restart strategies answer *whether and when* a failed run may restart (Flink's backoff strategies).
+
+Each strategy is fed every failure through ``notify_failure`` and then asked ``can_restart`` and
+``backoff_seconds``. Time and randomness are injected; state round-trips through plain JSON so that
+several worker processes can share one strategy per run.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+from collections import deque
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+from .clock import Clock
+from .durations import format_duration
+
+
+class RestartStrategy(Protocol):
+    type_name: str
+
+    def notify_failure(self) -> bool:
+        """Record a failure now; True when it starts a new restart attempt (False when merged)."""
+
+    def can_restart(self) -> bool:
+        """Whether the failures seen so far still allow a restart."""
+
+    def backoff_seconds(self) -> float:
+        """How long to wait, from now, before restarting."""
+
+    def export_state(self) -> dict[str, Any]:
+        """The strategy's mutable state as JSON-compatible data."""
+
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        """Replace the mutable state with one produced by ``export_state``."""
+
+
+def _check_state(strategy: RestartStrategy, state: Mapping[str, Any], fields: dict[str, type]) -> None:
+    if not isinstance(state, Mapping) or state.get("type") != strategy.type_name:
+        found = state.get("type") if isinstance(state, Mapping) else state
+        raise ValueError(
+            f"cannot restore {strategy.type_name} restart-strategy state from {found!r}; the run's "
+            "stored state belongs to another strategy type (delete it to start counting afresh)"
+        )
+    for name, kind in fields.items():
+        value = state.get(name)
+        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
+            raise ValueError(f"malformed {strategy.type_name} restart-strategy state: {name}={value!r}")
+
+
+class NoRestartStrategy:
+    """Never restart (``none``, ``off``, ``disable``)."""
+
+    type_name = "none"
+
+    def notify_failure(self) -> bool:
+        return True
+
+    def can_restart(self) -> bool:
+        return False
+
+    def backoff_seconds(self) -> float:
+        return 0.0
+
+    def export_state(self) -> dict[str, Any]:
+        return {"type": self.type_name}
+
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        _check_state(self, state, {})
+
+    def __repr__(self) -> str:
+        return "NoRestart()"
+
+
+class FixedDelayRestartStrategy:
+    """Restart while failures ≤ attempts, each after the same delay."""
+
+    type_name = "fixed-delay"
+
+    def __init__(self, attempts: int, delay: float) -> None:
+        self.attempts = attempts
+        self.delay = delay
+        self._failures = 0
+
+    def notify_failure(self) -> bool:
+        self._failures += 1
+        return True
+
+    def can_restart(self) -> bool:
+        return self._failures <= self.attempts
+
+    def backoff_seconds(self) -> float:
+        return self.delay
+
+    def export_state(self) -> dict[str, Any]:
+        return {"type": self.type_name, "failures": self._failures}
+
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        _check_state(self, state, {"failures": int})
+        self._failures = int(state.get("failures", 0))
+
+    def __repr__(self) -> str:
+        return f"FixedDelay(attempts={self.attempts}, delay={format_duration(self.delay)})"
+
+
+class FailureRateRestartStrategy:
+    """Restart unless more than max-failures-per-interval failures fall inside the interval."""
+
+    type_name = "failure-rate"
+
+    def __init__(self, max_failures_per_interval: int, interval: float, delay: float, *, clock: Clock) -> None:
+        self.max_failures_per_interval = max_failures_per_interval
+        self.interval = interval
+        self.delay = delay
+        self._clock = clock
+        self._failures: deque[float] = deque(maxlen=max_failures_per_interval + 1)
+
+    def notify_failure(self) -> bool:
+        self._failures.append(self._clock.now())
+        return True
+
+    def can_restart(self) -> bool:
+        if len(self._failures) < self._failures.maxlen:  # type: ignore[operator]
+            return True
+        return self._clock.now() - self._failures[0] > self.interval
+
+    def backoff_seconds(self) -> float:
+        return self.delay
+
+    def export_state(self) -> dict[str, Any]:
+        return {"type": self.type_name, "failure_times": list(self._failures)}
+
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        _check_state(self, state, {"failure_times": list})
+        times = state.get("failure_times", [])
+        if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times):
+            raise ValueError(f"malformed failure-rate restart-strategy state: failure_times={times!r}")
+        self._failures = deque((float(t) for t in times), maxlen=self.max_failures_per_interval + 1)
+
+    def __repr__(self) -> str:
+        return (
+            f"FailureRate(max-failures-per-interval={self.max_failures_per_interval}, "
+            f"failure-rate-interval={format_duration(self.interval)}, delay={format_duration(self.delay)})"
+        )
+
+
+class ExponentialDelayRestartStrategy:
+    """Backoff grows by a multiplier per attempt, with jitter, up to a maximum; resets after quiet time.
+
+    As in Flink 1.19+: failures at or before the scheduled restart time are merged into that restart
+    (concurrent failures of one incident count once); when at least reset-backoff-threshold passed
+    since the scheduled restart, the attempt counter starts again from one.
+    """
+
+    type_name = "exponential-delay"
+
+    def __init__(
+        self,
+        *,
+        initial_backoff: float,
+        max_backoff: float,
+        backoff_multiplier: float,
+        reset_backoff_threshold: float,
+        jitter_factor: float,
+        attempts_before_reset_backoff: float,
+        clock: Clock,
+        rng: random.Random,
+    ) -> None:
+        self.initial_backoff = initial_backoff
+        self.max_backoff = max_backoff
+        self.backoff_multiplier = backoff_multiplier
+        self.reset_backoff_threshold = reset_backoff_threshold
+        self.jitter_factor = jitter_factor
+        self.attempts_before_reset_backoff = attempts_before_reset_backoff
+        self._clock = clock
+        self._rng = rng
+        # Beyond this exponent initial·multiplier^k ≥ max-backoff: capping it avoids float overflow.
+        if backoff_multiplier > 1 and max_backoff > initial_backoff:
+            self._max_exponent = math.ceil(math.log(max_backoff / initial_backoff, backoff_multiplier))
+        else:
+            self._max_exponent = 0
+        self._attempt = 0
+        self._backoff = 0.0
+        self._failed_at: float | None = None
+        self._restart_at: float | None = None
+
+    @property
+    def attempt(self) -> int:
+        return self._attempt
+
+    def notify_failure(self) -> bool:
+        now = self._clock.now()
+        if self._restart_at is not None:
+            if now <= self._restart_at:
+                return False
+            if now - self._restart_at >= self.reset_backoff_threshold:
+                self._attempt = 0
+        self._attempt += 1
+        self._backoff = self._next_backoff()
+        self._failed_at = now
+        self._restart_at = now + self._backoff
+        return True
+
+    def _next_backoff(self) -> float:
+        exponent = min(self._attempt - 1, self._max_exponent)
+        backoff = min(self.initial_backoff * self.backoff_multiplier**exponent, self.max_backoff)
+        if self.jitter_factor > 0:
+            spread = backoff * self.jitter_factor
+            backoff += self._rng.uniform(-spread, spread)
+        return max(self.initial_backoff, min(backoff, self.max_backoff))
+
+    def can_restart(self) -> bool:
+        return self._attempt <= self.attempts_before_reset_backoff
+
+    def backoff_seconds(self) -> float:
+        if self._failed_at is None:
+            return 0.0
+        return max(0.0, self._backoff - (self._clock.now() - self._failed_at))
+
+    def export_state(self) -> dict[str, Any]:
+        return {
+            "type": self.type_name,
+            "attempt": self._attempt,
+            "backoff": self._backoff,
+            "failed_at": self._failed_at,
+            "restart_at": self._restart_at,
+        }
+
+    def restore_state(self, state: Mapping[str, Any]) -> None:
+        number = (int, float)
+        _check_state(self, state, {"attempt": int, "backoff": number, "failed_at": number, "restart_at": number})
+        self._attempt = int(state.get("attempt", 0))
+        self._backoff = float(state.get("backoff", 0.0))
+        self._failed_at = None if state.get("failed_at") is None else float(state["failed_at"])
+        self._restart_at = None if state.get("restart_at") is None else float(state["restart_at"])
+
+    def __repr__(self) -> str:
+        attempts = self.attempts_before_reset_backoff
+        return (
+            f"ExponentialDelay(initial-backoff={format_duration(self.initial_backoff)}, "
+            f"max-backoff={format_duration(self.max_backoff)}, "
+            f"backoff-multiplier={self.backoff_multiplier:g}, "
+            f"reset-backoff-threshold={format_duration(self.reset_backoff_threshold)}, "
+            f"jitter-factor={self.jitter_factor:g}, "
+            f"attempts-before-reset-backoff={'infinite' if math.isinf(attempts) else int(attempts)})"
+        )
+
