@@ -144,7 +144,7 @@ def restart_strategy_type(config: Mapping[str, object], *, partitions_persisted:
         choices = "none (aliases off, disable), fixed-delay (fixeddelay), failure-rate (failurerate), " \
             "exponential-delay (exponentialdelay)"
         close = difflib.get_close_matches(str(name), TYPE_ALIASES, n=1)
-        hint = f"did you mean {close[0]!r}? " if close else ""
+        hint = f"did you mean {TYPE_ALIASES[close[0]]!r}? " if close else ""
         raise ValueError(f"{TYPE_KEY}: unknown restart strategy {raw!r}; {hint}use one of: {choices}")
     return TYPE_ALIASES[name]
 
