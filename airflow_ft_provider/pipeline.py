@@ -1,0 +1,246 @@
+"""A failover-aware pipeline: stage operators wired by the partitions they exchange.
+
+    with DAG("orders_etl", schedule=None) as dag:
+        with FailoverPipeline(store="s3://lake/pipelines", restart_strategy={...}):
+            SparkStageOperator(task_id="extract", application="jobs/extract.py", outputs=["raw"])
+            SparkStageOperator(task_id="clean", application="jobs/clean.py", inputs=["raw"],
+                               outputs=["cleaned"])
+
+On leaving the ``with`` block the pipeline builds the core's StageGraph from the stages declared in
+it, checks the wiring, adds every producer >> consumer dependency the partitions imply, and puts each
+multi-stage failover region into a TaskGroup. Everything that can be wrong is reported here, when the
+DAG is parsed. Wiring rule: dependencies between stages are *derived* from partitions; an explicit
+edge between two stages is allowed only where the downstream stage consumes a result of the upstream
+one. Edges to and from other tasks (sensors, notifications) are untouched.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow.sdk import TaskGroup
+from airflow.sdk.definitions._internal.contextmanager import DagContext
+from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+from airflow_ft_provider.exchanges import Input, Output, normalize_inputs, normalize_outputs
+from airflow_ft_provider.failover import (
+    FAILOVER_STRATEGY_KEY,
+    StageGraph,
+    load_failover_strategy,
+    load_restart_strategy,
+    pipelined_regions,
+)
+
+_PIPELINES: dict[str, FailoverPipeline] = {}
+
+
+class PipelineWiringError(ValueError):
+    """The stages of a pipeline do not fit together; raised while the DAG file is parsed."""
+
+
+@dataclass(frozen=True)
+class StageDeclaration:
+    task_id: str
+    parallelism: int
+    inputs: tuple[Input, ...]
+    outputs: tuple[Output, ...]
+
+
+def pipeline_for(dag_id: str) -> FailoverPipeline:
+    try:
+        return _PIPELINES[dag_id]
+    except KeyError:
+        raise PipelineWiringError(
+            f"DAG {dag_id!r} has no FailoverPipeline; create stage operators inside "
+            "'with FailoverPipeline(...):' in the DAG file"
+        ) from None
+
+
+def _parse_time_parallelism(task: MappedOperator) -> int:
+    value = task.expand_input.value
+    lengths = [len(v) for v in value.values()] if isinstance(value, Mapping) else [len(value)]
+    return max(1, _product(lengths)) if lengths else 1
+
+
+def _product(numbers: list[int]) -> int:
+    result = 1
+    for n in numbers:
+        result *= n
+    return result
+
+
+def stage_declaration(task: Any) -> StageDeclaration | None:
+    """The partitions a stage task declares, or None for tasks that are not pipeline stages."""
+    if isinstance(task, MappedOperator):
+        if not getattr(task.operator_class, "is_pipeline_stage", False):
+            return None
+        kwargs = task.partial_kwargs
+        try:
+            parallelism = _parse_time_parallelism(task)
+        except TypeError:
+            raise PipelineWiringError(
+                f"stage {task.task_id!r}: the number of map indexes must be known when the DAG is parsed "
+                "(the failover regions depend on it); expand over a literal list, not an XCom result"
+            ) from None
+        return StageDeclaration(
+            task.task_id, parallelism, normalize_inputs(kwargs.get("inputs")), normalize_outputs(kwargs.get("outputs"))
+        )
+    if not getattr(task, "is_pipeline_stage", False):
+        return None
+    return StageDeclaration(task.task_id, 1, tuple(task.inputs), tuple(task.outputs))
+
+
+class FailoverPipeline:
+    def __init__(
+        self,
+        *,
+        store: str | None = None,
+        aws_conn_id: str = "aws_default",
+        spark_conn_id: str = "spark_default",
+        restart_strategy: Mapping[str, object] | None = None,
+        failover_strategy: str | None = None,
+        group_regions: bool = True,
+    ) -> None:
+        self.store = store
+        self.aws_conn_id = aws_conn_id
+        self.spark_conn_id = spark_conn_id
+        self.restart_config: dict[str, object] = dict(restart_strategy or {})
+        if failover_strategy is not None:
+            self.restart_config[FAILOVER_STRATEGY_KEY] = failover_strategy
+        # Validate now, when the DAG is parsed, not at the first failure.
+        load_restart_strategy(self.restart_config, partitions_persisted=store is not None)
+        self.group_regions = group_regions
+        self.dag: Any = None
+        self.graph = StageGraph()
+        self.stages: dict[str, StageDeclaration] = {}
+        self.regions: list[frozenset[str]] = []
+        self.region_groups: dict[str, TaskGroup] = {}
+        self._tasks_before: set[str] = set()
+
+    # -- context manager ----------------------------------------------------------------------------
+    def __enter__(self) -> FailoverPipeline:
+        self.dag = DagContext.get_current()
+        if self.dag is None:
+            raise PipelineWiringError("FailoverPipeline must be used inside a DAG: 'with DAG(...):' first")
+        if self.dag.dag_id in _PIPELINES and _PIPELINES[self.dag.dag_id].dag is self.dag:
+            raise PipelineWiringError(f"DAG {self.dag.dag_id!r} already has a FailoverPipeline; use one per DAG")
+        self._tasks_before = set(self.dag.task_dict)
+        return self
+
+    def __exit__(self, exc_type, exc, tb) -> None:
+        if exc_type is None:
+            self.build([t for tid, t in self.dag.task_dict.items() if tid not in self._tasks_before])
+
+    # -- building -----------------------------------------------------------------------------------
+    def build(self, tasks: list[Any]) -> None:
+        declared = [d for d in map(stage_declaration, tasks) if d is not None]
+        if not declared:
+            raise PipelineWiringError(f"FailoverPipeline in DAG {self.dag.dag_id!r} declares no stage operators")
+        self.stages = {d.task_id: d for d in declared}
+        self._build_graph(declared)
+        tasks_by_id = {t.task_id: t for t in tasks}
+        self._check_explicit_edges(tasks_by_id)
+        if cycle := self.graph.find_cycle():
+            raise PipelineWiringError(
+                f"the partitions of DAG {self.dag.dag_id!r} form a cycle: {' -> '.join(cycle)}; "
+                "a stage cannot (indirectly) consume its own output"
+            )
+        for consumption in self.graph.consumptions:
+            producer = self.graph.results[consumption.result].producer
+            tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
+        self.regions = pipelined_regions(self.graph)
+        load_failover_strategy(self.restart_config, self.graph)  # validates the key
+        if self.group_regions:
+            self._group_regions(tasks_by_id)
+        _PIPELINES[self.dag.dag_id] = self
+
+    def _build_graph(self, declared: list[StageDeclaration]) -> None:
+        producers: dict[str, str] = {}
+        for stage in declared:
+            self.graph.add_stage(stage.task_id, stage.parallelism)
+            for output in stage.outputs:
+                if output.result in producers:
+                    raise PipelineWiringError(
+                        f"result {output.result!r} is produced by both {producers[output.result]!r} and "
+                        f"{stage.task_id!r}; every result needs exactly one producer stage"
+                    )
+                producers[output.result] = stage.task_id
+                self.graph.add_result(output.result, stage.task_id, output.result_type)
+        for stage in declared:
+            for inp in stage.inputs:
+                if inp.result not in producers:
+                    close = difflib.get_close_matches(inp.result, producers, n=1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise PipelineWiringError(
+                        f"stage {stage.task_id!r} consumes result {inp.result!r}, which no stage of the pipeline "
+                        f"produces; {hint}produced results: {sorted(producers) or 'none'}"
+                    )
+                if producers[inp.result] == stage.task_id:
+                    raise PipelineWiringError(
+                        f"stage {stage.task_id!r} consumes its own output {inp.result!r}; split it into two stages"
+                    )
+                self.graph.consume(stage.task_id, inp.result, inp.pattern)
+
+    def _check_explicit_edges(self, tasks_by_id: dict[str, Any]) -> None:
+        feeds = {(self.graph.results[c.result].producer, c.stage) for c in self.graph.consumptions}
+        for task_id in self.stages:
+            for upstream in tasks_by_id[task_id].upstream_task_ids:
+                if upstream in self.stages and (upstream, task_id) not in feeds:
+                    produced = [r.name for r in self.graph.results.values() if r.producer == upstream]
+                    raise PipelineWiringError(
+                        f"the edge {upstream} >> {task_id} contradicts the declared partitions: {task_id!r} consumes "
+                        f"none of the results of {upstream!r} ({produced or 'it produces none'}); declare the input "
+                        f"on {task_id!r} or remove the edge (stage dependencies are derived from partitions)"
+                    )
+
+    def _group_regions(self, tasks_by_id: dict[str, Any]) -> None:
+        """One TaskGroup per multi-stage region. A region of map indexes (pointwise pipelines) is
+        shown at stage level: the group holds every stage any of whose tasks share a region."""
+        stage_of = {}
+        for stage in self.graph.stages.values():
+            for task in stage.task_ids:
+                stage_of[task] = stage.name
+        parent = {name: name for name in self.graph.stages}
+
+        def find(x: str) -> str:
+            while parent[x] != x:
+                parent[x] = parent[parent[x]]
+                x = parent[x]
+            return x
+
+        for region in self.regions:
+            names = sorted({stage_of[t] for t in region})
+            for other in names[1:]:
+                parent[find(other)] = find(names[0])
+        groups: dict[str, list[str]] = {}
+        for name in self.graph.stages:  # declaration order
+            groups.setdefault(find(name), []).append(name)
+        root = self.dag.task_group
+        for members in groups.values():
+            if len(members) < 2:
+                continue
+            group_id = f"region_{members[0]}"
+            if group_id in self.dag.task_dict or group_id in root.children:
+                raise PipelineWiringError(f"cannot name the failover region of {members}: {group_id!r} is taken")
+            pipelined = [r.name for r in self.graph.results.values() if r.producer in members and not r.result_type.is_reconsumable]
+            group = TaskGroup(
+                group_id,
+                dag=self.dag,
+                parent_group=root,
+                prefix_group_id=False,
+                tooltip=f"Failover region: {', '.join(members)} restart together (pipelined: {', '.join(pipelined)})",
+                ui_color="#fde9c9",
+            )
+            for member in members:
+                task = tasks_by_id[member]
+                root.children.pop(task.task_id, None)
+                task.task_group = None
+                group.add(task)
+            self.region_groups[group_id] = group
+
+    # -- runtime ------------------------------------------------------------------------------------
+    def failover_strategy(self):
+        return load_failover_strategy(self.restart_config, self.graph)

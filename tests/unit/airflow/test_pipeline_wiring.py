@@ -1,0 +1,110 @@
+"""Pipelines are wired from partitions when the DAG is parsed; miswiring fails there, clearly."""
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+from airflow_ft_provider.pipeline import FailoverPipeline, PipelineWiringError, pipeline_for
+
+
+def stage(task_id, **kwargs):
+    return SparkStageOperator(task_id=task_id, application=f"jobs/{task_id}.py", **kwargs)
+
+
+def test_dependencies_are_derived_from_partitions_and_regions_become_task_groups():
+    #   extract --raw--> enrich ~~enriched (pipelined)~~> score --scored--> report
+    with DAG("wiring_ok", schedule=None) as dag:
+        with FailoverPipeline(store="s3://bucket/prefix"):
+            stage("extract", outputs=["raw"])
+            stage("enrich", inputs=["raw"], outputs={"enriched": "pipelined"})
+            stage("score", inputs=["enriched"], outputs=["scored"])
+            stage("report", inputs=["scored"])
+    assert dag.task_dict["enrich"].upstream_task_ids == {"extract"}
+    assert dag.task_dict["score"].upstream_task_ids == {"enrich"}
+    assert dag.task_dict["report"].upstream_task_ids == {"score"}
+    pipeline = pipeline_for("wiring_ok")
+    assert set(pipeline.regions) == {
+        frozenset({"extract"}), frozenset({"enrich", "score"}), frozenset({"report"}),
+    }
+    group = dag.task_dict["enrich"].task_group
+    assert group.group_id == "region_enrich"
+    assert set(group.children) == {"enrich", "score"}
+    assert dag.task_dict["score"].task_id == "score"  # no group prefix: task ids stay the stage names
+    assert dag.task_dict["extract"].task_group.group_id is None  # single-stage regions stay ungrouped
+
+
+def test_mapped_stage_parallelism_comes_from_the_literal_expand_list():
+    #   shard_read[0..2] --part (pointwise)--> shard_clean[0..2] --clean (all-to-all)--> merge
+    with DAG("wiring_mapped", schedule=None):
+        with FailoverPipeline(store="s3://bucket/prefix"):
+            SparkStageOperator.partial(task_id="shard_read", application="r.py", outputs=["part"]).expand(
+                application_args=[["a"], ["b"], ["c"]]
+            )
+            SparkStageOperator.partial(
+                task_id="shard_clean", application="c.py", inputs={"part": "pointwise"}, outputs=["clean"]
+            ).expand(application_args=[["a"], ["b"], ["c"]])
+            stage("merge", inputs=["clean"])
+    pipeline = pipeline_for("wiring_mapped")
+    assert pipeline.graph.stages["shard_read"].parallelism == 3
+    assert frozenset({"shard_clean[1]"}) in pipeline.regions
+    strategy = pipeline.failover_strategy()
+    assert strategy.tasks_to_restart("shard_clean[1]", ["part[1]"]) == {"shard_read[1]", "shard_clean[1]", "merge"}
+
+
+def test_explicit_edge_that_matches_a_partition_is_accepted():
+    with DAG("wiring_explicit", schedule=None) as dag:
+        with FailoverPipeline():
+            a = stage("a", outputs=["x"])
+            b = stage("b", inputs=["x"])
+            a >> b
+    assert dag.task_dict["b"].upstream_task_ids == {"a"}
+
+
+@pytest.mark.parametrize(
+    "build, message",
+    [
+        (
+            lambda: (stage("a", outputs=["x"]) >> stage("b", outputs=["y"])),
+            r"the edge a >> b contradicts the declared partitions: 'b' consumes none of the results of 'a' \(\['x'\]\)",
+        ),
+        (
+            lambda: (stage("a", inputs=["y"], outputs=["x"]), stage("b", inputs=["x"], outputs=["y"])),
+            r"form a cycle: a -> b -> a",
+        ),
+        (lambda: stage("a", inputs=["nothing"]), r"consumes result 'nothing', which no stage of the pipeline produces"),
+        (lambda: (stage("a", outputs=["cleaned"]), stage("b", inputs=["claened"])), r"did you mean 'cleaned'"),
+        (lambda: (stage("a", outputs=["x"]), stage("b", outputs=["x"])), r"result 'x' is produced by both 'a' and 'b'"),
+        (lambda: stage("a", inputs=["x"], outputs=["x"]), r"consumes its own output 'x'"),
+        (lambda: stage("a", outputs={"x": "streaming"}), r"output 'x': unknown value 'streaming'; use one of 'blocking', 'pipelined'"),
+        (lambda: stage("a", inputs={"x": "broadcast"}), r"input 'x': unknown value 'broadcast'"),
+        (lambda: stage("a", outputs=["x", "x"]), r"output 'x' is declared twice"),
+    ],
+)
+def test_miswired_pipelines_fail_at_parse_time(build, message):
+    with pytest.raises(ValueError, match=message):
+        with DAG(f"wiring_bad_{abs(hash(message))}", schedule=None):
+            with FailoverPipeline():
+                build()
+
+
+def test_invalid_restart_strategy_fails_at_parse_time():
+    with pytest.raises(ValueError, match=r"backoff-multiplier must be ≥ 1, got 0.5"):
+        with DAG("wiring_bad_strategy", schedule=None):
+            with FailoverPipeline(restart_strategy={
+                "restart-strategy.type": "exponential-delay",
+                "restart-strategy.exponential-delay.backoff-multiplier": 0.5,
+            }):
+                stage("a")
+
+
+def test_dynamic_mapping_is_refused_because_regions_need_parallelism():
+    from airflow.sdk import task
+
+    with pytest.raises(PipelineWiringError, match=r"must be known when the DAG is parsed"):
+        with DAG("wiring_dynamic", schedule=None):
+            @task
+            def shards():
+                return [["a"], ["b"]]
+
+            with FailoverPipeline():
+                SparkStageOperator.partial(task_id="s", application="s.py").expand(application_args=shards())
