@@ -1,0 +1,1 @@
+"""Airflow hooks: thin adapters that build clients from Airflow connections."""

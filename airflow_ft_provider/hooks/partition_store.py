@@ -1,0 +1,144 @@
+"""Airflow hook that turns an ``aws`` connection into a boto3 S3 client and a partition store.
+
+Connection fields (the same as the Amazon provider's ``aws`` connection): login = access key id,
+password = secret access key, extra ``region_name``, ``endpoint_url`` (S3-compatible stores),
+``aws_session_token``, ``profile_name``, ``config_kwargs`` (botocore Config). With no keys, boto3's
+standard credential chain applies (environment, profile, instance or pod role). Credentials are never
+logged; only the endpoint and region are.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from typing import Any
+
+from airflow.sdk import BaseHook
+
+from airflow_ft_provider.partitions.errors import PartitionStoreError
+from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM
+from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
+
+CONFIG_SECTION = "ft_provider"
+
+
+class PartitionStoreHook(BaseHook):
+    """S3 access for the result-partition store.
+
+    :param aws_conn_id: an ``aws`` connection; when it is ``aws_default`` and not defined, boto3's
+        standard credential chain is used, as in the Amazon provider.
+    :param url: ``s3://bucket/prefix/`` of the store; default ``[ft_provider] partition_store.url``.
+    :param region_name: overrides the connection's ``region_name``.
+    :param cache_dir: local task-recovery cache; default ``[ft_provider] partition_store.cache_dir``.
+    """
+
+    conn_name_attr = "aws_conn_id"
+    default_conn_name = "aws_default"
+    conn_type = "aws"
+    hook_name = "Partition store (S3)"
+
+    def __init__(
+        self,
+        aws_conn_id: str | None = default_conn_name,
+        *,
+        url: str | None = None,
+        region_name: str | None = None,
+        cache_dir: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.aws_conn_id = aws_conn_id
+        self.url = url
+        self.region_name = region_name
+        self.cache_dir = cache_dir
+
+    def _connection_fields(self) -> tuple[str | None, str | None, dict[str, Any]]:
+        if not self.aws_conn_id:
+            return None, None, {}
+        from airflow.sdk.exceptions import AirflowNotFoundException
+
+        try:
+            conn = self.get_connection(self.aws_conn_id)
+        except AirflowNotFoundException:
+            if self.aws_conn_id != self.default_conn_name:
+                raise
+            self.log.info(
+                "connection %r not defined; using boto3's standard credential chain", self.aws_conn_id
+            )
+            return None, None, {}
+        if conn.conn_type not in (None, "", "aws"):
+            raise ValueError(
+                f"connection {self.aws_conn_id!r} has type {conn.conn_type!r}; the partition store needs an "
+                "'aws' connection (login = access key id, password = secret key, "
+                "extra endpoint_url/region_name)"
+            )
+        return conn.login or None, conn.password or None, dict(conn.extra_dejson or {})
+
+    def get_client(self) -> Any:
+        """A new boto3 S3 client for the connection."""
+        import boto3
+        from botocore.config import Config
+
+        access_key, secret_key, extra = self._connection_fields()
+        region = self.region_name or extra.get("region_name")
+        session = boto3.session.Session(
+            aws_access_key_id=access_key,
+            aws_secret_access_key=secret_key,
+            aws_session_token=extra.get("aws_session_token"),
+            region_name=region,
+            profile_name=extra.get("profile_name"),
+        )
+        config_kwargs = dict(extra.get("config_kwargs") or {})
+        config_kwargs.setdefault("retries", {"mode": "standard"})
+        config_kwargs.setdefault("max_pool_connections", 16)
+        endpoint_url = extra.get("endpoint_url") or None
+        self.log.info(
+            "S3 client for connection %r: endpoint %s, region %s",
+            self.aws_conn_id,
+            endpoint_url or "AWS default",
+            region or "from the environment",
+        )
+        return session.client("s3", endpoint_url=endpoint_url, config=Config(**config_kwargs))
+
+    @cached_property
+    def client(self) -> Any:
+        return self.get_client()
+
+    def get_store(self, **kwargs: Any) -> S3PartitionStore:
+        """The partition store at ``url`` (or the configured one); ``kwargs`` go to S3PartitionStore."""
+        url = self.url or _config("partition_store.url")
+        if not url:
+            raise ValueError(
+                "no partition store URL: pass url='s3://bucket/prefix/' or set [ft_provider] "
+                "partition_store.url (AIRFLOW__FT_PROVIDER__PARTITION_STORE.URL)"
+            )
+        kwargs.setdefault("cache", self.cache_dir or _config("partition_store.cache_dir") or None)
+        kwargs.setdefault("checksum", _config("partition_store.checksum") or DEFAULT_CHECKSUM)
+        kwargs.setdefault("retention", _seconds("partition_store.retention", DEFAULT_RETENTION))
+        kwargs.setdefault("orphan_grace", _seconds("partition_store.orphan_grace", DEFAULT_ORPHAN_GRACE))
+        return S3PartitionStore(self.get_client, url, **kwargs)
+
+    def test_connection(self) -> tuple[bool, str]:
+        """For the UI's Test button: can we reach the store's bucket with these credentials?"""
+        try:
+            self.get_store().check_connection()
+        except (PartitionStoreError, ValueError) as exc:
+            return False, str(exc)
+        return True, "partition store bucket is reachable"
+
+
+def _config(key: str) -> str | None:
+    from airflow.sdk import conf
+
+    return conf.get(CONFIG_SECTION, key, fallback=None)
+
+
+def _seconds(key: str, default: float) -> float:
+    from airflow_ft_provider.failover.durations import parse_duration
+
+    value = _config(key)
+    if value in (None, ""):
+        return default
+    try:
+        return parse_duration(value)
+    except ValueError as exc:
+        raise ValueError(f"[{CONFIG_SECTION}] {key}: {exc}") from None

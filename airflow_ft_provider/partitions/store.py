@@ -1,0 +1,1091 @@
+"""The S3 result-partition store: commit, read, availability, consumers, release and clean-up.
+
+Commit protocol: data files go to ``…/attempts/<attempt>/`` first; the partition becomes visible only
+when its manifest is written, in one conditional PUT. Readers resolve a partition only through the
+manifest, so a crash at any point leaves the old state or the new one, never a partial partition.
+The producer's try number fences zombies: a commit never replaces a manifest of a newer try.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import queue
+import shutil
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from ..failover.clock import Clock, SystemClock
+from .cache import LocalPartitionCache
+from .conditional import ConditionalJsonStore
+from .errors import (
+    MISSING_CODES,
+    ConsumerRegistrationRefused,
+    PartitionNotFound,
+    PartitionStoreError,
+    ReleaseRefused,
+    StaleCommitError,
+    Unavailable,
+    error_code,
+    s3_errors,
+)
+from .manifest import (
+    DEFAULT_CHECKSUM,
+    FileEntry,
+    InvalidManifest,
+    Manifest,
+    Producer,
+    check_algorithm,
+    check_codec,
+    file_checksum,
+    new_hasher,
+)
+from .naming import (
+    ATTEMPTS_DIR,
+    MANIFEST_NAME,
+    PartitionRef,
+    RunRef,
+    StoreLayout,
+    attempt_dir,
+    check_encoded_name,
+    check_relative_path,
+    decode_segment,
+)
+
+if TYPE_CHECKING:
+    from boto3.s3.transfer import TransferConfig
+
+    from ..failover.graph import StageGraph
+
+log = logging.getLogger(__name__)
+
+MiB = 1 << 20
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+DEFAULT_ORPHAN_GRACE = 3600.0
+StepHook = Callable[[str, Mapping[str, Any]], None]
+
+
+def default_transfer_config() -> TransferConfig:
+    """Multipart above 32 MiB in 32 MiB parts, 8 parallel requests (boto3's transfer manager)."""
+    from boto3.s3.transfer import TransferConfig
+
+    return TransferConfig(multipart_threshold=32 * MiB, multipart_chunksize=32 * MiB, max_concurrency=8)
+
+
+@dataclass(frozen=True)
+class _Location:
+    """Where one partition's manifest and attempts live (blocking, or scratch of one execution)."""
+
+    ref: PartitionRef
+    kind: str
+    prefix: str
+
+    @property
+    def manifest_key(self) -> str:
+        return self.prefix + MANIFEST_NAME
+
+
+@dataclass(frozen=True)
+class FetchedPartition:
+    """A partition's files on local disk, in manifest order, verified against the manifest."""
+
+    manifest: Manifest
+    paths: tuple[Path, ...]
+    cache_hits: int = 0
+    downloaded: int = 0
+
+
+@dataclass(frozen=True)
+class UnavailablePartition:
+    partition_id: str
+    reason: Unavailable
+    detail: str = ""
+
+    def error(self, run: RunRef | None = None) -> PartitionNotFound:
+        return PartitionNotFound(self.partition_id, self.reason, self.detail, run=str(run or ""))
+
+
+@dataclass(frozen=True)
+class AvailabilityReport:
+    """Which partitions can be consumed again; ``unavailable_ids`` feeds the failover strategy."""
+
+    run: RunRef
+    available: frozenset[str]
+    unavailable: Mapping[str, UnavailablePartition]
+
+    @property
+    def unavailable_ids(self) -> set[str]:
+        return set(self.unavailable)
+
+
+@dataclass(frozen=True)
+class Lease:
+    """A registered consumer; while it is active, release of the partitions it names is refused."""
+
+    consumer: str
+    partitions: tuple[str, ...] | None  # None: every partition of the run
+    registered_at: float
+    expires_at: float | None = None
+
+    def active(self, now: float) -> bool:
+        return self.expires_at is None or now < self.expires_at
+
+    def covers(self, partitions: Iterable[str] | None) -> bool:
+        if partitions is None or self.partitions is None:
+            return True
+        return not set(self.partitions).isdisjoint(partitions)
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    run: RunRef
+    partitions: tuple[str, ...] | None
+    deleted_objects: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class RetentionOutcome:
+    run: RunRef
+    released: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class OrphanReport:
+    run: RunRef
+    deleted_keys: tuple[str, ...] = ()
+    aborted_uploads: tuple[str, ...] = ()
+    kept_in_flight: tuple[str, ...] = ()  # attempt prefixes younger than the grace period
+
+
+@dataclass(frozen=True)
+class _ObjectInfo:
+    size: int
+    last_modified: float
+
+
+@dataclass
+class _Transfers:
+    """Runs boto3 transfers in parallel and hands each finished one back to the calling thread."""
+
+    manager: Any
+    done: queue.Queue[Any] = field(default_factory=queue.Queue)
+
+    def subscriber(self, tag: Any, size: int | None = None) -> Any:
+        from s3transfer.subscribers import BaseSubscriber
+
+        outer = self
+
+        class _Subscriber(BaseSubscriber):  # type: ignore[misc]
+            def on_queued(self, future: Any, **kwargs: Any) -> None:
+                if size is not None:
+                    future.meta.provide_transfer_size(size)  # known from the manifest: skip a HEAD
+
+            def on_done(self, future: Any, **kwargs: Any) -> None:
+                outer.done.put((tag, future))
+
+        return _Subscriber()
+
+
+class _HashingWriter:
+    """A write-only file target that counts and checksums bytes on their way to disk.
+
+    The file is opened on the first write, so a partition of thousands of files does not hold
+    thousands of descriptors while its downloads wait in the queue.
+    """
+
+    def __init__(self, path: Path, checksum: str | None) -> None:
+        self._path = path
+        self._file: Any = None
+        self._closed = False
+        self._hasher = new_hasher(checksum) if checksum else None
+        self._algorithm = checksum.partition(":")[0] if checksum else ""
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        if self._file is None:
+            self._file = open(self._path, "wb")  # noqa: SIM115 - closed by close()
+        if self._hasher is not None:
+            self._hasher.update(data)
+        self.size += len(data)
+        return self._file.write(data)
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._file is None:
+            self._path.touch()  # an empty object: no write ever came
+        else:
+            self._file.close()
+
+    def problem(self, entry: FileEntry) -> tuple[Unavailable, str] | None:
+        if self.size != entry.size:
+            return Unavailable.SIZE_MISMATCH, f"{entry.key} is {self.size} bytes, manifest says {entry.size}"
+        if self._hasher is not None:
+            actual = f"{self._algorithm}:{self._hasher.hexdigest()}"
+            if actual != entry.checksum:
+                return (
+                    Unavailable.CHECKSUM_MISMATCH,
+                    f"{entry.key} has {actual}, manifest says {entry.checksum}",
+                )
+        return None
+
+
+class S3PartitionStore:
+    """Blocking result partitions on S3 (re-consumable until released) and pipelined scratch output.
+
+    ``client`` is a boto3 S3 client or a zero-argument factory returning one, so the store needs no
+    Airflow (``PartitionStoreHook`` builds one from an Airflow connection).
+    """
+
+    def __init__(
+        self,
+        client: Any,
+        url: str,
+        *,
+        cache: LocalPartitionCache | str | os.PathLike[str] | None = None,
+        checksum: str = DEFAULT_CHECKSUM,
+        transfer_config: TransferConfig | None = None,
+        retention: float = DEFAULT_RETENTION,
+        orphan_grace: float = DEFAULT_ORPHAN_GRACE,
+        clock: Clock | None = None,
+        on_step: StepHook | None = None,
+        max_workers: int = 8,
+    ) -> None:
+        self.layout = StoreLayout.from_url(url)
+        self._client_or_factory = client
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        if cache is not None and not isinstance(cache, LocalPartitionCache):
+            cache = LocalPartitionCache(cache)
+        self.cache = cache
+        self.checksum = check_algorithm(checksum)
+        self.transfer_config = transfer_config or default_transfer_config()
+        for name, value in (("retention", retention), ("orphan_grace", orphan_grace)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a number of seconds ≥ 0, got {value!r}")
+        self.retention = float(retention)
+        self.orphan_grace = float(orphan_grace)
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise ValueError(f"max_workers must be an integer ≥ 1, got {max_workers!r}")
+        self.max_workers = max_workers
+        self._clock = clock or SystemClock()
+        self._on_step = on_step
+
+    # -- plumbing ---------------------------------------------------------------------------------
+    @property
+    def bucket(self) -> str:
+        return self.layout.bucket
+
+    @property
+    def client(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                c = self._client_or_factory
+                self._client = c if hasattr(c, "put_object") else c()
+            return self._client
+
+    @property
+    def json_objects(self) -> ConditionalJsonStore:
+        """The compare-and-swap primitive on this store's bucket, for state kept beside partitions."""
+        return ConditionalJsonStore(self.client, self.bucket)
+
+    def _step(self, step: str, **info: Any) -> None:
+        if self._on_step is not None:
+            self._on_step(step, info)
+
+    def _blocking(self, ref: PartitionRef) -> _Location:
+        return _Location(ref, "blocking", self.layout.partition_prefix(ref))
+
+    def _scratch(self, ref: PartitionRef, execution_id: str) -> _Location:
+        return _Location(ref, "pipelined", self.layout.scratch_prefix(ref, execution_id))
+
+    def check_connection(self) -> None:
+        """One small listing of the prefix; a PartitionStoreError names the problem (bucket, keys, endpoint).
+
+        Not HeadBucket: a HEAD response has no body, so S3 could only say 403 or 404, not why.
+        """
+        with s3_errors("ListObjectsV2", self.bucket, self.layout.prefix or None):
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.layout.prefix, MaxKeys=1)
+
+    # -- commit -----------------------------------------------------------------------------------
+    def commit(
+        self,
+        ref: PartitionRef,
+        source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        producer: Producer,
+        format: str = "parquet",
+        compression: str = "snappy",
+        row_count: int | None = None,
+    ) -> Manifest:
+        """Upload a directory (or list) of files as blocking partition ``ref`` and publish its manifest.
+
+        In a directory, names starting with '_' or '.' (``_SUCCESS``, ``.crc``, ``_temporary``) are
+        skipped, as Spark and Hadoop do. Raises StaleCommitError when a newer try already committed.
+        """
+        return self._commit(self._blocking(ref), source, producer, format, compression, row_count)
+
+    def commit_scratch(
+        self,
+        ref: PartitionRef,
+        execution_id: str,
+        source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        producer: Producer,
+        format: str = "parquet",
+        compression: str = "snappy",
+        row_count: int | None = None,
+    ) -> Manifest:
+        """A pipelined partition: readable only by the same region execution (``execution_id``)."""
+        return self._commit(
+            self._scratch(ref, execution_id), source, producer, format, compression, row_count
+        )
+
+    def _commit(
+        self,
+        loc: _Location,
+        source: Any,
+        producer: Producer,
+        fmt: str,
+        compression: str,
+        row_count: int | None,
+    ) -> Manifest:
+        if not isinstance(producer, Producer):
+            raise ValueError(f"producer must be a Producer(task_id, map_index, try_number), got {producer!r}")
+        check_codec("format", fmt)
+        check_codec("compression", compression)
+        if row_count is not None and (
+            isinstance(row_count, bool) or not isinstance(row_count, int) or row_count < 0
+        ):
+            raise ValueError(f"row_count must be None or an integer ≥ 0, got {row_count!r}")
+        files = _source_files(source)
+        attempt_id = f"t{producer.try_number}-{uuid.uuid4().hex[:16]}"
+        attempt_prefix = loc.prefix + attempt_dir(attempt_id)
+        publishing = False
+        try:
+            entries = self._upload(files, loc.prefix, attempt_id)
+            manifest = Manifest(
+                pipeline=loc.ref.pipeline,
+                run_id=loc.ref.run_id,
+                result=loc.ref.result,
+                map_index=loc.ref.map_index,  # type: ignore[arg-type]
+                kind=loc.kind,
+                attempt_id=attempt_id,
+                producer=producer,
+                files=tuple(entries),
+                format=fmt,
+                compression=compression,
+                row_count=row_count,
+                created_at=round(self._clock.now(), 3),  # what the manifest keeps (ms)
+            )
+            publishing = True
+            self._publish(loc, manifest)
+            self._step("after_manifest_put", attempt_id=attempt_id)
+        except StaleCommitError:
+            self._delete_quietly(attempt_prefix)
+            raise
+        except BaseException:
+            # If the manifest PUT itself failed, S3 may still have applied it (a lost response);
+            # then the data is live, so leave it to cleanup_orphans, which checks the manifest.
+            if not publishing:
+                self._delete_quietly(attempt_prefix)
+            raise
+        if self.cache is not None:
+            for (_, path), entry in zip(files, entries):
+                self.cache.add(path, self.bucket, loc.prefix + entry.key)
+        log.info(
+            "committed partition %s (%s, %d files, %d bytes, attempt %s)",
+            loc.ref,
+            loc.kind,
+            len(entries),
+            manifest.total_size,
+            attempt_id,
+        )
+        return manifest
+
+    def _upload(self, files: list[tuple[str, Path]], prefix: str, attempt_id: str) -> list[FileEntry]:
+        from boto3.s3.transfer import create_transfer_manager
+
+        keys = [f"{attempt_dir(attempt_id)}{name}" for name, _ in files]
+        sizes = [path.stat().st_size for _, path in files]
+        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ft-hash") as hashers:
+            checksums = [hashers.submit(file_checksum, path, self.checksum) for _, path in files]
+            transfers = _Transfers(create_transfer_manager(self.client, self.transfer_config))
+            with transfers.manager:
+                for i, (_, path) in enumerate(files):
+                    transfers.manager.upload(
+                        str(path), self.bucket, prefix + keys[i], subscribers=[transfers.subscriber(i)]
+                    )
+                for uploaded in range(1, len(files) + 1):
+                    i, future = transfers.done.get()
+                    with s3_errors("PutObject", self.bucket, prefix + keys[i]):
+                        future.result()
+                    self._step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
+            self._step("files_uploaded", total=len(files))
+            entries = [FileEntry(keys[i], sizes[i], checksums[i].result()) for i in range(len(files))]
+        for (_, path), entry in zip(files, entries):
+            if path.stat().st_size != entry.size:
+                raise RuntimeError(
+                    f"{path} changed size while it was being committed; finish writing it first"
+                )
+        return entries
+
+    def _publish(self, loc: _Location, manifest: Manifest) -> None:
+        data = manifest.to_json()
+        rounds = 0
+
+        def change(current: bytes | None) -> bytes:
+            nonlocal rounds
+            rounds += 1
+            if current is not None:
+                try:
+                    existing = Manifest.from_json(current, expected=loc.ref, kind=loc.kind)
+                except InvalidManifest as exc:
+                    log.warning("replacing invalid manifest of %s: %s", loc.ref, exc)
+                else:
+                    if existing.producer.try_number > manifest.producer.try_number:
+                        raise StaleCommitError(
+                            loc.ref.partition_id,
+                            manifest.producer.try_number,
+                            existing.producer.try_number,
+                            existing.attempt_id,
+                        )
+            self._step(
+                "before_manifest_put",
+                attempt_id=manifest.attempt_id,
+                round=rounds,
+                replaces=current is not None,
+            )
+            return data
+
+        ConditionalJsonStore(self.client, self.bucket, max_bytes=1 << 20).update_raw(loc.manifest_key, change)
+
+    # -- read -------------------------------------------------------------------------------------
+    def manifest(self, ref: PartitionRef) -> Manifest:
+        """The committed manifest of a blocking partition; PartitionNotFound when missing or invalid."""
+        return self._manifest(self._blocking(ref))
+
+    def _manifest(self, loc: _Location) -> Manifest:
+        raw = ConditionalJsonStore(self.client, self.bucket).get_bytes(loc.manifest_key)
+        if raw is None:
+            raise PartitionNotFound(
+                loc.ref.partition_id,
+                Unavailable.MISSING_MANIFEST,
+                f"no s3://{self.bucket}/{loc.manifest_key}",
+                run=str(loc.ref.run),
+            )
+        try:
+            return Manifest.from_json(raw.value, expected=loc.ref, kind=loc.kind)
+        except InvalidManifest as exc:
+            raise PartitionNotFound(
+                loc.ref.partition_id, Unavailable.INVALID_MANIFEST, str(exc), run=str(loc.ref.run)
+            ) from None
+
+    def fetch(
+        self, ref: PartitionRef, dest: str | os.PathLike[str] | None = None, *, verify: bool = True
+    ) -> FetchedPartition:
+        """The partition's files on local disk, each checked against the manifest (size, checksum).
+
+        With a local cache, verified cached files are used and anything else is downloaded from S3
+        and repaired in the cache; ``dest`` (a directory) then gets a copy under the files' names.
+        Raises PartitionNotFound when the partition is missing or fails its integrity check.
+        """
+        loc = self._blocking(ref)
+        return self._fetch(loc, self._manifest(loc), dest, verify)
+
+    def fetch_scratch(
+        self,
+        ref: PartitionRef,
+        execution_id: str,
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        verify: bool = True,
+    ) -> FetchedPartition:
+        """A pipelined partition written by the same region execution; no other execution may read it."""
+        loc = self._scratch(ref, execution_id)
+        return self._fetch(loc, self._manifest(loc), dest, verify)
+
+    def _fetch(self, loc: _Location, manifest: Manifest, dest: Any, verify: bool) -> FetchedPartition:
+        from boto3.s3.transfer import create_transfer_manager
+
+        if dest is None and self.cache is None:
+            raise ValueError("fetch needs dest= (a directory) when the store has no local cache")
+        dest_dir = Path(dest) if dest is not None else None
+        paths: list[Path | None] = [None] * len(manifest.files)
+        todo: list[tuple[int, FileEntry, str, Path]] = []
+        hits = 0
+        for i, entry in enumerate(manifest.files):
+            key = loc.prefix + entry.key
+            if self.cache is not None:
+                cached = self.cache.lookup(self.bucket, key, entry)
+                if cached is not None:
+                    paths[i] = cached
+                    hits += 1
+                    continue
+                temp = self.cache.temp_path(self.bucket, key)
+            else:
+                assert dest_dir is not None
+                final = dest_dir / entry.name
+                final.parent.mkdir(parents=True, exist_ok=True)
+                temp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
+            todo.append((i, entry, key, temp))
+
+        writers = [_HashingWriter(temp, entry.checksum if verify else None) for _, entry, _, temp in todo]
+        try:
+            if todo:
+                transfers = _Transfers(create_transfer_manager(self.client, self.transfer_config))
+                with transfers.manager:
+                    for n, (_, entry, key, _) in enumerate(todo):
+                        # A write-only target makes s3transfer hand over the bytes in order, so they
+                        # are checksummed as they arrive instead of being read back from disk.
+                        transfers.manager.download(
+                            self.bucket, key, writers[n], subscribers=[transfers.subscriber(n, entry.size)]
+                        )
+                    for _ in todo:
+                        n, future = transfers.done.get()
+                        self._download_result(loc, todo[n][2], future)
+                        writers[n].close()
+                        problem = writers[n].problem(todo[n][1])
+                        if problem is not None:
+                            raise PartitionNotFound(
+                                loc.ref.partition_id, problem[0], problem[1], run=str(loc.ref.run)
+                            )
+            for i, entry, key, temp in todo:
+                if self.cache is not None:
+                    paths[i] = self.cache.install(temp, self.bucket, key)
+                else:
+                    assert dest_dir is not None
+                    paths[i] = dest_dir / entry.name
+                    os.replace(temp, paths[i])  # type: ignore[arg-type]
+        finally:
+            for writer, (_, _, _, temp) in zip(writers, todo):
+                writer.close()
+                temp.unlink(missing_ok=True)
+
+        if dest_dir is not None and self.cache is not None:
+            for i, entry in enumerate(manifest.files):
+                target = dest_dir / entry.name
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.unlink(missing_ok=True)
+                try:
+                    os.link(paths[i], target)  # type: ignore[arg-type]
+                except OSError:
+                    shutil.copyfile(paths[i], target)  # type: ignore[arg-type]
+                paths[i] = target
+        return FetchedPartition(manifest, tuple(p for p in paths if p is not None), hits, len(todo))
+
+    def _download_result(self, loc: _Location, key: str, future: Any) -> None:
+        from botocore.exceptions import ClientError
+
+        with s3_errors("GetObject", self.bucket, key):
+            try:
+                future.result()
+            except ClientError as exc:
+                code = error_code(exc)
+                if code in MISSING_CODES:
+                    raise PartitionNotFound(
+                        loc.ref.partition_id,
+                        Unavailable.MISSING_OBJECT,
+                        f"s3://{self.bucket}/{key} is gone",
+                        run=str(loc.ref.run),
+                    ) from None
+                if code in ("InvalidRange", "416"):
+                    raise PartitionNotFound(
+                        loc.ref.partition_id,
+                        Unavailable.SIZE_MISMATCH,
+                        f"s3://{self.bucket}/{key} is shorter than the manifest says",
+                        run=str(loc.ref.run),
+                    ) from None
+                raise
+
+    # -- availability -----------------------------------------------------------------------------
+    def check_availability(
+        self,
+        pipeline: str,
+        run_id: str,
+        partitions: Iterable[str | PartitionRef],
+        *,
+        pipelined: Iterable[str | PartitionRef] = (),
+        deep: bool = False,
+    ) -> AvailabilityReport:
+        """Which of a run's partitions can be consumed again, and why the others cannot.
+
+        One paginated listing of the run's blocking prefix plus one GET per manifest (in parallel),
+        not a HEAD per object. ``pipelined`` partitions are always unavailable. ``deep`` also reads
+        every object back and checks its checksum.
+        """
+        run = RunRef(pipeline, run_id)
+        refs = [run.parse(p) for p in partitions]
+        unavailable: dict[str, UnavailablePartition] = {}
+        for p in pipelined:
+            pid = run.parse(p).partition_id
+            unavailable[pid] = UnavailablePartition(
+                pid, Unavailable.PIPELINED, "pipelined partitions are not kept after a failure"
+            )
+        listing = self._list(self.layout.blocking_prefix(run)) if refs else {}
+
+        def check(ref: PartitionRef) -> UnavailablePartition | None:
+            loc = self._blocking(ref)
+            if loc.manifest_key not in listing:
+                return UnavailablePartition(ref.partition_id, Unavailable.MISSING_MANIFEST)
+            try:
+                manifest = self._manifest(loc)
+            except PartitionNotFound as exc:
+                return UnavailablePartition(ref.partition_id, exc.reason, exc.detail)
+            for entry in manifest.files:
+                key = loc.prefix + entry.key
+                info = listing.get(key) or self._head(key)  # a HEAD only if written after the listing
+                if info is None:
+                    return UnavailablePartition(
+                        ref.partition_id, Unavailable.MISSING_OBJECT, f"{entry.key} is gone"
+                    )
+                if info.size != entry.size:
+                    return UnavailablePartition(
+                        ref.partition_id,
+                        Unavailable.SIZE_MISMATCH,
+                        f"{entry.key} is {info.size} bytes, manifest says {entry.size}",
+                    )
+            if deep:
+                for entry in manifest.files:
+                    actual = self._remote_checksum(loc.prefix + entry.key, entry.checksum)
+                    if actual is None:
+                        return UnavailablePartition(
+                            ref.partition_id, Unavailable.MISSING_OBJECT, f"{entry.key} is gone"
+                        )
+                    if actual != entry.checksum:
+                        return UnavailablePartition(
+                            ref.partition_id,
+                            Unavailable.CHECKSUM_MISMATCH,
+                            f"{entry.key} has {actual}, manifest says {entry.checksum}",
+                        )
+            return None
+
+        with ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="ft-check") as pool:
+            for ref, problem in zip(refs, pool.map(check, refs)):
+                if problem is not None:
+                    unavailable[ref.partition_id] = problem
+        available = frozenset(ref.partition_id for ref in refs) - set(unavailable)
+        return AvailabilityReport(run, available, unavailable)
+
+    def check_graph(
+        self, graph: StageGraph, pipeline: str, run_id: str, *, deep: bool = False
+    ) -> AvailabilityReport:
+        """Availability of every partition of a pipeline graph (its pipelined results are unavailable)."""
+        blocking, pipelined = [], []
+        for result in graph.results.values():
+            (blocking if result.result_type.is_reconsumable else pipelined).extend(
+                graph.partition_ids(result.name)
+            )
+        return self.check_availability(pipeline, run_id, blocking, pipelined=pipelined, deep=deep)
+
+    def _head(self, key: str) -> _ObjectInfo | None:
+        from botocore.exceptions import ClientError
+
+        with s3_errors("HeadObject", self.bucket, key):
+            try:
+                response = self.client.head_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if error_code(exc) in MISSING_CODES:
+                    return None
+                raise
+        return _ObjectInfo(response["ContentLength"], response["LastModified"].timestamp())
+
+    def _remote_checksum(self, key: str, expected: str) -> str | None:
+        from botocore.exceptions import ClientError
+
+        hasher = new_hasher(expected)
+        with s3_errors("GetObject", self.bucket, key):
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            except ClientError as exc:
+                if error_code(exc) in MISSING_CODES:
+                    return None
+                raise
+            with body:
+                for chunk in body.iter_chunks(MiB):
+                    hasher.update(chunk)
+        return f"{expected.partition(':')[0]}:{hasher.hexdigest()}"
+
+    # -- consumers and release --------------------------------------------------------------------
+    def register_consumer(
+        self,
+        pipeline: str,
+        run_id: str,
+        consumer: str,
+        *,
+        partitions: Iterable[str | PartitionRef] | None = None,
+        ttl: float | None = None,
+    ) -> Lease:
+        """Declare that ``consumer`` (e.g. a task id) may still read these partitions (None: all).
+
+        Registering again refreshes the lease. Refused once a release of the partitions has started.
+        """
+        run = RunRef(pipeline, run_id)
+        check_encoded_name("consumer", consumer)
+        pids = None if partitions is None else tuple(sorted({run.parse(p).partition_id for p in partitions}))
+        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
+            raise ValueError(f"lease ttl must be None (until unregistered) or seconds > 0, got {ttl!r}")
+        now = self._clock.now()
+        lease = Lease(consumer, pids, now, None if ttl is None else now + ttl)
+        self._refuse_if_releasing(run, consumer, pids)
+        key = self.layout.lease_key(run, consumer)
+        self._put_json(
+            key,
+            {
+                "consumer": consumer,
+                "partitions": None if pids is None else list(pids),
+                "registered_at": lease.registered_at,
+                "expires_at": lease.expires_at,
+            },
+        )
+        # Release writes its marker, then lists leases; we write the lease, then read the marker.
+        # With S3's strong consistency one of the two sees the other, so they never both proceed.
+        try:
+            self._refuse_if_releasing(run, consumer, pids)
+        except ConsumerRegistrationRefused:
+            self._delete_keys([key])
+            raise
+        return lease
+
+    def unregister_consumer(self, pipeline: str, run_id: str, consumer: str) -> None:
+        run = RunRef(pipeline, run_id)
+        self._delete_keys([self.layout.lease_key(run, consumer)])
+
+    def consumers(self, pipeline: str, run_id: str, *, include_expired: bool = False) -> list[Lease]:
+        run = RunRef(pipeline, run_id)
+        prefix = self.layout.leases_prefix(run)
+        now = self._clock.now()
+        leases = []
+        for key in sorted(self._list(prefix)):
+            raw = ConditionalJsonStore(self.client, self.bucket).get_bytes(key)
+            if raw is None:
+                continue
+            lease = _parse_lease(raw.value, fallback=_decode_lease_name(key[len(prefix) :]))
+            if include_expired or lease.active(now):
+                leases.append(lease)
+        return leases
+
+    def release_run(
+        self,
+        pipeline: str,
+        run_id: str,
+        *,
+        partitions: Iterable[str | PartitionRef] | None = None,
+        reason: str = "explicit request",
+    ) -> ReleaseReport:
+        """Delete a run's partitions (all, or the blocking ones named) unless a consumer still needs them.
+
+        Raises ReleaseRefused, deleting nothing, while an active lease covers any of them.
+        """
+        run = RunRef(pipeline, run_id)
+        pids = None if partitions is None else tuple(sorted({run.parse(p).partition_id for p in partitions}))
+        self._refuse_if_leased(run, pids)
+        marker = self.layout.marker_key(run, "releasing")
+        self._put_json(
+            marker,
+            {"partitions": None if pids is None else list(pids), "at": self._clock.now(), "reason": reason},
+        )
+        try:
+            self._refuse_if_leased(run, pids)
+        except ReleaseRefused:
+            self._delete_keys([marker])
+            raise
+        run_prefix = self.layout.run_prefix(run)
+        if pids is None:
+            keys = [k for k in self._list(run_prefix) if k != marker]
+            self._abort_uploads(run_prefix, older_than=None)
+        else:
+            keys = [k for pid in pids for k in self._list(self.layout.partition_prefix(run.parse(pid)))]
+        self._delete_keys(keys)
+        if pids is None:
+            self._put_json(
+                self.layout.marker_key(run, "released"), {"at": self._clock.now(), "reason": reason}
+            )
+        self._delete_keys([marker])
+        if self.cache is not None:
+            if pids is None:
+                self.cache.evict(self.bucket, run_prefix)
+            else:
+                for pid in pids:
+                    self.cache.evict(self.bucket, self.layout.partition_prefix(run.parse(pid)))
+        log.info(
+            "released %s of run %s (%d objects): %s",
+            "all partitions" if pids is None else list(pids),
+            run,
+            len(keys),
+            reason,
+        )
+        return ReleaseReport(run, pids, len(keys), reason)
+
+    def release_scratch(self, pipeline: str, run_id: str, execution_id: str) -> int:
+        """Delete the pipelined partitions of one region execution (they are never read again)."""
+        keys = list(self._list(self.layout.scratch_execution_prefix(RunRef(pipeline, run_id), execution_id)))
+        self._delete_keys(keys)
+        return len(keys)
+
+    def mark_run_succeeded(self, pipeline: str, run_id: str, *, at: float | None = None) -> None:
+        """Start the retention clock of a finished run (``release_expired_runs`` acts on it)."""
+        run = RunRef(pipeline, run_id)
+        self._put_json(
+            self.layout.marker_key(run, "succeeded"), {"at": self._clock.now() if at is None else at}
+        )
+
+    def release_expired_runs(self, pipeline: str) -> list[RetentionOutcome]:
+        """Release each succeeded run of a pipeline whose retention has passed; skip the others, saying why."""
+        outcomes = []
+        now = self._clock.now()
+        for run_prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
+            try:
+                run = self.layout.run_from_prefix(pipeline, run_prefix)
+            except ValueError:
+                continue  # not a run directory of ours
+            markers = {k.rsplit("/", 1)[-1]: k for k in self._list(run_prefix + "_run/")}
+            if "released.json" in markers:
+                outcomes.append(RetentionOutcome(run, False, "already released"))
+                continue
+            if "succeeded.json" not in markers:
+                outcomes.append(RetentionOutcome(run, False, "run has not succeeded (or was not marked)"))
+                continue
+            doc = self.json_objects.get(markers["succeeded.json"])
+            succeeded_at = float(doc.value["at"]) if doc is not None else now
+            left = succeeded_at + self.retention - now
+            if left > 0:
+                outcomes.append(RetentionOutcome(run, False, f"retention not over ({left:.0f} s left)"))
+                continue
+            try:
+                self.release_run(pipeline, run.run_id, reason=f"retention of {self.retention:.0f} s passed")
+            except ReleaseRefused as exc:
+                outcomes.append(RetentionOutcome(run, False, str(exc)))
+            else:
+                outcomes.append(RetentionOutcome(run, True, "retention passed"))
+        return outcomes
+
+    def _refuse_if_leased(self, run: RunRef, pids: tuple[str, ...] | None) -> None:
+        blocking = [
+            lease.consumer for lease in self.consumers(run.pipeline, run.run_id) if lease.covers(pids)
+        ]
+        if blocking:
+            raise ReleaseRefused(str(run), blocking, None if pids is None else list(pids))
+
+    def _refuse_if_releasing(self, run: RunRef, consumer: str, pids: tuple[str, ...] | None) -> None:
+        store = self.json_objects
+        for marker in ("released", "releasing"):
+            doc = store.get(self.layout.marker_key(run, marker))
+            if doc is None:
+                continue
+            released = doc.value.get("partitions") if isinstance(doc.value, dict) else None
+            if marker == "released" or released is None or pids is None or set(released) & set(pids):
+                raise ConsumerRegistrationRefused(
+                    f"consumer {consumer!r} cannot register on run {run}: its partitions "
+                    f"{'were' if marker == 'released' else 'are being'} released; re-run the producers "
+                    "(a new run) instead"
+                )
+
+    # -- clean-up ---------------------------------------------------------------------------------
+    def cleanup_orphans(self, pipeline: str, run_id: str, *, grace: float | None = None) -> OrphanReport:
+        """Delete attempt data that no manifest references (crashed, fenced or superseded commits).
+
+        Only attempts whose newest object is older than ``grace`` (default ``orphan_grace``) go, so an
+        in-flight commit and readers of a just-replaced manifest are left alone. Also aborts stale
+        multipart uploads of killed commits.
+        """
+        run = RunRef(pipeline, run_id)
+        grace = self.orphan_grace if grace is None else grace
+        cutoff = self._clock.now() - grace
+        run_prefix = self.layout.run_prefix(run)
+        # partition prefix -> {attempt id -> (keys, newest mtime)}; and partition prefixes with a manifest
+        attempts: dict[str, dict[str, tuple[list[str], float]]] = {}
+        manifests: set[str] = set()
+        for key, info in self._list(run_prefix).items():
+            rest = key[len(run_prefix) :]
+            parts = rest.split("/")
+            if parts[0] == "blocking" and len(parts) >= 4:
+                base = 4
+            elif parts[0] == "scratch" and len(parts) >= 5:
+                base = 5
+            else:
+                continue
+            partition_prefix = run_prefix + "/".join(parts[: base - 1]) + "/"
+            tail = parts[base - 1 :]
+            if tail == [MANIFEST_NAME]:
+                manifests.add(partition_prefix)
+            elif len(tail) >= 3 and tail[0] == ATTEMPTS_DIR:
+                keys, newest = attempts.setdefault(partition_prefix, {}).get(tail[1], ([], 0.0))
+                keys.append(key)
+                attempts[partition_prefix][tail[1]] = (keys, max(newest, info.last_modified))
+        doomed: list[str] = []
+        kept: list[str] = []
+        for partition_prefix, by_attempt in attempts.items():
+            current = self._current_attempt(partition_prefix) if partition_prefix in manifests else None
+            for attempt_id, (keys, newest) in by_attempt.items():
+                if attempt_id == current:
+                    continue
+                if newest <= cutoff:
+                    doomed.extend(keys)
+                else:
+                    kept.append(f"{partition_prefix}{ATTEMPTS_DIR}/{attempt_id}/")
+        self._delete_keys(doomed)
+        # An upload into an attempt that is still in flight belongs to that commit (S3's Initiated
+        # time alone would do, but S3-compatible stores do not all report it faithfully).
+        aborted = self._abort_uploads(run_prefix, older_than=cutoff, keep_prefixes=tuple(kept))
+        if doomed:
+            log.info("deleted %d orphaned objects of run %s", len(doomed), run)
+        return OrphanReport(run, tuple(sorted(doomed)), tuple(aborted), tuple(sorted(kept)))
+
+    def _current_attempt(self, partition_prefix: str) -> str | None:
+        raw = ConditionalJsonStore(self.client, self.bucket).get_bytes(partition_prefix + MANIFEST_NAME)
+        if raw is None:
+            return None
+        try:
+            return Manifest.from_json(raw.value).attempt_id
+        except InvalidManifest:
+            return None
+
+    # -- S3 helpers -------------------------------------------------------------------------------
+    def _list(self, prefix: str) -> dict[str, _ObjectInfo]:
+        objects: dict[str, _ObjectInfo] = {}
+        with s3_errors("ListObjectsV2", self.bucket, prefix):
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            ):
+                for obj in page.get("Contents", ()):
+                    objects[obj["Key"]] = _ObjectInfo(obj["Size"], obj["LastModified"].timestamp())
+        return objects
+
+    def _list_prefixes(self, prefix: str) -> list[str]:
+        prefixes: list[str] = []
+        with s3_errors("ListObjectsV2", self.bucket, prefix):
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix, Delimiter="/"
+            )
+            for page in pages:
+                prefixes.extend(p["Prefix"] for p in page.get("CommonPrefixes", ()))
+        return prefixes
+
+    def _put_json(self, key: str, value: Any) -> None:
+        import json
+
+        with s3_errors("PutObject", self.bucket, key):
+            self.client.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=json.dumps(value).encode("utf-8"),
+                ContentType="application/json",
+            )
+
+    def _delete_keys(self, keys: list[str]) -> None:
+        for start in range(0, len(keys), 1000):
+            batch = keys[start : start + 1000]
+            with s3_errors("DeleteObjects", self.bucket, batch[0]):
+                response = self.client.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True}
+                )
+            errors = response.get("Errors") or []
+            if errors:
+                first = errors[0]
+                raise PartitionStoreError(
+                    f"S3 DeleteObjects failed for {len(errors)} of {len(batch)} keys, first s3://{self.bucket}/"
+                    f"{first.get('Key')} with {first.get('Code')}: {first.get('Message', '')}",
+                    bucket=self.bucket,
+                    key=first.get("Key"),
+                    code=first.get("Code"),
+                    operation="DeleteObjects",
+                )
+
+    def _delete_quietly(self, prefix: str) -> None:
+        """Best effort after a failed commit; orphan clean-up removes whatever is left."""
+        try:
+            self._delete_keys(list(self._list(prefix)))
+        except Exception as exc:  # noqa: BLE001 - the original error matters more
+            log.warning(
+                "could not remove data of failed commit under s3://%s/%s: %s", self.bucket, prefix, exc
+            )
+
+    def _abort_uploads(
+        self, prefix: str, *, older_than: float | None, keep_prefixes: tuple[str, ...] = ()
+    ) -> list[str]:
+        aborted = []
+        with s3_errors("ListMultipartUploads", self.bucket, prefix):
+            pages = self.client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            )
+            uploads = [u for page in pages for u in page.get("Uploads", ())]
+        for upload in uploads:
+            if older_than is not None and upload["Initiated"].timestamp() > older_than:
+                continue
+            if upload["Key"].startswith(keep_prefixes) and keep_prefixes:
+                continue
+            with s3_errors("AbortMultipartUpload", self.bucket, upload["Key"]):
+                try:
+                    self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                    )
+                except Exception as exc:
+                    if error_code(exc) != "NoSuchUpload":
+                        raise
+            aborted.append(upload["Key"])
+        return aborted
+
+    def __repr__(self) -> str:
+        return f"S3PartitionStore({self.layout.url!r}, cache={self.cache!r})"
+
+
+def _source_files(source: Any) -> list[tuple[str, Path]]:
+    """(name inside the partition, local path) pairs, sorted by name."""
+    if isinstance(source, (str, os.PathLike)):
+        root = Path(source)
+        if not root.is_dir():
+            raise ValueError(f"commit source {root} is not a directory; pass a directory or a list of files")
+        files = []
+        for path in sorted(root.rglob("*")):
+            rel = path.relative_to(root)
+            if any(part.startswith(("_", ".")) for part in rel.parts) or not path.is_file():
+                continue
+            files.append((check_relative_path("file name", rel.as_posix()), path))
+        return files
+    files = []
+    seen: set[str] = set()
+    for item in source:
+        path = Path(item)
+        if not path.is_file():
+            raise ValueError(f"commit source file {path} does not exist or is not a regular file")
+        name = check_relative_path("file name", path.name)
+        if name in seen:
+            raise ValueError(
+                f"two commit source files are named {name!r}; names must be unique in a partition"
+            )
+        seen.add(name)
+        files.append((name, path))
+    return sorted(files)
+
+
+def _decode_lease_name(name: str) -> str:
+    try:
+        return decode_segment(name.removesuffix(".json"))
+    except ValueError:
+        return name
+
+
+def _parse_lease(data: bytes, *, fallback: str) -> Lease:
+    """A lease that does not parse still blocks release (safe side), under its key's name."""
+    import json
+
+    try:
+        doc = json.loads(data.decode("utf-8"))
+        partitions = doc.get("partitions")
+        return Lease(
+            consumer=str(doc["consumer"]),
+            partitions=None if partitions is None else tuple(str(p) for p in partitions),
+            registered_at=float(doc.get("registered_at") or 0.0),
+            expires_at=None if doc.get("expires_at") is None else float(doc["expires_at"]),
+        )
+    except (ValueError, KeyError, TypeError, AttributeError):
+        return Lease(fallback, None, 0.0, None)

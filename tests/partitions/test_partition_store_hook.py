@@ -1,0 +1,65 @@
+"""The Airflow hook builds the store from an ``aws`` connection (login/password, extra endpoint_url)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_ft_provider.partitions import PartitionRef, Producer
+from tests.support.partition_files import RUN_ID, read_all, version_files, write_files
+
+pytestmark = pytest.mark.s3
+
+
+def set_connection(monkeypatch, conn_id, **fields):
+    monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
+
+
+def test_hook_store_commits_and_reads_through_the_connection(monkeypatch, s3_bucket, tmp_path, caplog):
+    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+
+    endpoint = s3_bucket.endpoint
+    set_connection(
+        monkeypatch,
+        "ft_s3",
+        conn_type="aws",
+        login=endpoint.access_key,
+        password=endpoint.secret_key,
+        extra={"endpoint_url": endpoint.url, "region_name": "us-east-1"},
+    )
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE.URL", s3_bucket.url + "hooked/")
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE.ORPHAN_GRACE", "10 min")
+    caplog.set_level("DEBUG")
+    hook = PartitionStoreHook(aws_conn_id="ft_s3", cache_dir=str(tmp_path / "cache"))
+    assert hook.test_connection() == (True, "partition store bucket is reachable")
+    store = hook.get_store()
+    assert store.layout.url == s3_bucket.url + "hooked/" and store.orphan_grace == 600
+    ref = PartitionRef("etl", RUN_ID, "orders", 0)
+    store.commit(ref, write_files(tmp_path / "src", version_files(1)), producer=Producer("p", 0, 1))
+    assert read_all(store.fetch(ref).paths) == version_files(1)
+    assert endpoint.secret_key not in caplog.text
+
+
+def test_hook_reports_bad_connections(monkeypatch, s3_bucket):
+    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+
+    endpoint = s3_bucket.endpoint
+    set_connection(
+        monkeypatch,
+        "ft_bad",
+        conn_type="aws",
+        login=endpoint.access_key,
+        password="not-the-secret",
+        extra={"endpoint_url": endpoint.url},
+    )
+    ok, message = PartitionStoreHook("ft_bad", url=s3_bucket.url).test_connection()
+    assert not ok and "SignatureDoesNotMatch" in message and "not-the-secret" not in message
+
+    set_connection(monkeypatch, "ft_http", conn_type="http", host="example.com")
+    with pytest.raises(ValueError, match="has type 'http'; the partition store needs an 'aws' connection"):
+        PartitionStoreHook("ft_http", url=s3_bucket.url).get_client()
+
+    monkeypatch.delenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE.URL", raising=False)
+    ok, message = PartitionStoreHook("ft_bad").test_connection()
+    assert not ok and "no partition store URL" in message

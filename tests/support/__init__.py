@@ -1,0 +1,1 @@
+"""Shared test fixtures and helpers (S3 test endpoint, child processes)."""
