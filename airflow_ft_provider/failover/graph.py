@@ -81,27 +81,41 @@ def subtask_ids(name: str, parallelism: int) -> list[str]:
     return [f"{name}[{i}]" for i in range(parallelism)]
 
 
-def pointwise_groups(result: str, producers: int, consumers: int) -> list[ExchangeGroup]:
-    """Flink's pointwise rule: equal sizes pair i with i; otherwise split the larger side evenly."""
+def pointwise_ranges(
+    producers: int, consumers: int, first_partition: int = 0, first_consumer: int = 0
+) -> list[tuple[range, range]]:
+    """Flink's pointwise rule: equal sizes pair i with i; otherwise split the larger side evenly.
+
+    Returns (partition indexes, consumer indexes) pairs, shifted by ``first_partition`` and
+    ``first_consumer`` (the task-level topology numbers all partitions and tasks of a graph).
+    """
+    p0, c0 = first_partition, first_consumer
     if producers == consumers:
-        return [ExchangeGroup(result, range(i, i + 1), range(i, i + 1)) for i in range(producers)]
+        return [(range(p0 + i, p0 + i + 1), range(c0 + i, c0 + i + 1)) for i in range(producers)]
     if producers > consumers:
         return [
-            ExchangeGroup(
-                result,
-                range(i * producers // consumers, (i + 1) * producers // consumers),
-                range(i, i + 1),
+            (
+                range(p0 + i * producers // consumers, p0 + (i + 1) * producers // consumers),
+                range(c0 + i, c0 + i + 1),
             )
             for i in range(consumers)
         ]
     return [
-        ExchangeGroup(
-            result,
-            range(p, p + 1),
-            range((p * consumers + producers - 1) // producers, ((p + 1) * consumers + producers - 1) // producers),
+        (
+            range(p0 + p, p0 + p + 1),
+            range(
+                c0 + (p * consumers + producers - 1) // producers,
+                c0 + ((p + 1) * consumers + producers - 1) // producers,
+            ),
         )
         for p in range(producers)
     ]
+
+
+def pointwise_groups(result: str, producers: int, consumers: int) -> list[ExchangeGroup]:
+    """Flink's pointwise rule as exchange groups (see ``pointwise_ranges``)."""
+    pairs = pointwise_ranges(producers, consumers)
+    return [ExchangeGroup(result, partitions, tasks) for partitions, tasks in pairs]
 
 
 def _check_name(kind: str, name: object) -> str:

@@ -7,6 +7,12 @@
 
 An all-to-all blocking exchange becomes one hub node between its producer and consumer regions, so the
 dependency graph stays linear in the number of tasks instead of quadratic in stage width.
+
+Step 2 only looks at blocking exchanges that can lie on a cycle of regions. Every region lies inside
+one group of stages joined by pipelined exchanges, so a cycle of regions maps to a closed walk between
+such stage groups and stays inside one strongly connected set of them: a blocking exchange between
+two different sets (in a chain of blocking stages, every one) can be left out. That check is made
+on stages, so it costs nothing per task.
 """
 
 from __future__ import annotations
@@ -118,11 +124,33 @@ class RegionIndex:
         return [numbers.setdefault(uf.find(item), len(numbers)) for item in items]
 
     @staticmethod
-    def _blocking_cycles(topology: Topology, region_of: list[int], count: int) -> list[list[int]]:
+    def _exchanges_on_cycles(topology: Topology) -> list[bool]:
+        """Per exchange: can it be part of a cycle of regions? (See the module docstring.)"""
+        stages = 1 + max((max(p, c) for p, c, _ in topology.exchanges), default=-1)
+        joined = _UnionFind(stages)
+        for producer, consumer, blocking in topology.exchanges:
+            if not blocking:
+                joined.union(producer, consumer)
+        group = [joined.find(stage) for stage in range(stages)]
+        adjacency: list[list[int]] = [[] for _ in range(stages)]
+        for producer, consumer, blocking in topology.exchanges:
+            if blocking and group[producer] != group[consumer]:
+                adjacency[group[producer]].append(group[consumer])
+        strong = [0] * stages
+        for number, component in enumerate(_strongly_connected(adjacency)):
+            for node in component:
+                strong[node] = number
+        return [strong[group[p]] == strong[group[c]] for p, c, _ in topology.exchanges]
+
+    @classmethod
+    def _blocking_cycles(cls, topology: Topology, region_of: list[int], count: int) -> list[list[int]]:
+        on_cycles = cls._exchanges_on_cycles(topology)
+        if not any(on_cycles[e] for e, (_, _, blocking) in enumerate(topology.exchanges) if blocking):
+            return []
         adjacency: list[list[int]] = [[] for _ in range(count)]
         producer = topology.partition_producer
         for link in topology.links:
-            if not link.blocking:
+            if not link.blocking or not on_cycles[link.exchange]:
                 continue
             sources = {region_of[producer[p]] for p in link.partitions}
             targets = {region_of[c] for c in link.consumers}

@@ -6,18 +6,22 @@ and nothing here grows with the number of task-to-task edges of an all-to-all ex
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
-from .graph import StageGraph, subtask_ids
+from .graph import DistributionPattern, StageGraph, pointwise_ranges, subtask_ids
 
 
-@dataclass(frozen=True)
-class Link:
-    """Every partition in ``partitions`` feeds every task in ``consumers`` (both integer ranges)."""
+class Link(NamedTuple):
+    """Every partition in ``partitions`` feeds every task in ``consumers`` (both integer ranges).
+
+    A NamedTuple rather than a dataclass: graphs have up to one per task, and tuples of ranges are
+    cheap to build and untracked by the garbage collector.
+    """
 
     partitions: range
     consumers: range
     blocking: bool
+    exchange: int  # index into Topology.exchanges: the consumption this link belongs to
 
 
 class Topology:
@@ -42,18 +46,26 @@ class Topology:
             self.partition_blocking.extend([result.result_type.is_reconsumable] * parallelism)
         self.partition_index: dict[str, int] = {name: i for i, name in enumerate(self.partition_names)}
 
+        # One exchange per consumption: (producer stage, consumer stage, blocking), stages numbered
+        # in graph order; each consumption becomes one or more links.
+        stage_number = {name: i for i, name in enumerate(graph.stages)}
+        self.exchanges: list[tuple[int, int, bool]] = []
         self.links: list[Link] = []
-        for consumption in graph.consumptions:
-            blocking = graph.results[consumption.result].result_type.is_reconsumable
+        for exchange, consumption in enumerate(graph.consumptions):
+            result = graph.results[consumption.result]
+            blocking = result.result_type.is_reconsumable
+            self.exchanges.append((stage_number[result.producer], stage_number[consumption.stage], blocking))
             p0 = result_offset[consumption.result]
             c0 = stage_offset[consumption.stage]
-            for group in graph.exchange_groups(consumption):
-                self.links.append(
-                    Link(
-                        range(p0 + group.partitions.start, p0 + group.partitions.stop),
-                        range(c0 + group.consumers.start, c0 + group.consumers.stop),
-                        blocking,
-                    )
+            producers = graph.stages[result.producer].parallelism
+            consumers = graph.stages[consumption.stage].parallelism
+            if consumption.pattern is DistributionPattern.ALL_TO_ALL:  # as graph.exchange_groups
+                partitions, tasks = range(p0, p0 + producers), range(c0, c0 + consumers)
+                self.links.append(Link(partitions, tasks, blocking, exchange))
+            else:
+                self.links.extend(
+                    Link(partitions, tasks, blocking, exchange)
+                    for partitions, tasks in pointwise_ranges(producers, consumers, p0, c0)
                 )
 
     def task(self, task_id: str) -> int:

@@ -1,0 +1,175 @@
+"""One failover decision for a run: whether, when and what to restart after a task failure.
+
+Combines the two questions of the core: the restart strategy (whether and when, with state shared by
+the whole run or per region) and the failover strategy (which tasks). The run's ``RecoveryState`` is
+plain JSON; the caller loads it, calls ``handle_failure`` and stores it back with a compare-and-swap,
+retrying on conflict, so two regions failing at once never lose an update.
+
+Handling is idempotent per (task, try): a failure seen twice (the retry policy ran, and the next try
+also finds it when reconciling a hard crash) is counted once.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from .clock import Clock
+from .failover_strategies import FailoverStrategy
+from .restart_config import load_restart_strategy
+from .durations import format_duration
+
+STATE_VERSION = 1
+RUN_SCOPE = "run"
+
+
+@dataclass
+class RecoveryState:
+    """What a run remembers between failures, in whichever worker they happen."""
+
+    strategies: dict[str, dict[str, Any]] = field(default_factory=dict)  # scope -> strategy state
+    not_before: dict[str, float] = field(default_factory=dict)  # task id -> earliest restart time
+    handled: dict[str, int] = field(default_factory=dict)  # task id -> highest try whose failure was handled
+    decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # "task#try" -> decision summary
+
+    def to_json(self) -> bytes:
+        return json.dumps(
+            {"version": STATE_VERSION, "strategies": self.strategies, "not_before": self.not_before,
+             "handled": self.handled, "decisions": self.decisions},
+            sort_keys=True,
+        ).encode()
+
+    @classmethod
+    def from_json(cls, data: bytes | None) -> RecoveryState:
+        if not data:
+            return cls()
+        try:
+            doc = json.loads(data)
+        except ValueError as err:
+            raise ValueError(f"the run's recovery state is not JSON ({err}); delete it to start afresh") from None
+        if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
+            raise ValueError(
+                f"unsupported recovery state version {doc.get('version') if isinstance(doc, dict) else doc!r}; "
+                f"expected {STATE_VERSION}"
+            )
+        fields = {"strategies": dict, "not_before": dict, "handled": dict, "decisions": dict}
+        for name, kind in fields.items():
+            if not isinstance(doc.get(name, {}), kind):
+                raise ValueError(f"malformed recovery state: {name} must be an object, got {doc.get(name)!r}")
+        return cls(
+            strategies=doc.get("strategies", {}),
+            not_before={k: float(v) for k, v in doc.get("not_before", {}).items()},
+            handled={k: int(v) for k, v in doc.get("handled", {}).items()},
+            decisions=doc.get("decisions", {}),
+        )
+
+    def restart_not_before(self, task_id: str) -> float | None:
+        return self.not_before.get(task_id)
+
+
+@dataclass(frozen=True)
+class FailoverDecision:
+    failed_task: str
+    try_number: int
+    restart: bool
+    delay: float  # seconds from the failure until the restart
+    restart_at: float
+    regions: tuple[frozenset[str], ...]
+    tasks: frozenset[str]
+    unavailable: tuple[str, ...]
+    new_attempt: bool
+    strategy: str
+    scope: str
+    cause: str
+    already_handled: bool = False
+
+    @property
+    def reason(self) -> str:
+        if not self.restart:
+            return f"Recovery is suppressed by {self.strategy}"
+        what = "; ".join("[" + ", ".join(sorted(r)) + "]" for r in self.regions)
+        lost = f"; unavailable partitions: {', '.join(self.unavailable)}" if self.unavailable else ""
+        merged = "" if self.new_attempt else " (merged into the restart already scheduled)"
+        return (
+            f"{self.failed_task} failed ({self.cause}); restarting {len(self.regions)} region(s) {what} "
+            f"after {format_duration(self.delay)}{merged}{lost}; strategy {self.strategy}"
+        )
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "failed_task": self.failed_task, "try_number": self.try_number, "restart": self.restart,
+            "delay": self.delay, "restart_at": self.restart_at, "regions": [sorted(r) for r in self.regions],
+            "tasks": sorted(self.tasks), "unavailable": list(self.unavailable), "new_attempt": self.new_attempt,
+            "strategy": self.strategy, "scope": self.scope, "cause": self.cause, "reason": self.reason,
+        }
+
+
+def scope_of(strategy: FailoverStrategy, task_id: str, per_region: bool) -> str:
+    """The key of the restart budget a failure counts against: the run, or the task's region."""
+    if not per_region or not hasattr(strategy, "region_of"):
+        return RUN_SCOPE
+    return "region:" + min(strategy.region_of(task_id))
+
+
+def handle_failure(
+    state: RecoveryState,
+    *,
+    failover: FailoverStrategy,
+    restart_config: Mapping[str, object],
+    failed_task: str,
+    try_number: int,
+    cause: str,
+    unavailable: Iterable[str] = (),
+    clock: Clock,
+    rng: random.Random | None = None,
+    partitions_persisted: bool = True,
+    per_region: bool = False,
+) -> FailoverDecision:
+    """Record one failure in ``state`` and decide; ``state`` is updated in place."""
+    key = f"{failed_task}#{try_number}"
+    if state.handled.get(failed_task, 0) >= try_number and key in state.decisions:
+        return _from_summary(state.decisions[key])
+    lost = tuple(sorted(set(unavailable)))
+    scope = scope_of(failover, failed_task, per_region)
+    strategy = load_restart_strategy(
+        restart_config, clock=clock, rng=rng, partitions_persisted=partitions_persisted
+    )
+    if scope in state.strategies:
+        strategy.restore_state(state.strategies[scope])
+    new_attempt = strategy.notify_failure()
+    restart = strategy.can_restart()
+    now = clock.now()
+    delay = strategy.backoff_seconds() if restart else 0.0
+    regions: tuple[frozenset[str], ...] = ()
+    tasks: frozenset[str] = frozenset()
+    if restart:
+        if hasattr(failover, "regions_to_restart"):
+            regions = tuple(failover.regions_to_restart(failed_task, lost))
+            tasks = frozenset().union(*regions)
+        else:
+            tasks = frozenset(failover.tasks_to_restart(failed_task, lost))
+            regions = (tasks,)
+        for task in tasks:
+            state.not_before[task] = max(state.not_before.get(task, 0.0), now + delay)
+    state.strategies[scope] = strategy.export_state()
+    state.handled[failed_task] = max(state.handled.get(failed_task, 0), try_number)
+    decision = FailoverDecision(
+        failed_task=failed_task, try_number=try_number, restart=restart, delay=delay, restart_at=now + delay,
+        regions=regions, tasks=tasks, unavailable=lost, new_attempt=new_attempt, strategy=repr(strategy),
+        scope=scope, cause=cause,
+    )
+    state.decisions[key] = decision.summary()
+    return decision
+
+
+def _from_summary(summary: Mapping[str, Any]) -> FailoverDecision:
+    return FailoverDecision(
+        failed_task=summary["failed_task"], try_number=summary["try_number"], restart=summary["restart"],
+        delay=summary["delay"], restart_at=summary["restart_at"],
+        regions=tuple(frozenset(r) for r in summary["regions"]), tasks=frozenset(summary["tasks"]),
+        unavailable=tuple(summary["unavailable"]), new_attempt=summary["new_attempt"],
+        strategy=summary["strategy"], scope=summary["scope"], cause=summary["cause"], already_handled=True,
+    )

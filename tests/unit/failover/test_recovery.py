@@ -1,0 +1,104 @@
+"""One failover decision per failure: restart budget shared across workers through JSON state."""
+
+import random
+
+import pytest
+
+from airflow_ft_provider.failover import ManualClock, ResultPartitionType, StageGraph
+from airflow_ft_provider.failover.failover_strategies import RestartPipelinedRegionFailoverStrategy
+from airflow_ft_provider.failover.recovery import RecoveryState, handle_failure
+
+FIXED_2 = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 2,
+           "restart-strategy.fixed-delay.delay": "10 s"}
+
+
+@pytest.fixture
+def seed_002():
+    """A --a--> B --b--> C, B --b--> D (all blocking)."""
+    graph = StageGraph()
+    for stage in "ABCD":
+        graph.add_stage(stage)
+    graph.add_result("a", "A", ResultPartitionType.BLOCKING)
+    graph.add_result("b", "B", ResultPartitionType.BLOCKING)
+    graph.consume("B", "a")
+    graph.consume("C", "b")
+    graph.consume("D", "b")
+    return RestartPipelinedRegionFailoverStrategy(graph)
+
+
+def fail(state, failover, task, try_number, clock, config=FIXED_2, **kwargs):
+    """Simulates one worker: load the stored JSON, decide, store it back."""
+    loaded = RecoveryState.from_json(state.to_json())
+    decision = handle_failure(
+        loaded, failover=failover, restart_config=config, failed_task=task, try_number=try_number,
+        cause="RuntimeError: boom", clock=clock, rng=random.Random(1), **kwargs,
+    )
+    return decision, loaded
+
+
+def test_restart_budget_is_shared_by_the_whole_run(seed_002):
+    clock = ManualClock(100)
+    state = RecoveryState()
+    first, state = fail(state, seed_002, "C", 1, clock)
+    assert first.restart and first.tasks == {"C"} and first.delay == 10
+    assert state.not_before == {"C": 110}
+    clock.advance(20)
+    second, state = fail(state, seed_002, "D", 1, clock)  # another region, same budget
+    assert second.restart
+    clock.advance(20)
+    third, state = fail(state, seed_002, "C", 2, clock)
+    assert not third.restart
+    assert third.reason == "Recovery is suppressed by FixedDelay(attempts=2, delay=10 s)"
+
+
+def test_per_region_budgets_are_independent(seed_002):
+    clock = ManualClock()
+    state = RecoveryState()
+    for task, try_number in (("C", 1), ("C", 2)):
+        _, state = fail(state, seed_002, task, try_number, clock, per_region=True)
+        clock.advance(60)
+    decision, state = fail(state, seed_002, "D", 1, clock, per_region=True)
+    assert decision.restart and decision.scope == "region:D"
+    decision, state = fail(state, seed_002, "C", 3, clock, per_region=True)
+    assert not decision.restart
+
+
+def test_backtracking_decision_names_regions_and_lost_partitions(seed_002):
+    clock = ManualClock(0)
+    decision, state = fail(state := RecoveryState(), seed_002, "C", 1, clock, unavailable=["b"])
+    assert decision.regions == (frozenset({"C"}), frozenset({"B"}), frozenset({"D"}))
+    assert decision.tasks == {"B", "C", "D"}
+    assert state.not_before == {"B": 10.0, "C": 10.0, "D": 10.0}
+    assert decision.reason == (
+        "C failed (RuntimeError: boom); restarting 3 region(s) [C]; [B]; [D] after 10 s; "
+        "unavailable partitions: b; strategy FixedDelay(attempts=2, delay=10 s)"
+    )
+
+
+def test_the_same_failure_handled_twice_counts_once(seed_002):
+    clock = ManualClock()
+    state = RecoveryState()
+    first, state = fail(state, seed_002, "C", 1, clock)
+    again, state = fail(state, seed_002, "C", 1, clock)  # e.g. policy ran, then crash reconciliation
+    assert again.already_handled and again.restart_at == first.restart_at
+    assert state.strategies["run"]["failures"] == 1
+
+
+def test_merged_exponential_failures_share_one_restart_time(seed_002):
+    config = {"restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.initial-backoff": "4 s",
+              "restart-strategy.exponential-delay.jitter-factor": 0}
+    clock = ManualClock(1000)
+    state = RecoveryState()
+    first, state = fail(state, seed_002, "C", 1, clock, config=config)
+    clock.advance(1)
+    second, state = fail(state, seed_002, "D", 1, clock, config=config)
+    assert first.new_attempt and not second.new_attempt
+    assert second.restart_at == first.restart_at == 1004
+    assert "merged into the restart already scheduled" in second.reason
+
+
+def test_corrupt_state_is_a_clear_error():
+    with pytest.raises(ValueError, match="recovery state is not JSON"):
+        RecoveryState.from_json(b"{nope")
+    with pytest.raises(ValueError, match="unsupported recovery state version 7"):
+        RecoveryState.from_json(b'{"version": 7}')
