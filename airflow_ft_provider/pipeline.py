@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow.sdk import TaskGroup
+from airflow.sdk import Asset, TaskGroup
 from airflow.sdk.definitions._internal.contextmanager import DagContext
 from airflow.sdk.definitions.mappedoperator import MappedOperator
 
@@ -111,7 +111,7 @@ class FailoverPipeline:
         if failover_strategy is not None:
             self.restart_config[FAILOVER_STRATEGY_KEY] = failover_strategy
         # Validate now, when the DAG is parsed, not at the first failure.
-        load_restart_strategy(self.restart_config, partitions_persisted=store is not None)
+        load_restart_strategy(self.restart_config, partitions_persisted=self.store_url is not None)
         self.group_regions = group_regions
         self.dag: Any = None
         self.graph = StageGraph()
@@ -119,6 +119,15 @@ class FailoverPipeline:
         self.regions: list[frozenset[str]] = []
         self.region_groups: dict[str, TaskGroup] = {}
         self._tasks_before: set[str] = set()
+
+    @property
+    def store_url(self) -> str | None:
+        """This pipeline's store, else the cluster default ``[ft_provider] partition_store_url``."""
+        if self.store:
+            return self.store
+        from airflow.sdk import conf
+
+        return conf.get("ft_provider", "partition_store_url", fallback=None) or None
 
     # -- context manager ----------------------------------------------------------------------------
     def __enter__(self) -> FailoverPipeline:
@@ -155,7 +164,33 @@ class FailoverPipeline:
         load_failover_strategy(self.restart_config, self.graph)  # validates the key
         if self.group_regions:
             self._group_regions(tasks_by_id)
+        self._declare_assets(tasks_by_id)
         _PIPELINES[self.dag.dag_id] = self
+
+    def _declare_assets(self, tasks_by_id: dict[str, Any]) -> None:
+        """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled on them."""
+        if not self.store_url:
+            return
+        from airflow_ft_provider.partitions.naming import StoreLayout
+
+        layout = StoreLayout.from_url(self.store_url)
+        for stage in self.stages.values():
+            assets = [
+                Asset(
+                    uri=f"s3://{layout.bucket}/{layout.prefix}{self.dag.dag_id}/{output.result}",
+                    name=f"{self.dag.dag_id}.{output.result}",
+                    group="ft-partitions",
+                )
+                for output in stage.outputs
+                if output.result_type.is_reconsumable
+            ]
+            if not assets:
+                continue
+            task = tasks_by_id[stage.task_id]
+            if isinstance(task, MappedOperator):
+                task.partial_kwargs["outlets"] = [*task.partial_kwargs.get("outlets", []), *assets]
+            else:
+                task.outlets = [*task.outlets, *assets]
 
     def _build_graph(self, declared: list[StageDeclaration]) -> None:
         producers: dict[str, str] = {}
@@ -244,3 +279,49 @@ class FailoverPipeline:
     # -- runtime ------------------------------------------------------------------------------------
     def failover_strategy(self):
         return load_failover_strategy(self.restart_config, self.graph)
+
+    def partition_store(self):
+        """The run-time store: this pipeline's URL (or [ft_provider] partition_store_url) and aws connection."""
+        from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+
+        return PartitionStoreHook(self.aws_conn_id, url=self.store).get_store()
+
+    def partitions_url(self, run) -> str:
+        """Where a person can look at a run's partitions: the UI plugin page when installed, else S3."""
+        from airflow_ft_provider.partitions.naming import StoreLayout
+
+        url = self.store_url
+        if not url:
+            return ""
+        layout = StoreLayout.from_url(url)
+        return f"s3://{layout.bucket}/{layout.run_prefix(run)}"
+
+    def core_task_id(self, task_id: str, map_index: int | None) -> str:
+        """The failover core's id of a task instance: ``stage`` or ``stage[i]``."""
+        parallelism = self.graph.stages[task_id].parallelism
+        if parallelism == 1:
+            return task_id
+        if map_index is None or not 0 <= map_index < parallelism:
+            raise PipelineWiringError(
+                f"task {task_id!r} has {parallelism} map indexes in the pipeline, but runs as map index "
+                f"{map_index!r}; the list it expands over must not change between parsing and running"
+            )
+        return f"{task_id}[{map_index}]"
+
+    def consumed_partitions(self, task_id: str, map_index: int | None) -> dict[str, list[str]]:
+        """Result name -> the partition ids one task instance reads, by the declared patterns."""
+        index = 0 if map_index is None or map_index < 0 else map_index
+        consumed: dict[str, list[str]] = {}
+        for consumption in self.graph.consumptions:
+            if consumption.stage != task_id:
+                continue
+            producers = self.graph.stages[self.graph.results[consumption.result].producer].parallelism
+            partitions: list[str] = []
+            for group in self.graph.exchange_groups(consumption):
+                if index in group.consumers:
+                    partitions.extend(
+                        consumption.result if producers == 1 else f"{consumption.result}[{p}]"
+                        for p in group.partitions
+                    )
+            consumed[consumption.result] = partitions
+        return consumed

@@ -26,9 +26,9 @@ class PartitionStoreHook(BaseHook):
 
     :param aws_conn_id: an ``aws`` connection; when it is ``aws_default`` and not defined, boto3's
         standard credential chain is used, as in the Amazon provider.
-    :param url: ``s3://bucket/prefix/`` of the store; default ``[ft_provider] partition_store.url``.
+    :param url: ``s3://bucket/prefix/`` of the store; default ``[ft_provider] partition_store_url``.
     :param region_name: overrides the connection's ``region_name``.
-    :param cache_dir: local task-recovery cache; default ``[ft_provider] partition_store.cache_dir``.
+    :param cache_dir: local task-recovery cache; default ``[ft_provider] partition_store_cache_dir``.
     """
 
     conn_name_attr = "aws_conn_id"
@@ -105,16 +105,16 @@ class PartitionStoreHook(BaseHook):
 
     def get_store(self, **kwargs: Any) -> S3PartitionStore:
         """The partition store at ``url`` (or the configured one); ``kwargs`` go to S3PartitionStore."""
-        url = self.url or _config("partition_store.url")
+        url = self.url or _config("partition_store_url")
         if not url:
             raise ValueError(
                 "no partition store URL: pass url='s3://bucket/prefix/' or set [ft_provider] "
-                "partition_store.url (AIRFLOW__FT_PROVIDER__PARTITION_STORE.URL)"
+                "partition_store_url (AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL)"
             )
-        kwargs.setdefault("cache", self.cache_dir or _config("partition_store.cache_dir") or None)
-        kwargs.setdefault("checksum", _config("partition_store.checksum") or DEFAULT_CHECKSUM)
-        kwargs.setdefault("retention", _seconds("partition_store.retention", DEFAULT_RETENTION))
-        kwargs.setdefault("orphan_grace", _seconds("partition_store.orphan_grace", DEFAULT_ORPHAN_GRACE))
+        kwargs.setdefault("cache", self.cache_dir or _config("partition_store_cache_dir") or None)
+        kwargs.setdefault("checksum", _config("partition_store_checksum") or DEFAULT_CHECKSUM)
+        kwargs.setdefault("retention", _seconds("partition_store_retention", DEFAULT_RETENTION))
+        kwargs.setdefault("orphan_grace", _seconds("partition_store_orphan_grace", DEFAULT_ORPHAN_GRACE))
         return S3PartitionStore(self.get_client, url, **kwargs)
 
     def test_connection(self) -> tuple[bool, str]:

@@ -2,12 +2,57 @@
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
+import sys
+import tempfile
+import zipfile
 from collections.abc import Sequence
+from functools import cached_property
+from pathlib import Path
 from typing import Any
 
-from airflow.sdk import BaseOperator
+from airflow.sdk import BaseOperator, BaseOperatorLink
+from airflow.sdk.execution_time.xcom import XCom
 
 from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.partitions import PartitionRef, Producer, RunRef
+from airflow_ft_provider.spark.spec import (
+    OUTPUT_MARKER,
+    SPARK_CONF_KEY,
+    InputPartition,
+    InputSpec,
+    OutputSpec,
+    StageSpec,
+)
+
+PARTITIONS_XCOM_KEY = "ft_partitions"
+PARTITIONS_URL_XCOM_KEY = "ft_partitions_url"
+
+
+class StageOutputMissing(RuntimeError):
+    """The Spark application succeeded but did not write a declared output; nothing is committed."""
+
+
+class PartitionsLink(BaseOperatorLink):
+    """Extra link from a stage's task instance to the partitions it committed."""
+
+    name = "Partitions"
+
+    def get_link(self, operator: BaseOperator, *, ti_key) -> str:
+        return XCom.get_value(key=PARTITIONS_URL_XCOM_KEY, ti_key=ti_key) or ""
+
+
+def _runtime_zip(directory: Path) -> str:
+    """The in-application modules as a --py-files zip, so cluster drivers need no install of ours."""
+    package = Path(__file__).resolve().parent.parent
+    target = directory / "airflow_ft_provider_spark.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("airflow_ft_provider/__init__.py", "")
+        for module in sorted((package / "spark").glob("*.py")):
+            archive.write(module, f"airflow_ft_provider/spark/{module.name}")
+    return str(target)
 
 
 class SparkStageOperator(BaseOperator):
@@ -24,12 +69,16 @@ class SparkStageOperator(BaseOperator):
     :param outputs: results written, e.g. ``["cleaned"]`` or ``{"enriched": "pipelined"}`` (default blocking).
     :param application_args: arguments for the application (templated).
     :param conf: extra Spark configuration (templated).
+    :param env_vars: environment of spark-submit (templated).
+    :param spark_name: Spark application name (templated); default ``<dag>.<task>[<map index>]``.
     :param spark_conn_id: ``spark`` connection; default: the pipeline's (``spark_default``).
     :param spark_submit_kwargs: further ``SparkSubmitHook`` arguments (executor_memory, jars, ...).
     """
 
     is_pipeline_stage = True
     template_fields: Sequence[str] = ("application", "application_args", "conf", "env_vars", "spark_name")
+    template_fields_renderers = {"conf": "json", "env_vars": "json"}
+    operator_extra_links = (PartitionsLink(),)
     ui_color = "#fbe3c2"
 
     def __init__(
@@ -56,4 +105,140 @@ class SparkStageOperator(BaseOperator):
         self.spark_name = spark_name
         self.spark_conn_id = spark_conn_id
         self.spark_submit_kwargs = spark_submit_kwargs or {}
-        self._hook = None
+        self._hook: Any = None
+
+    # -- collaborators ------------------------------------------------------------------------------
+    @cached_property
+    def pipeline(self):
+        from airflow_ft_provider.pipeline import pipeline_for
+
+        return pipeline_for(self.dag_id)
+
+    @cached_property
+    def store(self):
+        return self.pipeline.partition_store()
+
+    def _spark_hook(self, **kwargs: Any):
+        from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+
+        return SparkSubmitHook(**kwargs)
+
+    # -- execution ----------------------------------------------------------------------------------
+    def execute(self, context: Any) -> dict[str, Any]:
+        ti = context["ti"]
+        map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
+        run = RunRef(self.dag_id, context["run_id"])
+        task = self.pipeline.core_task_id(self.task_id, map_index)
+        workdir = Path(tempfile.mkdtemp(prefix="ft-stage-"))
+        try:
+            inputs = self._fetch_inputs(run, map_index, ti, workdir)
+            outputs = {
+                o.result: OutputSpec(
+                    o.result, o.result_type.value, (workdir / "out" / o.result).as_uri(), compression=o.compression
+                )
+                for o in self.outputs
+            }
+            spec = StageSpec(
+                pipeline=self.dag_id, run_id=run.run_id, stage=self.task_id, map_index=map_index,
+                try_number=ti.try_number, inputs=inputs, outputs=outputs,
+            )
+            self.log.info("stage %s: reading %s, writing %s", task,
+                          {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
+                          sorted(outputs) or "nothing")
+            self._submit(spec, map_index, workdir)
+            committed = self._commit_outputs(run, map_index, ti.try_number, workdir)
+        finally:
+            shutil.rmtree(workdir, ignore_errors=True)
+        ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
+        ti.xcom_push(key=PARTITIONS_URL_XCOM_KEY, value=self.pipeline.partitions_url(run))
+        return committed
+
+    def _fetch_inputs(self, run: RunRef, map_index: int | None, ti: Any, workdir: Path) -> dict[str, InputSpec]:
+        """Resolve and verify every input partition before any Spark work: PartitionNotFound names it."""
+        inputs: dict[str, InputSpec] = {}
+        for result, partition_ids in self.pipeline.consumed_partitions(self.task_id, map_index).items():
+            producer = self.pipeline.graph.results[result].producer
+            pipelined = not self.pipeline.graph.results[result].result_type.is_reconsumable
+            executions = self._pipelined_executions(ti, producer) if pipelined else {}
+            partitions = []
+            for number, partition_id in enumerate(partition_ids):
+                ref = run.parse(partition_id)
+                # Not the partition id: '[' is a glob character in Hadoop paths.
+                dest = workdir / "in" / f"{result}-{number}"
+                if pipelined:
+                    fetched = self.store.fetch_scratch(ref, executions.get(partition_id, "t0"), dest)
+                else:
+                    fetched = self.store.fetch(ref, dest)
+                partitions.append(InputPartition(partition_id, [p.as_uri() for p in fetched.paths]))
+            inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
+        return inputs
+
+    def _pipelined_executions(self, ti: Any, producer: str) -> dict[str, str]:
+        """A pipelined partition is read from the producer's current execution, named in its XCom."""
+        pulled = ti.xcom_pull(task_ids=producer, key=PARTITIONS_XCOM_KEY, map_indexes=None)
+        entries = pulled if isinstance(pulled, list) else [pulled]
+        return {
+            pid: info["execution"]
+            for entry in entries if isinstance(entry, dict)
+            for pid, info in entry.items() if info.get("type") == "pipelined"
+        }
+
+    def _submit(self, spec: StageSpec, map_index: int | None, workdir: Path) -> None:
+        extra = dict(self.spark_submit_kwargs)
+        py_files = ",".join(filter(None, [_runtime_zip(workdir), extra.pop("py_files", None)]))
+        env = {
+            # spark-submit and the driver's Python come from this worker's environment unless set.
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            **self.env_vars,
+        }
+        index = "" if map_index is None else f"[{map_index}]"
+        self._hook = self._spark_hook(
+            conf={**self.conf, SPARK_CONF_KEY: spec.encode()},
+            conn_id=self.spark_conn_id or self.pipeline.spark_conn_id,
+            name=self.spark_name or f"{self.dag_id}.{self.task_id}{index}",
+            application_args=[str(a) for a in self.application_args],
+            env_vars=env,
+            py_files=py_files,
+            **extra,
+        )
+        self._hook.submit(self.application)
+
+    def _commit_outputs(self, run: RunRef, map_index: int | None, try_number: int, workdir: Path) -> dict[str, Any]:
+        """Commit each declared output; all must exist before the first is committed."""
+        parallelism = self.pipeline.graph.stages[self.task_id].parallelism
+        markers = {}
+        for output in self.outputs:
+            marker = workdir / "out" / output.result / OUTPUT_MARKER
+            if not marker.exists():
+                raise StageOutputMissing(
+                    f"the Spark application of {self.task_id!r} finished without writing declared output "
+                    f"{output.result!r}; call stage_io.write({output.result!r}, df) in {self.application}"
+                )
+            markers[output.result] = json.loads(marker.read_text())
+        committed: dict[str, Any] = {}
+        producer = Producer(self.task_id, -1 if map_index is None else map_index, try_number)
+        for output in self.outputs:
+            partition_id = output.result if parallelism == 1 else f"{output.result}[{map_index}]"
+            ref = run.parse(partition_id)
+            source = workdir / "out" / output.result
+            rows = markers[output.result]["rows"]
+            if output.result_type.is_reconsumable:
+                manifest = self.store.commit(ref, source, producer=producer, compression=output.compression, row_count=rows)
+                execution = None
+            else:
+                execution = f"t{try_number}"
+                manifest = self.store.commit_scratch(ref, execution, source, producer=producer,
+                                                     compression=output.compression, row_count=rows)
+            self.log.info("committed %s partition %s: %d rows, %d files, %d bytes (attempt %s)",
+                          output.result_type.value, partition_id, rows, len(manifest.files),
+                          manifest.total_size, manifest.attempt_id)
+            committed[partition_id] = {
+                "type": output.result_type.value, "rows": rows, "files": len(manifest.files),
+                "bytes": manifest.total_size, "attempt": manifest.attempt_id, "execution": execution,
+            }
+        return committed
+
+    def on_kill(self) -> None:
+        if self._hook is not None:
+            self._hook.on_kill()

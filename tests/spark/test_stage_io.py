@@ -13,7 +13,7 @@ from tests.support.spark_cluster import spark_environment
 
 pytestmark = pytest.mark.spark
 
-APP = Path(__file__).with_name("apps_stage_io_probe.py")
+APP = Path(__file__).parent / "apps" / "stage_io_probe.py"
 
 
 def test_stage_io_reads_declared_inputs_writes_outputs_and_refuses_misuse(tmp_path):

@@ -1,0 +1,64 @@
+"""Test pipelines for the Spark stage operator (run with dag.test() by tests/spark/)."""
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+from airflow.sdk import DAG, task
+
+from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+from airflow_ft_provider.pipeline import FailoverPipeline
+
+APPS = Path(os.environ["FT_TEST_APPS"])
+STORE = os.environ["FT_TEST_STORE_URL"]
+MARKERS = os.environ.get("FT_TEST_MARKERS", "/tmp")
+SPARK = {"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2"}}
+NONE = {"restart-strategy.type": "none"}
+
+#   generate --orders--> revenue
+with DAG("ft_two_stages", schedule=None, start_date=datetime(2026, 1, 1)):
+    with FailoverPipeline(store=STORE, restart_strategy=NONE):
+        SparkStageOperator(task_id="generate", application=str(APPS / "generate_orders.py"), outputs=["orders"], **SPARK)
+        SparkStageOperator(task_id="revenue", application=str(APPS / "daily_revenue.py"), inputs=["orders"],
+                           outputs=["revenue"], application_args=[MARKERS], **SPARK)
+
+#   generate --orders--> delete_orders (plain task) --> revenue: the input is gone when revenue starts
+with DAG("ft_missing_input", schedule=None, start_date=datetime(2026, 1, 1)):
+    with FailoverPipeline(store=STORE, restart_strategy=NONE) as pipeline:
+        generate = SparkStageOperator(task_id="generate", application=str(APPS / "generate_orders.py"),
+                                      outputs=["orders"], **SPARK)
+        revenue = SparkStageOperator(task_id="revenue", application=str(APPS / "daily_revenue.py"),
+                                     inputs=["orders"], outputs=["revenue"], application_args=[MARKERS], **SPARK)
+
+        @task
+        def delete_orders(run_id=None):
+            """Lose one data object of the committed partition, as a lifecycle bug or an operator would."""
+            store = pipeline.partition_store()
+            ref = store_run(run_id).parse("orders")
+            entry = store.manifest(ref).files[0]
+            store.client.delete_object(Bucket=store.bucket, Key=store.layout.partition_prefix(ref) + entry.key)
+
+        generate >> delete_orders() >> revenue
+
+#   a stage whose application fails after writing one of its two outputs
+with DAG("ft_failing_app", schedule=None, start_date=datetime(2026, 1, 1)):
+    with FailoverPipeline(store=STORE, restart_strategy=NONE):
+        SparkStageOperator(task_id="broken", application=str(APPS / "fail.py"), outputs=["first", "second"], **SPARK)
+
+#   shard[0..2] --orders (pointwise)--> shard_revenue[0..2]
+#             \\--orders (all-to-all)--> total_revenue
+with DAG("ft_mapped", schedule=None, start_date=datetime(2026, 1, 1)):
+    with FailoverPipeline(store=STORE, restart_strategy=NONE):
+        SparkStageOperator.partial(task_id="shard", application=str(APPS / "generate_orders.py"),
+                                   outputs=["orders"], **SPARK).expand(application_args=[["3"], ["3"], ["3"]])
+        SparkStageOperator.partial(task_id="shard_revenue", application=str(APPS / "daily_revenue.py"),
+                                   inputs={"orders": "pointwise"}, outputs=["revenue"], **SPARK
+                                   ).expand(application_args=[[MARKERS], [MARKERS], [MARKERS]])
+        SparkStageOperator(task_id="total_revenue", application=str(APPS / "daily_revenue.py"),
+                           inputs=["orders"], outputs=["revenue_total"], **SPARK)
+
+
+def store_run(run_id):
+    from airflow_ft_provider.partitions import RunRef
+
+    return RunRef("ft_missing_input", run_id)

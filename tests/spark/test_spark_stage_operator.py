@@ -1,0 +1,85 @@
+"""SparkStageOperator in real local Spark, committing to the S3 test endpoint, run with dag.test()."""
+
+from pathlib import Path
+
+import pytest
+
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions.parquet import read_table
+from tests.spark.apps.orders_data import daily_revenue, orders
+
+pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.airflow]
+
+HERE = Path(__file__).parent
+
+
+@pytest.fixture
+def pipelines(dag_test_home, s3_bucket, tmp_path):
+    """The test DAG file in the dags folder, pointed at a fresh bucket; yields (run, store, markers)."""
+    dag_file = dag_test_home.add_dag(HERE / "dags" / "ft_spark_pipelines.py")
+    markers = tmp_path / "markers"
+    markers.mkdir()
+    env = {"FT_TEST_APPS": str(HERE / "apps"), "FT_TEST_STORE_URL": s3_bucket.url, "FT_TEST_MARKERS": str(markers)}
+    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url)
+
+    def run(dag_id, conf=None):
+        return dag_test_home.run(dag_file, dag_id, conf, env=env)
+
+    return run, store, markers
+
+
+def revenue_rows(store, dag_id, run_id, partition_id):
+    table = read_table(store, RunRef(dag_id, run_id).parse(partition_id))
+    return {row["day"]: (row["revenue"], row["orders"]) for row in table.to_pylist()}
+
+
+def expected_revenue(rows):
+    counts = {}
+    for row in rows:
+        counts[row["day"]] = counts.get(row["day"], 0) + 1
+    return {day: (total, counts[day]) for day, total in daily_revenue(rows).items()}
+
+
+def test_two_stage_pipeline_commits_and_second_stage_reads_the_first(pipelines):
+    #   generate --orders--> revenue
+    run, store, _ = pipelines
+    result = run("ft_two_stages")
+    assert result.state == "success", result.output[-4000:]
+    rows = orders()
+    generated = read_table(store, RunRef("ft_two_stages", result.run_id).parse("orders")).to_pylist()
+    assert sorted(generated, key=lambda r: r["order_id"]) == rows  # row by row
+    assert revenue_rows(store, "ft_two_stages", result.run_id, "revenue") == expected_revenue(rows)
+    manifest = store.manifest(RunRef("ft_two_stages", result.run_id).parse("revenue"))
+    assert (manifest.producer.task_id, manifest.producer.try_number, manifest.row_count) == ("revenue", 1, 5)
+    assert manifest.compression == "snappy"
+
+
+def test_missing_input_raises_partition_not_found_before_submitting(pipelines):
+    #   generate --orders--> [one data object deleted] --> revenue
+    run, store, markers = pipelines
+    result = run("ft_missing_input")
+    assert result.task("generate")["state"] == "success"
+    assert result.task("revenue")["state"] == "failed"
+    assert "PartitionNotFound" in result.output and "orders" in result.output
+    assert not (markers / "ran-revenue").exists(), "the Spark application must not be submitted"
+    with pytest.raises(Exception):
+        store.manifest(RunRef("ft_missing_input", result.run_id).parse("revenue"))
+
+
+def test_failing_application_commits_nothing(pipelines, s3_bucket):
+    run, store, _ = pipelines
+    result = run("ft_failing_app")
+    assert result.task("broken")["state"] == "failed"
+    assert "injected failure after writing 'first'" in result.output
+    assert not [key for key in s3_bucket.keys() if "ft_failing_app" in key], "no object may be written"
+
+
+def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines):
+    #   shard[0..2] --orders (pointwise)--> shard_revenue[0..2]
+    #             \\--orders (all-to-all)--> total_revenue
+    run, store, _ = pipelines
+    result = run("ft_mapped")
+    assert result.state == "success", result.output[-4000:]
+    for shard in range(3):
+        assert revenue_rows(store, "ft_mapped", result.run_id, f"revenue[{shard}]") == expected_revenue(orders(shard, 3))
+    assert revenue_rows(store, "ft_mapped", result.run_id, "revenue_total") == expected_revenue(orders())

@@ -1,0 +1,477 @@
+"""A small client for the public Airflow 3.3 REST API (``/api/v2``), used by end-to-end tests.
+
+It deliberately has no pytest dependency so that test DAGs can import it from inside a running task
+(the live-Airflow fixture puts the repository root on the components' ``PYTHONPATH``)::
+
+    from tests.support.airflow_rest import AirflowRestClient
+
+    client = AirflowRestClient.from_connection("airflow_api")   # inside a task
+    client.clear_task_instances(dag_id, run_id, [("mapped", 1)])
+
+Authentication: ``POST /auth/token`` with ``{"username", "password"}`` returns a JWT (SimpleAuthManager;
+HTTP 201). The token is sent as ``Authorization: Bearer ...`` and refreshed once on a 401.
+
+Note the defaults of :meth:`AirflowRestClient.clear_task_instances`: the REST endpoint defaults
+``dry_run`` *and* ``only_failed`` to **true**; this client sends ``dry_run=False`` and
+``only_failed=False`` unless told otherwise, because that is what "clear this task" means in the tests.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+import httpx
+
+TERMINAL_DAG_RUN_STATES = frozenset({"success", "failed"})
+FINISHED_TI_STATES = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
+
+TaskMarker = str | tuple[str, int] | list[Any]
+
+
+class AirflowApiError(RuntimeError):
+    """A REST call returned an unexpected status."""
+
+    def __init__(self, response: httpx.Response):
+        self.response = response
+        self.status_code = response.status_code
+        super().__init__(
+            f"{response.request.method} {response.request.url} -> HTTP {response.status_code}: "
+            f"{response.text[:2000]}"
+        )
+
+
+class AirflowWaitTimeout(TimeoutError):
+    """A wait on a DAG run / task instance did not finish in time."""
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """Parse an ISO timestamp from the API (always timezone-aware, UTC)."""
+    if not value:
+        return None
+    return datetime.fromisoformat(value.replace("Z", "+00:00"))
+
+
+def format_task_instances(tis: Iterable[dict[str, Any]]) -> str:
+    """A compact table of task instances: task_id[map_index] state try=N start end."""
+    lines = []
+    for ti in sorted(tis, key=lambda t: (t["task_id"], t.get("map_index", -1))):
+        mi = ti.get("map_index", -1)
+        name = ti["task_id"] + (f"[{mi}]" if mi is not None and mi >= 0 else "")
+        lines.append(
+            f"  {name:40} state={ti.get('state')!s:16} try={ti.get('try_number')} "
+            f"max_tries={ti.get('max_tries')} start={ti.get('start_date')} end={ti.get('end_date')}"
+        )
+    return "\n".join(lines) or "  (no task instances)"
+
+
+class AirflowRestClient:
+    """Synchronous client for the subset of ``/api/v2`` the end-to-end tests need."""
+
+    def __init__(self, base_url: str, username: str, password: str, *, timeout: float = 30.0):
+        self.base_url = base_url.rstrip("/")
+        self.username = username
+        self.password = password
+        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
+        self._token: str | None = None
+        #: Retried failures (5xx answers / transport errors): ``"METHOD path -> status: body"``.
+        self.transient_errors: list[str] = []
+
+    # -- construction -------------------------------------------------------------------------------
+
+    @classmethod
+    def from_connection(cls, conn_id: str = "airflow_api", **kwargs: Any) -> AirflowRestClient:
+        """Build a client from an Airflow connection (host/port/login/password; ``schema`` = scheme).
+
+        Works inside a running task (the task SDK resolves ``AIRFLOW_CONN_*`` variables and the
+        execution API) and anywhere ``airflow.sdk.BaseHook`` can resolve connections.
+        """
+        from airflow.sdk import BaseHook
+
+        conn = BaseHook.get_connection(conn_id)
+        scheme = conn.schema or "http"
+        host = conn.host or "127.0.0.1"
+        if "://" in host:  # host given as a full URL
+            base = host
+        else:
+            base = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
+        return cls(base, conn.login or "", conn.password or "", **kwargs)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> AirflowRestClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing -----------------------------------------------------------------------------------
+
+    def get_token(self) -> str:
+        """``POST /auth/token`` -> JWT access token."""
+        resp = self._http.post("/auth/token", json={"username": self.username, "password": self.password})
+        if resp.status_code not in (200, 201):
+            raise AirflowApiError(resp)
+        self._token = resp.json()["access_token"]
+        return self._token
+
+    def request(
+        self, method: str, path: str, *, expect: Sequence[int] = (200,), attempts: int = 3, **kwargs: Any
+    ) -> Any:
+        """Authenticated request; returns parsed JSON (or text for non-JSON responses).
+
+        Re-authenticates once on 401; retries (``attempts`` in all, 1 s apart) on connection errors and
+        5xx answers -- e.g. a transient "database is locked" of a busy SQLite-backed test Airflow.
+        """
+        if self._token is None:
+            self.get_token()
+        extra_headers = kwargs.pop("headers", {})
+        reauthed = False
+        attempt = 0
+        while True:
+            attempt += 1
+            headers = {"Authorization": f"Bearer {self._token}", **extra_headers}
+            try:
+                resp = self._http.request(method, path, headers=headers, **kwargs)
+            except httpx.TransportError as e:
+                if attempt >= attempts:
+                    raise
+                self.transient_errors.append(f"{method} {path} -> {e!r}")
+                time.sleep(1)
+                continue
+            if resp.status_code == 401 and not reauthed:
+                reauthed = True
+                self.get_token()
+                continue
+            if resp.status_code >= 500 and attempt < attempts:
+                self.transient_errors.append(f"{method} {path} -> {resp.status_code}: {resp.text[:1500]}")
+                time.sleep(1)
+                continue
+            break
+        if resp.status_code not in expect:
+            raise AirflowApiError(resp)
+        if not resp.content:
+            return None
+        if resp.headers.get("content-type", "").startswith("application/json"):
+            return resp.json()
+        return resp.text
+
+    def _paged(self, path: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        items: list[dict[str, Any]] = []
+        offset = 0
+        while True:
+            page = self.request("GET", path, params={**(params or {}), "limit": 100, "offset": offset})
+            batch = page[key]
+            items.extend(batch)
+            offset += len(batch)
+            if not batch or offset >= page.get("total_entries", 0):
+                return items
+
+    # -- health / DAGs ------------------------------------------------------------------------------
+
+    def health(self) -> dict[str, Any]:
+        """``GET /api/v2/monitor/health`` (no auth needed)."""
+        resp = self._http.get("/api/v2/monitor/health")
+        if resp.status_code != 200:
+            raise AirflowApiError(resp)
+        return resp.json()
+
+    def list_dags(self) -> list[dict[str, Any]]:
+        return self._paged("/api/v2/dags", "dags")
+
+    def get_dag(self, dag_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/v2/dags/{dag_id}")
+
+    def set_paused(self, dag_id: str, paused: bool) -> dict[str, Any]:
+        return self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": paused})
+
+    def import_errors(self) -> list[dict[str, Any]]:
+        return self._paged("/api/v2/importErrors", "import_errors")
+
+    # -- DAG runs -----------------------------------------------------------------------------------
+
+    def trigger_dag_run(
+        self,
+        dag_id: str,
+        conf: dict[str, Any] | None = None,
+        *,
+        run_id: str | None = None,
+        logical_date: datetime | None = None,
+        note: str | None = None,
+    ) -> dict[str, Any]:
+        """``POST /api/v2/dags/{dag_id}/dagRuns``; returns the created run (``dag_run_id`` etc.)."""
+        body: dict[str, Any] = {
+            "logical_date": logical_date.isoformat() if logical_date else None,
+            "conf": conf or {},
+        }
+        if run_id:
+            body["dag_run_id"] = run_id
+        if note:
+            body["note"] = note
+        return self.request("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body)
+
+    def get_dag_run(self, dag_id: str, run_id: str) -> dict[str, Any]:
+        return self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
+
+    def wait_for_dag_run(
+        self,
+        dag_id: str,
+        run_id: str,
+        *,
+        timeout: float = 180.0,
+        states: Iterable[str] = TERMINAL_DAG_RUN_STATES,
+        poll: float = 1.0,
+    ) -> dict[str, Any]:
+        """Poll until the run is in one of ``states`` (default: success/failed).
+
+        On timeout raises :class:`AirflowWaitTimeout` with the run state and a task-instance table.
+        """
+        wanted = set(states)
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.get_dag_run(dag_id, run_id)
+            if run["state"] in wanted:
+                return run
+            if time.monotonic() > deadline:
+                tis = self.task_instances(dag_id, run_id)
+                raise AirflowWaitTimeout(
+                    f"DAG run {dag_id}/{run_id} still {run['state']!r} after {timeout:.0f}s "
+                    f"(wanted {sorted(wanted)}). Task instances:\n{format_task_instances(tis)}"
+                )
+            time.sleep(poll)
+
+    # -- task instances -----------------------------------------------------------------------------
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        """All task instances of a run (mapped ones included, one entry per map index).
+
+        Each item has ``task_id``, ``map_index``, ``state``, ``try_number``, ``max_tries``,
+        ``start_date``, ``end_date``, ``id``, ``pid``, ... (``TaskInstanceResponse``).
+        """
+        return self._paged(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", "task_instances")
+
+    def task_instance(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> dict[str, Any]:
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
+        if map_index >= 0:
+            path += f"/{map_index}"
+        return self.request("GET", path)
+
+    def task_instance_tries(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int = -1
+    ) -> list[dict[str, Any]]:
+        """All tries of a task instance (history + current), oldest first."""
+        path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
+        path += f"/{map_index}/tries" if map_index >= 0 else "/tries"
+        tries = self._paged(path, "task_instances")
+        return sorted(tries, key=lambda t: t["try_number"])
+
+    def wait_for_task_instance(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_id: str,
+        *,
+        map_index: int = -1,
+        states: Iterable[str | None] | None = None,
+        predicate: Callable[[dict[str, Any]], bool] | None = None,
+        timeout: float = 120.0,
+        poll: float = 0.5,
+    ) -> dict[str, Any]:
+        """Poll one task instance until its state is in ``states`` and/or ``predicate(ti)`` holds."""
+        wanted = set(states) if states is not None else None
+        deadline = time.monotonic() + timeout
+        seen: list[tuple[str | None, int]] = []
+        while True:
+            try:
+                ti = self.task_instance(dag_id, run_id, task_id, map_index)
+            except AirflowApiError as e:  # not created yet (mapped tasks expand late)
+                if e.status_code != 404:
+                    raise
+                ti = None
+            if ti is not None:
+                if not seen or seen[-1] != (ti["state"], ti["try_number"]):
+                    seen.append((ti["state"], ti["try_number"]))
+                if (wanted is None or ti["state"] in wanted) and (predicate is None or predicate(ti)):
+                    return ti
+            if time.monotonic() > deadline:
+                raise AirflowWaitTimeout(
+                    f"Task instance {dag_id}/{run_id}/{task_id}[{map_index}] did not reach "
+                    f"states={sorted(map(str, wanted)) if wanted else None} within {timeout:.0f}s; "
+                    f"(state, try) seen: {seen}. Task instances:\n"
+                    f"{format_task_instances(self.task_instances(dag_id, run_id))}"
+                )
+            time.sleep(poll)
+
+    def clear_task_instances(
+        self,
+        dag_id: str,
+        run_id: str,
+        task_ids: Sequence[TaskMarker],
+        *,
+        dry_run: bool = False,
+        only_failed: bool = False,
+        include_downstream: bool = False,
+        include_upstream: bool = False,
+        reset_dag_runs: bool = True,
+        **extra: Any,
+    ) -> list[dict[str, Any]]:
+        """``POST /api/v2/dags/{dag_id}/clearTaskInstances`` for one run.
+
+        ``task_ids`` items are ``"task_id"`` (all map indices of a mapped task) or
+        ``("task_id", map_index)``. Unlike the endpoint (``dry_run=true, only_failed=true``), this
+        method really clears, whatever the state, unless told otherwise. Returns the (to be) cleared
+        task instances.
+        """
+        body = {
+            "dag_run_id": run_id,
+            "task_ids": [list(t) if isinstance(t, (tuple, list)) else t for t in task_ids],
+            "dry_run": dry_run,
+            "only_failed": only_failed,
+            "include_downstream": include_downstream,
+            "include_upstream": include_upstream,
+            "reset_dag_runs": reset_dag_runs,
+            **extra,
+        }
+        resp = self.request("POST", f"/api/v2/dags/{dag_id}/clearTaskInstances", json=body)
+        return resp["task_instances"]
+
+    def task_log(
+        self, dag_id: str, run_id: str, task_id: str, try_number: int, *, map_index: int = -1
+    ) -> str:
+        """The log of one try as plain text (``event`` lines of the structured log)."""
+        data = self.request(
+            "GET",
+            f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/logs/{try_number}",
+            params={"map_index": map_index, "full_content": True},
+            headers={"Accept": "application/json"},
+        )
+        content = data.get("content", [])
+        if isinstance(content, str):
+            return content
+        lines = []
+        for entry in content:
+            if isinstance(entry, dict):
+                skip = ("event", "timestamp", "level", "logger")
+                extras = {k: v for k, v in entry.items() if k not in skip}
+                lines.append(f"{entry.get('level', '')} {entry.get('event', '')} {extras if extras else ''}")
+            else:
+                lines.append(str(entry))
+        return "\n".join(lines)
+
+    def event_logs(self, dag_id: str, *, run_id: str | None = None, task_id: str | None = None,
+                   event: str | None = None) -> list[dict[str, Any]]:
+        """Audit/event log entries (``GET /api/v2/eventLogs``), e.g. ``event="heartbeat timeout"``,
+        ``"state mismatch"`` (scheduler found a TI RUNNING although the executor finished it)."""
+        params = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "event": event}
+        return self._paged("/api/v2/eventLogs", "event_logs", {k: v for k, v in params.items() if v})
+
+    # -- per-task-instance state ------------------------------------------------------------------
+
+    def task_state_store(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int = -1
+    ) -> dict[str, Any]:
+        """``GET .../taskInstances/{task_id}/state-store`` -> ``{key: value}``."""
+        data = self.request(
+            "GET",
+            f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/state-store",
+            params={"map_index": map_index},
+        )
+        return {e["key"]: e["value"] for e in data["task_state_store"]}
+
+    def xcom_entries(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> dict[str, Any]:
+        """XCom keys of a task instance -> values (``deserialize=true``)."""
+        entries = self._paged(
+            f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries",
+            "xcom_entries",
+            params={"map_index": map_index},
+        )
+        out = {}
+        for e in entries:
+            out[e["key"]] = self.request(
+                "GET",
+                f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries/{e['key']}",
+                params={"map_index": map_index, "deserialize": True},
+            )["value"]
+        return out
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class TaskStateRecorder:
+    """Background poller that records every (state, try_number) change of the watched runs' TIs.
+
+    Short-lived states (DEFERRED, UP_FOR_RETRY, RESTARTING, ...) can be over before a test gets to look;
+    the recorder keeps their history. Resolution is ``interval`` seconds::
+
+        rec = TaskStateRecorder(live_airflow.new_client, interval=0.5)
+        rec.watch(dag_id, run_id)
+        ...
+        rec.states(dag_id, run_id, "my_task")   # e.g. ['queued', 'running', 'deferred', ...]
+        rec.stop()
+    """
+
+    def __init__(self, client_factory: Callable[[], AirflowRestClient], *, interval: float = 1.0):
+        self._client = client_factory()
+        self.interval = interval
+        self._runs: list[tuple[str, str]] = []
+        self._quiet_until: dict[tuple[str, str], float] = {}  # finished runs are polled every 5 s
+        self._hist: dict[tuple[str, str, str, int], list[tuple[float, str | None, int]]] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self.errors: list[str] = []
+        self._thread = threading.Thread(target=self._loop, name="ti-state-recorder", daemon=True)
+        self._thread.start()
+
+    def watch(self, dag_id: str, run_id: str) -> None:
+        with self._lock:
+            if (dag_id, run_id) not in self._runs:
+                self._runs.append((dag_id, run_id))
+        self.poll_once(dag_id, run_id)
+
+    def poll_once(self, dag_id: str, run_id: str) -> None:
+        try:
+            tis = self._client.task_instances(dag_id, run_id)
+        except Exception as e:  # noqa: BLE001  (keep polling; surfaced in .errors)
+            self.errors.append(repr(e))
+            return
+        now = time.time()
+        if tis and all(ti["state"] in FINISHED_TI_STATES for ti in tis):
+            self._quiet_until[(dag_id, run_id)] = time.monotonic() + 5
+        else:
+            self._quiet_until.pop((dag_id, run_id), None)
+        with self._lock:
+            for ti in tis:
+                key = (dag_id, run_id, ti["task_id"], ti.get("map_index", -1))
+                hist = self._hist.setdefault(key, [])
+                entry = (now, ti["state"], ti["try_number"])
+                if not hist or hist[-1][1:] != entry[1:]:
+                    hist.append(entry)
+
+    def _loop(self) -> None:
+        while not self._stop.wait(self.interval):
+            with self._lock:
+                runs = list(self._runs)
+            for dag_id, run_id in runs:
+                if self._quiet_until.get((dag_id, run_id), 0) <= time.monotonic():
+                    self.poll_once(dag_id, run_id)
+
+    def history(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int = -1
+    ) -> list[tuple[float, str | None, int]]:
+        """``[(unix_time_first_seen, state, try_number), ...]`` in order of observation."""
+        with self._lock:
+            return list(self._hist.get((dag_id, run_id, task_id, map_index), []))
+
+    def states(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> list[str | None]:
+        return [s for _, s, _ in self.history(dag_id, run_id, task_id, map_index)]
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        self._client.close()

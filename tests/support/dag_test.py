@@ -1,0 +1,94 @@
+"""``dag.test()`` against a migrated Airflow metadata DB, the S3 test endpoint and local Spark.
+
+Each DAG runs in a subprocess with its own AIRFLOW_HOME (Airflow reads its configuration when it is
+imported, so the pytest process stays untouched). The DB is migrated once per session.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.spark_cluster import spark_environment
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class DagTestResult:
+    run_id: str
+    state: str
+    tasks: list[dict[str, Any]]
+    output: str
+
+    def task(self, task_id: str, map_index: int = -1) -> dict[str, Any]:
+        for ti in self.tasks:
+            if ti["task_id"] == task_id and ti["map_index"] == map_index:
+                return ti
+        raise KeyError(f"no task instance {task_id}[{map_index}] in {self.tasks}")
+
+
+@dataclass
+class DagTestHome:
+    home: Path
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def dags(self) -> Path:
+        return self.home / "dags"
+
+    def add_dag(self, source: Path, name: str | None = None) -> Path:
+        target = self.dags / (name or source.name)
+        shutil.copy(source, target)
+        return target
+
+    def run(self, dag_file: Path, dag_id: str, conf: dict | None = None, *, env: dict | None = None,
+            timeout: float = 900) -> DagTestResult:
+        proc = subprocess.run(
+            [sys.executable, "-m", "tests.support.dag_test_runner", str(dag_file), dag_id, json.dumps(conf or {})],
+            cwd=REPO, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=timeout,
+        )
+        out = proc.stdout + proc.stderr
+        lines = [line for line in proc.stdout.splitlines() if line.startswith("DAG_TEST_RESULT ")]
+        if proc.returncode != 0 or not lines:
+            raise AssertionError(f"dag.test() of {dag_id} crashed (exit {proc.returncode}):\n{out[-6000:]}")
+        doc = json.loads(lines[-1].split(" ", 1)[1])
+        return DagTestResult(doc["run_id"], doc["state"], doc["tasks"], out)
+
+
+def airflow_env(home: Path, *, s3=None, spark_master: str = "local[1]", extra: dict | None = None) -> dict[str, str]:
+    env = spark_environment()
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://localhost:8080/execution/",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_master}),
+        "PYTHONPATH": str(REPO),
+    })
+    if s3 is not None:
+        env["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps({
+            "conn_type": "aws", "login": s3.access_key, "password": s3.secret_key,
+            "extra": {"endpoint_url": s3.url, "region_name": s3.region},
+        })
+    env.update(extra or {})
+    return env
+
+
+@pytest.fixture(scope="session")
+def dag_test_home(tmp_path_factory, s3_endpoint) -> DagTestHome:
+    home = tmp_path_factory.mktemp("airflow-home")
+    (home / "dags").mkdir()
+    env = airflow_env(home, s3=s3_endpoint)
+    migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env,
+                             capture_output=True, text=True, timeout=600)
+    assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
+    return DagTestHome(home, env)

@@ -1,0 +1,611 @@
+"""A real, running Airflow 3.3 for end-to-end tests (pytest plugin).
+
+What it starts, in a temporary ``AIRFLOW_HOME`` (SQLite + LocalExecutor + SimpleAuthManager):
+
+1. one bootstrap process: ``airflow db migrate`` then ``airflow dags reserialize`` (so every DAG --
+   and every import error -- is in the metadata DB before the scheduler starts; no waiting for the
+   DAG processor's first scan);
+2. ``airflow api-server`` (1 worker, 127.0.0.1, free port), ``airflow scheduler``,
+   ``airflow dag-processor`` and ``airflow triggerer``, each in its own process group with its own
+   log file under ``<home>/component-logs/``.
+
+It waits until ``/api/v2/monitor/health`` reports scheduler, triggerer and DAG processor healthy and
+a JWT can be obtained, then checks the DAGs (unpaused at creation) and import errors. Teardown
+terminates every process the instance started -- including task processes that run in their own
+process groups or were orphaned -- by their session id (each component starts a new session).
+
+Fixtures
+--------
+``live_airflow``
+    Session-scoped default instance: DAGs from ``tests/e2e/dags/`` and ``dags_examples/``.
+``live_airflow_factory``
+    Session-scoped factory for other DAG sets / settings; instances are cached by their arguments
+    and stopped at the end of the session::
+
+        @pytest.fixture(scope="module")
+        def my_airflow(live_airflow_factory):
+            return live_airflow_factory(dags=[MY_DAGS], env={"AIRFLOW__CORE__PARALLELISM": "4"})
+
+Using it::
+
+    @pytest.mark.airflow
+    def test_something(live_airflow):
+        api = live_airflow.client              # AirflowRestClient, already authenticated
+        run = api.trigger_dag_run("my_dag", conf={"x": 1})
+        final = api.wait_for_dag_run("my_dag", run["dag_run_id"], timeout=120)
+        assert final["state"] == "success", live_airflow.describe_run("my_dag", run["dag_run_id"])
+
+Inside tasks, the connection ``airflow_api`` (http; host/port/login/password of this API server) is
+available (``AIRFLOW_CONN_AIRFLOW_API``), and ``FT_LIVE_AIRFLOW_SCRATCH`` names a directory shared
+with the test (``live_airflow.scratch``). The repository root is on the components' ``PYTHONPATH``,
+so DAGs may ``from tests.support.airflow_rest import AirflowRestClient``.
+
+Test-friendly settings (see :meth:`LiveAirflow.environment`; override any via ``env``): admin/admin,
+DAGs unpaused at creation (so DAGs with a schedule start running too), parallelism 16, new DAG files
+found within 5 s, ``[scheduler] task_instance_heartbeat_timeout`` 20 s (checked every 2 s), task and
+component logs under the home (``task_log_files()``, ``describe_logs()``, ``describe_run()``).
+``TaskStateRecorder`` (in ``airflow_rest``) records short-lived TI states in the background.
+
+SQLite caveat: the file is in WAL mode, yet under load a write can still fail with "database is
+locked" after the 5 s busy timeout -- seen on ``clearTaskInstances`` (its audit-log commit blocks the
+API server's event loop). ``AirflowRestClient`` retries 5xx answers (``transient_errors`` lists them).
+
+The instance can also be used without pytest (e.g. from a demo script)::
+
+    with LiveAirflow(dags=["dags_examples"]) as af:
+        print(af.base_url, af.username, af.password)
+"""
+
+from __future__ import annotations
+
+import atexit
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.support.airflow_rest import AirflowRestClient, format_task_instances
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+E2E_DAGS_DIR = REPO_ROOT / "tests" / "e2e" / "dags"
+EXAMPLE_DAGS_DIR = REPO_ROOT / "dags_examples"
+MARKER_ENV = "FT_LIVE_AIRFLOW_INSTANCE"
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+
+__all__ = [
+    "AirflowRestClient",
+    "LiveAirflow",
+    "LiveAirflowError",
+    "live_airflow",
+    "live_airflow_factory",
+]
+
+
+class LiveAirflowError(RuntimeError):
+    """Airflow did not start (or died); the message carries log paths and tails."""
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        text = path.read_text(errors="replace").splitlines()
+    except OSError:
+        return "(no log)"
+    return "\n".join(text[-lines:])
+
+
+_BOOTSTRAP = """
+import os, sqlite3
+# WAL journal (persistent in the file): concurrent readers (API polling) never block the writers
+# (scheduler, execution API), which otherwise hit "database is locked" on a busy machine.
+db = os.path.join(os.environ["AIRFLOW_HOME"], "airflow.db")
+with sqlite3.connect(db) as c:
+    print(">>> journal_mode", c.execute("PRAGMA journal_mode=WAL").fetchone()[0], flush=True)
+from airflow.configuration import write_default_airflow_configuration_if_needed
+write_default_airflow_configuration_if_needed()
+from airflow.cli import cli_parser
+parser = cli_parser.get_parser()
+for argv in (["db", "migrate"], ["dags", "reserialize"]):
+    print(">>> airflow", *argv, flush=True)
+    args = parser.parse_args(argv)
+    args.func(args)
+print(">>> bootstrap done", flush=True)
+"""
+
+
+class LiveAirflow:
+    """One running Airflow (api-server, scheduler, dag-processor, triggerer) in a temp home.
+
+    :param dags: files and/or directories copied into the instance's dags folder. A directory's
+        *contents* are merged into the folder root (so helper modules next to the DAG files stay
+        importable as top-level modules); a file is copied to the root. Name clashes are an error.
+    :param env: extra environment for all components (e.g. ``AIRFLOW__...`` overrides,
+        ``AIRFLOW_CONN_...`` connections); applied last, so it overrides the defaults below.
+    :param home: the ``AIRFLOW_HOME`` to use (default: a new temporary directory, removed on stop
+        unless ``keep_home`` or the env var ``FT_LIVE_AIRFLOW_KEEP`` is set).
+    :param fail_on_import_errors: raise at start if any DAG file failed to import.
+    :param startup_timeout: seconds to wait for the components to become healthy.
+    """
+
+    username = "admin"
+    password = "admin"
+
+    def __init__(
+        self,
+        dags: Iterable[str | os.PathLike[str]] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        home: str | os.PathLike[str] | None = None,
+        keep_home: bool | None = None,
+        fail_on_import_errors: bool = True,
+        startup_timeout: float = 180.0,
+    ):
+        self.dag_sources = [Path(d).resolve() for d in dags]
+        self.extra_env = dict(env or {})
+        self._own_home = home is None
+        self.home = Path(home) if home else Path(tempfile.mkdtemp(prefix="ft-airflow-"))
+        self.keep_home = bool(os.environ.get("FT_LIVE_AIRFLOW_KEEP")) if keep_home is None else keep_home
+        self.fail_on_import_errors = fail_on_import_errors
+        self.startup_timeout = startup_timeout
+
+        self.dags_folder = self.home / "dags"
+        self.scratch = self.home / "scratch"
+        self.log_dir = self.home / "component-logs"
+        self.task_log_dir = self.home / "logs"
+        self.port = free_port()
+        self.base_url = f"http://127.0.0.1:{self.port}"
+        self.instance_id = uuid.uuid4().hex
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.logs: dict[str, Path] = {}
+        self.timings: dict[str, float] = {}
+        self.dag_ids: list[str] = []
+        self._client: AirflowRestClient | None = None
+        self._stopped = False
+
+    # -- environment ---------------------------------------------------------------------------------
+
+    def environment(self) -> dict[str, str]:
+        """The full environment every component runs with."""
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if not (k.startswith(("AIRFLOW__", "AIRFLOW_CONN_")) or k == "AIRFLOW_HOME")
+        }
+        pythonpath = [str(REPO_ROOT)] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else [])
+        conn = {
+            "conn_type": "http",
+            "host": "127.0.0.1",
+            "port": self.port,
+            "schema": "http",
+            "login": self.username,
+            "password": self.password,
+        }
+        env.update(
+            {
+                MARKER_ENV: self.instance_id,
+                "FT_LIVE_AIRFLOW_SCRATCH": str(self.scratch),
+                "FT_LIVE_AIRFLOW_URL": self.base_url,
+                "PYTHONPATH": os.pathsep.join(pythonpath),
+                "PYTHONUNBUFFERED": "1",
+                "AIRFLOW_HOME": str(self.home),
+                "AIRFLOW_CONN_AIRFLOW_API": json.dumps(conn),
+                # -- core / executor
+                "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__PARALLELISM": "16",
+                "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
+                # SQLite in WAL mode (set by the bootstrap), default 5 s busy timeout. A longer timeout
+                # makes things worse: under load the API server can stall on the DB lock until the
+                # timeout expires (thread pool exhausted by requests waiting for the lock), and a 30 s
+                # stall fails the scheduler's heartbeat and re-runs tasks.
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home}/airflow.db",
+                # -- auth: a known admin user (SimpleAuthManager reads passwords from this file)
+                "AIRFLOW__CORE__AUTH_MANAGER": (
+                    "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+                ),
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
+                "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
+                "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
+                # -- API server
+                "AIRFLOW__API__HOST": "127.0.0.1",
+                "AIRFLOW__API__PORT": str(self.port),
+                "AIRFLOW__API__BASE_URL": f"{self.base_url}/",
+                "AIRFLOW__API__WORKERS": "1",
+                "AIRFLOW__API__EXPOSE_CONFIG": "True",
+                "AIRFLOW__API__EXPOSE_STACKTRACE": "True",  # 500 responses say what broke
+                # -- log servers (defaults 8793/8794 would clash between concurrent instances)
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(free_port()),
+                "AIRFLOW__LOGGING__TRIGGER_LOG_SERVER_PORT": str(free_port()),
+                # -- fast DAG folder scanning: new files are found within 5 s and parsed at once;
+                #    known files are re-parsed every 30 s (saves CPU on a small machine)
+                "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
+                "AIRFLOW__DAG_PROCESSOR__BUNDLE_REFRESH_CHECK_INTERVAL": "5",
+                "AIRFLOW__DAG_PROCESSOR__PRINT_STATS_INTERVAL": "300",
+                # -- bounded detection of dead task processes / lost workers
+                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
+                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
+                # (task heartbeats every 5 s, the default: more often only adds DB write load)
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
+                "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "30",
+                "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
+            }
+        )
+        env.update(self.extra_env)
+        return env
+
+    # -- lifecycle -----------------------------------------------------------------------------------
+
+    def _prepare_home(self) -> None:
+        for d in (self.dags_folder, self.scratch, self.log_dir, self.task_log_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        (self.home / "passwords.json").write_text(json.dumps({self.username: self.password}) + "\n")
+        placed: dict[str, Path] = {}
+        for src in self.dag_sources:
+            if not src.exists():
+                raise LiveAirflowError(f"DAG source {src} does not exist")
+            children = sorted(src.iterdir()) if src.is_dir() else [src]
+            for child in children:
+                hidden = child.name == "__pycache__" or child.name.startswith(".")
+                if hidden and child.name != ".airflowignore":
+                    continue
+                if child.name in placed:
+                    raise LiveAirflowError(f"{child} clashes with {placed[child.name]} in the dags folder")
+                placed[child.name] = child
+                dst = self.dags_folder / child.name
+                if child.is_dir():
+                    shutil.copytree(child, dst, ignore=shutil.ignore_patterns("__pycache__"))
+                else:
+                    shutil.copy2(child, dst)
+
+    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+        log_path = self.log_dir / f"{name}.log"
+        self.logs[name] = log_path
+        with open(log_path, "ab") as log_file:
+            proc = subprocess.Popen(
+                argv,
+                env=self._env,
+                cwd=self.home,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # own process group: killpg at teardown
+            )
+        self.procs[name] = proc
+        return proc
+
+    def start(self) -> LiveAirflow:
+        t0 = time.monotonic()
+        atexit.register(self.stop)
+        try:
+            self._prepare_home()
+            self._env = self.environment()
+            airflow_bin = str(Path(sys.executable).with_name("airflow"))
+
+            boot = self._spawn("bootstrap", [sys.executable, "-c", _BOOTSTRAP])
+            try:
+                rc = boot.wait(timeout=self.startup_timeout)
+            except subprocess.TimeoutExpired:
+                raise LiveAirflowError("bootstrap (db migrate + dags reserialize) timed out") from None
+            if rc != 0:
+                raise LiveAirflowError(f"bootstrap (db migrate + dags reserialize) exited with {rc}")
+            self.timings["bootstrap"] = time.monotonic() - t0
+
+            # (The API server checks the schema at start-up, so it cannot overlap the bootstrap.)
+            self._spawn("api-server", [airflow_bin, "api-server", "--host", "127.0.0.1",
+                                       "--port", str(self.port), "--workers", "1"])
+            for name in ("scheduler", "dag-processor", "triggerer"):
+                self._spawn(name, [airflow_bin, name])
+            self._wait_until_healthy(t0)
+            self.timings["healthy"] = time.monotonic() - t0
+            self._check_dags()
+            self.timings["ready"] = time.monotonic() - t0
+        except BaseException as e:
+            msg = f"Live Airflow failed to start: {e}\n{self.describe_logs()}"
+            self.stop()
+            if isinstance(e, LiveAirflowError):
+                raise LiveAirflowError(msg) from None
+            raise
+        return self
+
+    def _check_alive(self) -> None:
+        for name, proc in self.procs.items():
+            if name != "bootstrap" and proc.poll() is not None:
+                raise LiveAirflowError(f"component {name} exited with code {proc.returncode}")
+
+    def _wait_until_healthy(self, t0: float) -> None:
+        probe = AirflowRestClient(self.base_url, self.username, self.password, timeout=5)
+        deadline = t0 + self.startup_timeout
+        last: Any = None
+        try:
+            while True:
+                self._check_alive()
+                try:
+                    last = probe.health()
+                    comps = [last.get(c) or {} for c in ("metadatabase", "scheduler", "triggerer",
+                                                          "dag_processor")]
+                    if all(c.get("status") == "healthy" for c in comps):
+                        if "api_up" not in self.timings:
+                            self.timings["api_up"] = time.monotonic() - t0
+                        probe.get_token()
+                        return
+                    if "api_up" not in self.timings:
+                        self.timings["api_up"] = time.monotonic() - t0
+                except Exception as e:  # noqa: BLE001  (connection refused while starting, etc.)
+                    last = e
+                if time.monotonic() > deadline:
+                    raise LiveAirflowError(f"not healthy after {self.startup_timeout:.0f}s; last: {last!r}")
+                time.sleep(0.5)
+        finally:
+            probe.close()
+
+    def _check_dags(self) -> None:
+        api = self.client
+        errors = api.import_errors()
+        if errors and self.fail_on_import_errors:
+            details = "\n\n".join(f"{e['filename']}:\n{e['stack_trace']}" for e in errors)
+            raise LiveAirflowError(f"DAG import errors:\n{details}")
+        dags = api.list_dags()
+        self.dag_ids = sorted(d["dag_id"] for d in dags)
+        paused = [d["dag_id"] for d in dags if d.get("is_paused")]
+        for dag_id in paused:  # e.g. a DAG with is_paused_upon_creation=True
+            api.set_paused(dag_id, False)
+
+    def wait_for_dags(self, dag_ids: Iterable[str], timeout: float = 60.0) -> None:
+        """Wait until the given DAGs are known to the API (e.g. files added after start)."""
+        wanted = set(dag_ids)
+        deadline = time.monotonic() + timeout
+        while True:
+            have = {d["dag_id"] for d in self.client.list_dags()}
+            if wanted <= have:
+                self.dag_ids = sorted(have)
+                return
+            if time.monotonic() > deadline:
+                errs = self.client.import_errors()
+                raise LiveAirflowError(
+                    f"DAGs {sorted(wanted - have)} not parsed after {timeout:.0f}s; import errors: {errs}"
+                )
+            time.sleep(1)
+
+    def add_dag_file(self, path: str | os.PathLike[str]) -> Path:
+        """Copy a DAG file into the running instance's dags folder (picked up on the next scan)."""
+        dst = self.dags_folder / Path(path).name
+        shutil.copy2(path, dst)
+        return dst
+
+    @property
+    def client(self) -> AirflowRestClient:
+        """A shared, authenticated REST client (create more with :meth:`new_client`)."""
+        if self._client is None:
+            self._client = self.new_client()
+        return self._client
+
+    def new_client(self, timeout: float = 30.0) -> AirflowRestClient:
+        return AirflowRestClient(self.base_url, self.username, self.password, timeout=timeout)
+
+    def is_alive(self) -> bool:
+        return not self._stopped and all(
+            p.poll() is None for n, p in self.procs.items() if n != "bootstrap"
+        )
+
+    # -- diagnostics ---------------------------------------------------------------------------------
+
+    def task_log_files(self, dag_id: str, run_id: str | None = None) -> list[Path]:
+        base = self.task_log_dir / f"dag_id={dag_id}"
+        if run_id:
+            base = base / f"run_id={run_id}"
+        return sorted(base.rglob("*.log")) if base.exists() else []
+
+    def describe_logs(self, tail: int = 30) -> str:
+        parts = [f"AIRFLOW_HOME={self.home}  (API {self.base_url})"]
+        for name, path in self.logs.items():
+            proc = self.procs.get(name)
+            rc = proc.poll() if proc else None
+            parts.append(f"--- {name} log: {path} (exit code: {rc}) --- last {tail} lines:")
+            parts.append(_tail(path, tail))
+        return "\n".join(parts)
+
+    def describe_run(self, dag_id: str, run_id: str) -> str:
+        """Run state, task-instance table and task log file paths -- for assertion messages."""
+        try:
+            run = self.client.get_dag_run(dag_id, run_id)
+            tis = self.client.task_instances(dag_id, run_id)
+            head = f"run {dag_id}/{run_id}: {run['state']}\n{format_task_instances(tis)}"
+        except Exception as e:  # noqa: BLE001  (the API may be the thing that broke)
+            head = f"run {dag_id}/{run_id}: could not query the API: {e!r}"
+        files = "\n".join(f"  {p}" for p in self.task_log_files(dag_id, run_id))
+        return f"{head}\ntask logs:\n{files or '  (none)'}"
+
+    # -- teardown ------------------------------------------------------------------------------------
+
+    @staticmethod
+    def _session_of(pid: int) -> int | None:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return None
+        # "pid (comm) state ppid pgrp session ..." -- comm may contain spaces/parentheses.
+        fields = stat[stat.rindex(")") + 2 :].split()
+        return int(fields[3])
+
+    def _session_ids(self) -> set[int]:
+        return {p.pid for p in self.procs.values()}
+
+    def owns_pid(self, pid: int) -> bool:
+        """Whether ``pid`` belongs to this instance (any component, worker, task or orphan of them).
+
+        Every component is started in a new session; its children (LocalExecutor workers,
+        supervisors, task processes -- which get their own process *group* -- and the DAG
+        processor's parsers) keep that session id, even when orphaned. The marker variable
+        ``FT_LIVE_AIRFLOW_INSTANCE`` is not reliable: ``setproctitle`` overwrites
+        ``/proc/<pid>/environ`` of the processes that set a title.
+        """
+        return self._session_of(pid) in self._session_ids()
+
+    def _owned_pids(self) -> list[int]:
+        """PIDs of all live processes of this instance (by session id or env marker)."""
+        sessions = self._session_ids()
+        needle = f"{MARKER_ENV}={self.instance_id}".encode()
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit() or int(entry.name) == os.getpid():
+                continue
+            pid = int(entry.name)
+            if self._session_of(pid) in sessions:
+                pids.append(pid)
+                continue
+            try:
+                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                    pids.append(pid)
+            except OSError:
+                continue
+        return pids
+
+    def stop(self, grace: float = 5.0) -> None:
+        if self._stopped:
+            return
+        self._stopped = True
+        if self._client is not None:
+            self._client.close()
+        # SIGTERM each component's process group (graceful), then SIGKILL whatever is left --
+        # including task processes in their own groups and orphans (found by the env marker).
+        for proc in self.procs.values():
+            if proc.poll() is None:
+                try:
+                    os.killpg(proc.pid, signal.SIGTERM)
+                except ProcessLookupError:
+                    pass
+        deadline = time.monotonic() + grace
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+        for proc in self.procs.values():
+            try:
+                os.killpg(proc.pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                pass
+        for _ in range(3):
+            pids = self._owned_pids()
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            time.sleep(0.2)
+        for proc in self.procs.values():
+            try:
+                proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+        if self._own_home and not self.keep_home:
+            shutil.rmtree(self.home, ignore_errors=True)
+
+    def __enter__(self) -> LiveAirflow:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+# -- pytest integration ------------------------------------------------------------------------------
+
+
+class LiveAirflowFactory:
+    """Starts (once per distinct argument set) and remembers instances; stops them all at the end."""
+
+    def __init__(self, base_tmp: Path):
+        self._base_tmp = base_tmp
+        self._instances: dict[str, LiveAirflow] = {}
+
+    def __call__(
+        self,
+        dags: Iterable[str | os.PathLike[str]] = (),
+        *,
+        env: Mapping[str, str] | None = None,
+        **kwargs: Any,
+    ) -> LiveAirflow:
+        dags = [str(Path(d).resolve()) for d in dags]
+        key = json.dumps([dags, sorted((env or {}).items()), sorted(kwargs.items())], default=str)
+        inst = self._instances.get(key)
+        if inst is not None and inst.is_alive():
+            return inst
+        home = Path(tempfile.mkdtemp(prefix="home-", dir=self._base_tmp))
+        inst = LiveAirflow(dags, env=env, home=home, **kwargs)
+        t0 = time.monotonic()
+        inst.start()
+        sys.stderr.write(
+            f"\n[live_airflow] started in {time.monotonic() - t0:.1f}s "
+            f"({', '.join(f'{k}={v:.1f}s' for k, v in inst.timings.items())}); "
+            f"home={inst.home} api={inst.base_url}\n"
+        )
+        self._instances[key] = inst
+        return inst
+
+    @property
+    def instances(self) -> list[LiveAirflow]:
+        return list(self._instances.values())
+
+    def stop_all(self) -> None:
+        for inst in self._instances.values():
+            inst.stop()
+
+
+_FACTORIES: list[LiveAirflowFactory] = []
+
+
+@pytest.fixture(scope="session")
+def live_airflow_factory(tmp_path_factory: pytest.TempPathFactory):
+    """Factory: ``live_airflow_factory(dags=[...], env={...}) -> LiveAirflow`` (cached per session)."""
+    factory = LiveAirflowFactory(tmp_path_factory.mktemp("live-airflow"))
+    _FACTORIES.append(factory)
+    try:
+        yield factory
+    finally:
+        factory.stop_all()
+        _FACTORIES.remove(factory)
+
+
+@pytest.fixture(scope="session")
+def live_airflow(live_airflow_factory: LiveAirflowFactory) -> LiveAirflow:
+    """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``."""
+    sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
+    return live_airflow_factory(sources)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """On a failing test that used a live Airflow, attach component log paths and tails."""
+    outcome = yield
+    report = outcome.get_result()
+    if report.when != "call" or not report.failed:
+        return
+    fixturenames = getattr(item, "fixturenames", ())
+    if not any(name.startswith("live_airflow") for name in fixturenames):
+        return
+    for factory in _FACTORIES:
+        for inst in factory.instances:
+            report.sections.append((f"live airflow {inst.base_url}", inst.describe_logs(tail=25)))
