@@ -1,8 +1,13 @@
 """Provider metadata read by Airflow's providers manager (entry point ``apache_airflow_provider``).
 
 The ``[ft_provider]`` config section is the cluster-wide default (Flink's configuration file); a
-pipeline's own settings override it. Option defaults come from the core's option table so that the
-two cannot drift apart.
+pipeline's own settings override it. Option defaults come from the core's option table and the
+partition store's constants, so that the metadata and the code cannot drift apart.
+
+No ``connection-types``: the partition store uses the ``aws`` connection type, which belongs to the
+Amazon provider (its UI form and fields). Registering it here as well would make the providers
+manager warn on every start and, as providers are read in package-name order, let this package's
+hook take over the ``aws`` type from the Amazon provider when both are installed.
 """
 
 from __future__ import annotations
@@ -10,10 +15,64 @@ from __future__ import annotations
 from typing import Any
 
 from airflow_ft_provider import __version__
+from airflow_ft_provider.failover.durations import format_duration
 from airflow_ft_provider.failover.failover_strategies import FAILOVER_STRATEGY_KEY
 from airflow_ft_provider.failover.restart_config import OPTIONS, TYPE_KEY
+from airflow_ft_provider.partitions.manifest import CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM
+from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
 
 CONFIG_SECTION = "ft_provider"
+PIPELINES = "Fault-tolerant Spark pipelines"
+PARTITIONS = "Result partition store"
+
+
+def _partition_store_options() -> dict[str, dict[str, Any]]:
+    """The keys ``PartitionStoreHook`` reads (airflow_ft_provider/hooks/partition_store.py)."""
+    return {
+        "partition_store_url": {
+            "description": "Default result-partition store, s3://bucket/prefix/, used by pipelines, "
+            "sensors and triggers that name none. Its credentials come from the pipeline's aws connection. "
+            "When set, the default restart strategy is exponential-delay.",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "s3://data-lake/ft-partitions/",
+            "default": None,
+        },
+        "partition_store_cache_dir": {
+            "description": "Local directory for task-local recovery: partitions read or written by a "
+            "worker are kept here and reused after verification against the S3 manifest. Unset: no cache.",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "/var/cache/airflow-ft-partitions",
+            "default": None,
+        },
+        "partition_store_checksum": {
+            "description": "Checksum recorded in manifests for every partition object: "
+            + ", ".join(sorted(CHECKSUM_ALGORITHMS))
+            + ".",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "sha256",
+            "default": DEFAULT_CHECKSUM,
+        },
+        "partition_store_retention": {
+            "description": "How long the partitions of a succeeded run are kept before the retention "
+            "clean-up releases them, unless a registered consumer still needs them (a duration: \"7 d\", "
+            "\"12 h\").",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "3 d",
+            "default": format_duration(DEFAULT_RETENTION),
+        },
+        "partition_store_orphan_grace": {
+            "description": "Age after which attempt objects no manifest references (crashed, fenced or "
+            "superseded commits) are deleted by the orphan clean-up (a duration).",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "30 min",
+            "default": format_duration(DEFAULT_ORPHAN_GRACE),
+        },
+    }
 
 
 def _config_options() -> dict[str, dict[str, Any]]:
@@ -43,6 +102,7 @@ def _config_options() -> dict[str, dict[str, Any]]:
             "example": None,
             "default": str(option.default),
         }
+    options.update(_partition_store_options())
     return options
 
 
@@ -53,10 +113,27 @@ def get_provider_info() -> dict[str, Any]:
         "description": "Failover regions, re-consumable result partitions on S3 and Flink restart "
         "strategies for Spark batch pipelines run by Airflow.",
         "versions": [__version__],
+        "integrations": [
+            {"integration-name": PIPELINES, "tags": ["apache", "software"]},
+            {"integration-name": PARTITIONS, "tags": ["aws", "software"]},
+        ],
+        "operators": [
+            {"integration-name": PIPELINES, "python-modules": ["airflow_ft_provider.operators.spark_stage"]},
+        ],
+        "hooks": [
+            {"integration-name": PARTITIONS, "python-modules": ["airflow_ft_provider.hooks.partition_store"]},
+        ],
+        "sensors": [
+            {"integration-name": PARTITIONS, "python-modules": ["airflow_ft_provider.sensors.partition"]},
+        ],
+        "triggers": [
+            {"integration-name": PARTITIONS, "python-modules": ["airflow_ft_provider.triggers.partition"]},
+        ],
+        "extra-links": ["airflow_ft_provider.operators.spark_stage.PartitionsLink"],
         "config": {
             CONFIG_SECTION: {
                 "description": "Cluster-wide defaults of the restart and failover strategies "
-                "(Flink's keys); a pipeline's own settings override them.",
+                "(Flink's keys) and of the result-partition store; a pipeline's own settings override them.",
                 "options": _config_options(),
             }
         },

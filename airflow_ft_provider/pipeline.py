@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Mapping
+from datetime import timedelta
 from dataclasses import dataclass
 from typing import Any
 
@@ -35,6 +36,7 @@ from airflow_ft_provider.failover import (
 )
 
 _PIPELINES: dict[str, FailoverPipeline] = {}
+RETRY_BUDGET = 10_000
 
 
 class PipelineWiringError(ValueError):
@@ -47,6 +49,7 @@ class StageDeclaration:
     parallelism: int
     inputs: tuple[Input, ...]
     outputs: tuple[Output, ...]
+    mapped: bool = False
 
 
 def pipeline_for(dag_id: str) -> FailoverPipeline:
@@ -86,7 +89,8 @@ def stage_declaration(task: Any) -> StageDeclaration | None:
                 "(the failover regions depend on it); expand over a literal list, not an XCom result"
             ) from None
         return StageDeclaration(
-            task.task_id, parallelism, normalize_inputs(kwargs.get("inputs")), normalize_outputs(kwargs.get("outputs"))
+            task.task_id, parallelism, normalize_inputs(kwargs.get("inputs")),
+            normalize_outputs(kwargs.get("outputs")), mapped=True,
         )
     if not getattr(task, "is_pipeline_stage", False):
         return None
@@ -102,6 +106,8 @@ class FailoverPipeline:
         spark_conn_id: str = "spark_default",
         restart_strategy: Mapping[str, object] | None = None,
         failover_strategy: str | None = None,
+        per_region_restarts: bool = False,
+        airflow_api_conn_id: str = "airflow_api",
         group_regions: bool = True,
     ) -> None:
         self.store = store
@@ -112,6 +118,8 @@ class FailoverPipeline:
             self.restart_config[FAILOVER_STRATEGY_KEY] = failover_strategy
         # Validate now, when the DAG is parsed, not at the first failure.
         load_restart_strategy(self.restart_config, partitions_persisted=self.store_url is not None)
+        self.per_region_restarts = per_region_restarts
+        self.airflow_api_conn_id = airflow_api_conn_id
         self.group_regions = group_regions
         self.dag: Any = None
         self.graph = StageGraph()
@@ -165,7 +173,25 @@ class FailoverPipeline:
         if self.group_regions:
             self._group_regions(tasks_by_id)
         self._declare_assets(tasks_by_id)
+        if self.store_url:
+            self._install_retry_policy(tasks_by_id)
         _PIPELINES[self.dag.dag_id] = self
+
+    def _install_retry_policy(self, tasks_by_id: dict[str, Any]) -> None:
+        """The restart strategy, not Airflow's retry count, decides when to stop: a policy cannot grant
+        more tries than ``retries``, so stages get a budget no strategy will reach. Airflow's own
+        ``retry_delay`` only applies to tries the policy never saw (killed processes); those wait for
+        their region's restart time in ``before_work`` anyway."""
+        from airflow_ft_provider.policies.retry_policy import FailoverRetryPolicy
+
+        settings = {"retry_policy": FailoverRetryPolicy(), "retries": RETRY_BUDGET, "retry_delay": timedelta(seconds=1)}
+        for stage in self.stages:
+            task = tasks_by_id[stage]
+            if isinstance(task, MappedOperator):
+                task.partial_kwargs.update(settings)
+            else:
+                for name, value in settings.items():
+                    setattr(task, name, value)
 
     def _declare_assets(self, tasks_by_id: dict[str, Any]) -> None:
         """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled on them."""
@@ -295,6 +321,32 @@ class FailoverPipeline:
             return ""
         layout = StoreLayout.from_url(url)
         return f"s3://{layout.bucket}/{layout.run_prefix(run)}"
+
+    def region_failover(self, run_id: str):
+        from airflow_ft_provider.policies.region_failover import RegionFailover
+
+        return RegionFailover(self, run_id)
+
+    def airflow_key(self, core_task: str) -> tuple[str, int]:
+        """The (task id, map index) of a core task id; -1 for a task that is not mapped."""
+        stage, _, index = core_task.partition("[")
+        if stage not in self.stages:
+            raise PipelineWiringError(f"{core_task!r} is not a task of pipeline {self.dag.dag_id!r}")
+        if index:
+            return stage, int(index.rstrip("]"))
+        return stage, 0 if self.stages[stage].mapped else -1
+
+    def upstream_tasks(self, core_task: str) -> set[str]:
+        """Every task whose partitions ``core_task`` reads, directly or through other stages."""
+        stage = self.airflow_key(core_task)[0]
+        stages: set[str] = set()
+        frontier = [stage]
+        while frontier:
+            for producer in self.graph.upstream_stages(frontier.pop()):
+                if producer not in stages:
+                    stages.add(producer)
+                    frontier.append(producer)
+        return {task for name in stages for task in self.graph.stages[name].task_ids}
 
     def core_task_id(self, task_id: str, map_index: int | None) -> str:
         """The failover core's id of a task instance: ``stage`` or ``stage[i]``."""

@@ -34,11 +34,12 @@ class RecoveryState:
     not_before: dict[str, float] = field(default_factory=dict)  # task id -> earliest restart time
     handled: dict[str, int] = field(default_factory=dict)  # task id -> highest try whose failure was handled
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # "task#try" -> decision summary
+    superseded: dict[str, int] = field(default_factory=dict)  # task id -> highest try ended by a failover clear
 
     def to_json(self) -> bytes:
         return json.dumps(
             {"version": STATE_VERSION, "strategies": self.strategies, "not_before": self.not_before,
-             "handled": self.handled, "decisions": self.decisions},
+             "handled": self.handled, "decisions": self.decisions, "superseded": self.superseded},
             sort_keys=True,
         ).encode()
 
@@ -55,7 +56,7 @@ class RecoveryState:
                 f"unsupported recovery state version {doc.get('version') if isinstance(doc, dict) else doc!r}; "
                 f"expected {STATE_VERSION}"
             )
-        fields = {"strategies": dict, "not_before": dict, "handled": dict, "decisions": dict}
+        fields = {"strategies": dict, "not_before": dict, "handled": dict, "decisions": dict, "superseded": dict}
         for name, kind in fields.items():
             if not isinstance(doc.get(name, {}), kind):
                 raise ValueError(f"malformed recovery state: {name} must be an object, got {doc.get(name)!r}")
@@ -64,10 +65,15 @@ class RecoveryState:
             not_before={k: float(v) for k, v in doc.get("not_before", {}).items()},
             handled={k: int(v) for k, v in doc.get("handled", {}).items()},
             decisions=doc.get("decisions", {}),
+            superseded={k: int(v) for k, v in doc.get("superseded", {}).items()},
         )
 
     def restart_not_before(self, task_id: str) -> float | None:
         return self.not_before.get(task_id)
+
+    def accounts_for(self, task_id: str, try_number: int) -> bool:
+        """Whether the end of ``try_number`` is explained: a handled failure or a clear by failover."""
+        return max(self.handled.get(task_id, 0), self.superseded.get(task_id, 0)) >= try_number
 
 
 @dataclass(frozen=True)

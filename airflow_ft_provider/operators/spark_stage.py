@@ -7,6 +7,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 import zipfile
 from collections.abc import Sequence
 from functools import cached_property
@@ -17,8 +18,10 @@ from airflow.sdk import BaseOperator, BaseOperatorLink
 from airflow.sdk.execution_time.xcom import XCom
 
 from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.faults import InjectedFailure, delete_partitions, faults_for, kill_self
 from airflow_ft_provider.partitions import PartitionRef, Producer, RunRef
 from airflow_ft_provider.spark.spec import (
+    INJECT_FAILURE_CONF,
     OUTPUT_MARKER,
     SPARK_CONF_KEY,
     InputPartition,
@@ -124,11 +127,18 @@ class SparkStageOperator(BaseOperator):
         return SparkSubmitHook(**kwargs)
 
     # -- execution ----------------------------------------------------------------------------------
-    def execute(self, context: Any) -> dict[str, Any]:
+    def execute(self, context: Any, event: Any = None) -> dict[str, Any]:
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
+        if self.pipeline.store_url:
+            self._wait_for_restart_time(context, map_index)
         run = RunRef(self.dag_id, context["run_id"])
         task = self.pipeline.core_task_id(self.task_id, map_index)
+        faults = [f for f in faults_for(context, task) if ti.try_number <= f.times]
+        for fault in faults:
+            delete_partitions(self.store, run, fault.delete, self.log)
+            if fault.mode == "raise":
+                raise InjectedFailure(f"injected failure of {task} on try {ti.try_number} (ft_faults)")
         workdir = Path(tempfile.mkdtemp(prefix="ft-stage-"))
         try:
             inputs = self._fetch_inputs(run, map_index, ti, workdir)
@@ -145,13 +155,32 @@ class SparkStageOperator(BaseOperator):
             self.log.info("stage %s: reading %s, writing %s", task,
                           {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
                           sorted(outputs) or "nothing")
-            self._submit(spec, map_index, workdir)
+            self._submit(spec, map_index, workdir, fail_in_app=any(f.mode == "app" for f in faults))
+            if any(f.mode == "kill" for f in faults):
+                kill_self()  # a hard crash after the work, before the commit
             committed = self._commit_outputs(run, map_index, ti.try_number, workdir)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
         ti.xcom_push(key=PARTITIONS_URL_XCOM_KEY, value=self.pipeline.partitions_url(run))
         return committed
+
+    def _wait_for_restart_time(self, context: Any, map_index: int | None) -> None:
+        """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
+        ti = context["ti"]
+        failover = self.pipeline.region_failover(context["run_id"])
+        restart_at = failover.before_work(self.task_id, map_index, ti.try_number)
+        if restart_at is None:
+            return
+        from datetime import datetime, timezone
+
+        from airflow.providers.standard.triggers.temporal import DateTimeTrigger
+
+        if restart_at == float("inf"):  # cleared: wait to be rescheduled after the producers re-ran
+            restart_at = time.time() + 3600
+        moment = datetime.fromtimestamp(restart_at, tz=timezone.utc)
+        self.log.info("region failover: waiting until %s (restart strategy backoff) before running", moment.isoformat())
+        self.defer(trigger=DateTimeTrigger(moment=moment), method_name="execute")
 
     def _fetch_inputs(self, run: RunRef, map_index: int | None, ti: Any, workdir: Path) -> dict[str, InputSpec]:
         """Resolve and verify every input partition before any Spark work: PartitionNotFound names it."""
@@ -183,7 +212,7 @@ class SparkStageOperator(BaseOperator):
             for pid, info in entry.items() if info.get("type") == "pipelined"
         }
 
-    def _submit(self, spec: StageSpec, map_index: int | None, workdir: Path) -> None:
+    def _submit(self, spec: StageSpec, map_index: int | None, workdir: Path, *, fail_in_app: bool = False) -> None:
         extra = dict(self.spark_submit_kwargs)
         py_files = ",".join(filter(None, [_runtime_zip(workdir), extra.pop("py_files", None)]))
         env = {
@@ -194,7 +223,7 @@ class SparkStageOperator(BaseOperator):
         }
         index = "" if map_index is None else f"[{map_index}]"
         self._hook = self._spark_hook(
-            conf={**self.conf, SPARK_CONF_KEY: spec.encode()},
+            conf={**self.conf, SPARK_CONF_KEY: spec.encode(), **({INJECT_FAILURE_CONF: "true"} if fail_in_app else {})},
             conn_id=self.spark_conn_id or self.pipeline.spark_conn_id,
             name=self.spark_name or f"{self.dag_id}.{self.task_id}{index}",
             application_args=[str(a) for a in self.application_args],

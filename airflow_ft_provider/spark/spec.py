@@ -16,6 +16,7 @@ SPEC_VERSION = 1
 SPARK_CONF_KEY = "spark.airflow_ft.stage_spec"
 ENV_VAR = "FT_STAGE_SPEC"
 OUTPUT_MARKER = "_FT_OUTPUT.json"  # written by stage_io beside an output's data files
+INJECT_FAILURE_CONF = "spark.airflow_ft.inject_failure"  # fault injection: fail before the first write
 
 
 @dataclass(frozen=True)

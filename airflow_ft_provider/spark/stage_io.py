@@ -17,7 +17,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from .spec import ENV_VAR, OUTPUT_MARKER, SPARK_CONF_KEY, StageSpec
+from .spec import ENV_VAR, INJECT_FAILURE_CONF, OUTPUT_MARKER, SPARK_CONF_KEY, StageSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -60,6 +60,8 @@ class StageIO:
             )
         if name in self._written:
             raise StageIOError(f"stage {self.spec.stage!r} writes output {name!r} twice; write each output once")
+        if self.spark.sparkContext.getConf().get(INJECT_FAILURE_CONF, "false") == "true":
+            raise RuntimeError(f"injected failure in the Spark application of {self.spec.stage!r} (ft_faults)")
         output = self.spec.outputs[name]
         self._written.add(name)
         codec = "none" if output.compression in ("none", "uncompressed") else output.compression

@@ -28,8 +28,8 @@ def test_hook_store_commits_and_reads_through_the_connection(monkeypatch, s3_buc
         password=endpoint.secret_key,
         extra={"endpoint_url": endpoint.url, "region_name": "us-east-1"},
     )
-    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE.URL", s3_bucket.url + "hooked/")
-    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE.ORPHAN_GRACE", "10 min")
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL", s3_bucket.url + "hooked/")
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE_ORPHAN_GRACE", "10 min")
     caplog.set_level("DEBUG")
     hook = PartitionStoreHook(aws_conn_id="ft_s3", cache_dir=str(tmp_path / "cache"))
     assert hook.test_connection() == (True, "partition store bucket is reachable")
@@ -60,6 +60,6 @@ def test_hook_reports_bad_connections(monkeypatch, s3_bucket):
     with pytest.raises(ValueError, match="has type 'http'; the partition store needs an 'aws' connection"):
         PartitionStoreHook("ft_http", url=s3_bucket.url).get_client()
 
-    monkeypatch.delenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE.URL", raising=False)
+    monkeypatch.delenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL", raising=False)
     ok, message = PartitionStoreHook("ft_bad").test_connection()
     assert not ok and "no partition store URL" in message

@@ -590,10 +590,33 @@ def live_airflow_factory(tmp_path_factory: pytest.TempPathFactory):
 
 
 @pytest.fixture(scope="session")
-def live_airflow(live_airflow_factory: LiveAirflowFactory) -> LiveAirflow:
-    """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``."""
+def e2e_store_url(s3_endpoint) -> str:
+    """A bucket for the partition stores of the e2e pipelines (each DAG run has its own prefix)."""
+    bucket = f"ft-e2e-{secrets.token_hex(4)}"
+    s3_endpoint.client().create_bucket(Bucket=bucket)
+    return f"s3://{bucket}/pipelines/"
+
+
+@pytest.fixture(scope="session")
+def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, e2e_store_url) -> LiveAirflow:
+    """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the S3
+    test endpoint as ``aws_default``, local Spark as ``spark_default`` and ``[ft_provider]
+    partition_store_url`` pointing at a session bucket."""
+    from tests.support.spark_cluster import spark_environment
+
     sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
-    return live_airflow_factory(sources)
+    spark = spark_environment()
+    env = {
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
+            "conn_type": "aws", "login": s3_endpoint.access_key, "password": s3_endpoint.secret_key,
+            "extra": {"endpoint_url": s3_endpoint.url, "region_name": s3_endpoint.region},
+        }),
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
+        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": e2e_store_url,
+        "FT_E2E_APPS": str(REPO_ROOT / "tests" / "e2e" / "apps"),
+        **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")},
+    }
+    return live_airflow_factory(sources, env=env)
 
 
 @pytest.hookimpl(hookwrapper=True)

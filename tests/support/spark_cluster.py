@@ -1,8 +1,9 @@
 """Real Spark for tests: the pip ``pyspark`` distribution in local mode, and a standalone cluster.
 
 ``spark_env`` makes ``spark-submit`` of the virtual environment runnable (PATH, SPARK_HOME, the
-driver's Python). ``spark_standalone`` starts a Spark master and one worker on 127.0.0.1 with
-``spark-class`` (the pip package ships no sbin/ scripts) and yields the master URL.
+driver's Python). ``spark_standalone_cluster`` starts a Spark master and one worker on 127.0.0.1 with
+``spark-class`` (the pip package ships no sbin/ scripts) and yields a ``StandaloneCluster`` (master
+URL, web UI, worker work dir, logs); ``spark_standalone`` is just its master URL.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import socket
 import subprocess
 import sys
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -59,9 +61,28 @@ def _wait_for_log(path: Path, needle: str, process: subprocess.Popen, timeout: f
                        + (path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"))
 
 
+@dataclass(frozen=True)
+class StandaloneCluster:
+    url: str  # spark://127.0.0.1:PORT
+    master_web_ui: str  # http://127.0.0.1:PORT (GET /json/ lists applications)
+    work_dir: Path  # the worker's SPARK_WORKER_DIR: one app-* directory per application it ran
+    master_log: Path
+    worker_log: Path
+
+    @property
+    def port(self) -> int:
+        return int(self.url.rsplit(":", 1)[1])
+
+
 @pytest.fixture(scope="session")
-def spark_standalone(tmp_path_factory, spark_env):
-    """A Spark standalone master + one worker (1 core, 1 GiB) on 127.0.0.1; yields the master URL."""
+def spark_standalone(spark_standalone_cluster):
+    """The master URL (spark://127.0.0.1:PORT) of the session's standalone cluster."""
+    return spark_standalone_cluster.url
+
+
+@pytest.fixture(scope="session")
+def spark_standalone_cluster(tmp_path_factory, spark_env):
+    """A Spark standalone master + one worker (1 core, 1 GiB) on 127.0.0.1."""
     logs = tmp_path_factory.mktemp("spark-standalone")
     env = spark_environment()
     env["SPARK_WORKER_DIR"] = str(logs / "work")
@@ -78,9 +99,10 @@ def spark_standalone(tmp_path_factory, spark_env):
         return process, log
 
     try:
+        web_ui_port = _free_port()
         master, master_log = start(
             "master", "org.apache.spark.deploy.master.Master",
-            "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(_free_port()),
+            "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_ui_port),
         )
         _wait_for_log(master_log, "I have been elected leader", master, 120)
         url = f"spark://127.0.0.1:{port}"
@@ -89,7 +111,8 @@ def spark_standalone(tmp_path_factory, spark_env):
             "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
         )
         _wait_for_log(worker_log, "Successfully registered with master", worker, 120)
-        yield url
+        yield StandaloneCluster(url, f"http://127.0.0.1:{web_ui_port}", Path(env["SPARK_WORKER_DIR"]),
+                                master_log, worker_log)
     finally:
         for process in processes:
             try:

@@ -1,15 +1,36 @@
 """Provider metadata is valid for Airflow, discovered by it, and agrees with the core's defaults."""
 
+import importlib
 import importlib.resources
+import inspect
 import json
+import os
+import re
 import subprocess
 import sys
+from pathlib import Path
 
 import jsonschema
 
 from airflow_ft_provider.failover import load_restart_strategy
+from airflow_ft_provider.failover.durations import parse_duration
 from airflow_ft_provider.failover.restart_config import OPTIONS
 from airflow_ft_provider.get_provider_info import CONFIG_SECTION, get_provider_info
+from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
+from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
+
+# What each listed module must define at least one of (by base class).
+KINDS = {
+    "hooks": "airflow.sdk.BaseHook",
+    "operators": "airflow.sdk.BaseOperator",
+    "sensors": "airflow.sdk.BaseSensorOperator",
+    "triggers": "airflow.triggers.base.BaseTrigger",
+}
+
+
+def _import_object(dotted: str):
+    module, _, name = dotted.rpartition(".")
+    return getattr(importlib.import_module(module), name)
 
 
 def test_provider_info_matches_airflows_schema():
@@ -30,6 +51,59 @@ def test_config_defaults_build_the_documented_strategies():
         load_restart_strategy({**defaults, "restart-strategy.type": kind})
 
 
+def test_every_listed_module_imports_and_defines_its_kind():
+    info = get_provider_info()
+    integrations = {i["integration-name"] for i in info["integrations"]}
+    for kind, base_path in KINDS.items():
+        base = _import_object(base_path)
+        assert info[kind], f"no {kind} listed"
+        for entry in info[kind]:
+            assert entry["integration-name"] in integrations, entry
+            for module_name in entry["python-modules"]:
+                module = importlib.import_module(module_name)
+                defined = [
+                    name for name, obj in vars(module).items()
+                    if inspect.isclass(obj) and issubclass(obj, base) and obj.__module__ == module_name
+                ]
+                assert defined, f"{module_name} (listed under {kind}) defines no {base.__name__} subclass"
+    assert info["sensors"][0]["python-modules"] == ["airflow_ft_provider.sensors.partition"]
+    assert info["triggers"][0]["python-modules"] == ["airflow_ft_provider.triggers.partition"]
+
+
+def test_every_listed_class_exists():
+    from airflow.sdk import BaseOperatorLink
+
+    info = get_provider_info()
+    assert info["extra-links"] == ["airflow_ft_provider.operators.spark_stage.PartitionsLink"]
+    for class_name in info["extra-links"]:
+        assert issubclass(_import_object(class_name), BaseOperatorLink)
+    for entry in info.get("connection-types", []):
+        _import_object(entry["hook-class-name"])
+    # The store uses the Amazon provider's 'aws' type; registering it here would take the type over.
+    assert "aws" not in {entry["connection-type"] for entry in info.get("connection-types", [])}
+
+
+def test_config_declares_every_partition_store_key_the_hook_reads():
+    import airflow_ft_provider.hooks.partition_store as hook_module
+
+    source = Path(hook_module.__file__).read_text()
+    read = set(re.findall(r'(?:_config|_seconds)\(\s*"([a-z_]+)"', source))
+    options = get_provider_info()["config"][CONFIG_SECTION]["options"]
+    assert read == {
+        "partition_store_url", "partition_store_cache_dir", "partition_store_checksum",
+        "partition_store_retention", "partition_store_orphan_grace",
+    }
+    assert read <= set(options)
+    # The declared defaults are the ones the hook falls back to.
+    assert options["partition_store_url"]["default"] is None
+    assert options["partition_store_cache_dir"]["default"] is None
+    assert check_algorithm(options["partition_store_checksum"]["default"]) == DEFAULT_CHECKSUM
+    assert parse_duration(options["partition_store_retention"]["default"]) == DEFAULT_RETENTION
+    assert parse_duration(options["partition_store_orphan_grace"]["default"]) == DEFAULT_ORPHAN_GRACE
+    parse_duration(options["partition_store_retention"]["example"])
+    parse_duration(options["partition_store_orphan_grace"]["example"])
+
+
 def test_airflow_lists_the_provider():
     listing = subprocess.run(
         [sys.executable, "-m", "airflow", "providers", "list", "--output", "json"],
@@ -40,6 +114,34 @@ def test_airflow_lists_the_provider():
     )
     names = [row["package_name"] for row in json.loads(listing.stdout)]
     assert "airflow-ft-provider" in names
+
+
+def test_airflow_registers_the_trigger_extra_link_and_config_defaults(tmp_path):
+    probe = (
+        "import json; from airflow.providers_manager import ProvidersManager; "
+        "from airflow.sdk import conf; pm = ProvidersManager(); "
+        "print(json.dumps({"
+        "'triggers': [t.trigger_class_name for t in pm.trigger if t.package_name == 'airflow-ft-provider'], "
+        "'links': [c for c in pm.extra_links_class_names if c.startswith('airflow_ft_provider.')], "
+        "'checksum': conf.get('ft_provider', 'partition_store_checksum'), "
+        "'retention': conf.get('ft_provider', 'partition_store_retention'), "
+        "'url': conf.get('ft_provider', 'partition_store_url', fallback='unset')}))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__FT_PROVIDER__")}
+    env["AIRFLOW_HOME"] = str(tmp_path)
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    seen = json.loads(result.stdout.strip().splitlines()[-1])
+    options = get_provider_info()["config"][CONFIG_SECTION]["options"]
+    assert seen == {
+        "triggers": ["airflow_ft_provider.triggers.partition"],
+        "links": ["airflow_ft_provider.operators.spark_stage.PartitionsLink"],
+        "checksum": DEFAULT_CHECKSUM,
+        "retention": options["partition_store_retention"]["default"],
+        "url": "unset",
+    }
 
 
 def test_failover_core_imports_nothing_from_airflow():

@@ -1,0 +1,64 @@
+"""A run's recovery state and decision history, stored beside its partitions in S3.
+
+    <pipeline>/<run>/_failover/state.json                 RecoveryState, updated by compare-and-swap
+    <pipeline>/<run>/_failover/events/<time>-<task>.json  one object per decision or manual restart
+
+S3 survives the loss of any worker, and the conditional writes of the partition store make concurrent
+updates (two regions failing at once) safe: the loser re-reads and decides again.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from airflow_ft_provider.failover.recovery import RecoveryState
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+
+T = TypeVar("T")
+
+
+class RecoveryJournal:
+    def __init__(self, store: S3PartitionStore, run: RunRef) -> None:
+        self.store = store
+        self.run = run
+        prefix = store.layout.run_prefix(run) + "_failover/"
+        self.state_key = prefix + "state.json"
+        self.events_prefix = prefix + "events/"
+
+    def load(self) -> RecoveryState:
+        current = self.store.json_objects.get_bytes(self.state_key)
+        return RecoveryState.from_json(None if current is None else current.value)
+
+    def update(self, change: Callable[[RecoveryState], T]) -> T:
+        """Apply ``change`` to the stored state atomically; it may run again after a lost race."""
+        outcome: list[T] = []
+
+        def apply(raw: bytes | None) -> bytes:
+            state = RecoveryState.from_json(raw)
+            outcome[:] = [change(state)]
+            return state.to_json()
+
+        self.store.json_objects.update_raw(self.state_key, apply)
+        return outcome[0]
+
+    def record(self, event: dict[str, Any]) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(event.get("time", time.time())))
+        task = str(event.get("task", "run")).replace("[", "-").replace("]", "")
+        key = f"{self.events_prefix}{stamp}-{task}-{uuid.uuid4().hex[:8]}.json"
+        self.store.client.put_object(Bucket=self.store.bucket, Key=key, Body=json.dumps(event).encode(),
+                                     ContentType="application/json")
+
+    def events(self) -> list[dict[str, Any]]:
+        """Every recorded event, oldest first."""
+        client = self.store.client
+        keys = [
+            item["Key"]
+            for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.store.bucket, Prefix=self.events_prefix)
+            for item in page.get("Contents", ())
+        ]
+        events = [json.loads(client.get_object(Bucket=self.store.bucket, Key=k)["Body"].read()) for k in keys]
+        return sorted(events, key=lambda e: e.get("time", 0))

@@ -1,0 +1,164 @@
+"""Region failover for one DAG run: what a failure, a restarted task and a manual restart do.
+
+* ``handle_failure`` (from the retry policy, in the failing task's worker): record the failure in the
+  run's journal, decide with the core (restart strategy + region failover strategy, with live
+  partition availability), clear every other started task of the restart set through the REST API,
+  and return the decision (retry after its delay, or fail with the suppression reason).
+* ``before_work`` (at the start of every stage try): a previous try that failed without a recorded
+  decision was killed (SIGKILL, OOM, lost worker), so it is handled now, the same way; then the task
+  learns until when it must wait (the restart time of its region), which it spends deferred.
+* ``restart_regions`` (manual): restart a task's region and its consumer regions, re-using every
+  available upstream partition; not counted against the restart strategy.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from typing import Any
+
+from airflow_ft_provider.failover.clock import Clock, SystemClock
+from airflow_ft_provider.failover.recovery import FailoverDecision, RecoveryState, handle_failure
+from airflow_ft_provider.partitions import PartitionNotFound, RunRef
+from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+
+log = logging.getLogger(__name__)
+
+NOT_STARTED = {None, "none", "removed"}
+FAILED_TRY_STATES = {"failed", "up_for_retry"}
+KILLED_CAUSE = "the previous try ended without a recorded failure: its process was killed (SIGKILL, OOM or a lost worker)"
+
+
+def describe_exception(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+class RegionFailover:
+    def __init__(self, pipeline: Any, run_id: str, *, api: Any = None, clock: Clock | None = None) -> None:
+        self.pipeline = pipeline
+        self.run = RunRef(pipeline.dag.dag_id, run_id)
+        self.store = pipeline.partition_store()
+        self.journal = RecoveryJournal(self.store, self.run)
+        self.clock = clock or SystemClock()
+        self._api = api
+
+    @property
+    def api(self):
+        if self._api is None:
+            from airflow_ft_provider.hooks.airflow_api import AirflowApiHook
+
+            self._api = AirflowApiHook(self.pipeline.airflow_api_conn_id)
+        return self._api
+
+    # -- failures -----------------------------------------------------------------------------------
+    def handle_failure(
+        self, task_id: str, map_index: int | None, try_number: int, cause: BaseException | str,
+        *, keep_running: Iterable[str] = (),
+    ) -> FailoverDecision:
+        core_task = self.pipeline.core_task_id(task_id, map_index)
+        unavailable = self.unavailable_partitions(cause)
+        text = cause if isinstance(cause, str) else describe_exception(cause)
+        failover = self.pipeline.failover_strategy()
+
+        def decide(state: RecoveryState) -> FailoverDecision:
+            return handle_failure(
+                state, failover=failover, restart_config=self.pipeline.restart_config, failed_task=core_task,
+                try_number=try_number, cause=text, unavailable=unavailable, clock=self.clock,
+                partitions_persisted=True, per_region=self.pipeline.per_region_restarts,
+            )
+
+        decision = self.journal.update(decide)
+        if decision.already_handled:
+            log.info("failure of %s try %d was already handled: %s", core_task, try_number, decision.reason)
+            return decision
+        log.warning("%s", decision.reason)
+        cleared: list[str] = []
+        if decision.restart:
+            cleared = self._clear_started(decision.tasks - {core_task} - set(keep_running))
+        self.journal.record({
+            "time": self.clock.now(), "kind": "failover", "task": core_task, **decision.summary(), "cleared": cleared,
+            "strategy_state": self.journal.load().strategies.get(decision.scope),
+        })
+        return decision
+
+    def unavailable_partitions(self, cause: BaseException | str | None = None) -> set[str]:
+        """Blocking partitions of the run that cannot be read again, plus the one a failure names."""
+        report = self.store.check_graph(self.pipeline.graph, self.run.pipeline, self.run.run_id)
+        lost = set(report.unavailable_ids)
+        if isinstance(cause, PartitionNotFound):
+            lost.add(cause.partition_id)
+        return lost
+
+    def _clear_started(self, tasks: Iterable[str]) -> list[str]:
+        """Clear the tasks of the restart set that have started; the others will simply run later."""
+        wanted = {self.pipeline.airflow_key(t): t for t in tasks}
+        if not wanted:
+            return []
+        instances = self.api.task_instances(self.run.pipeline, self.run.run_id)
+        started = {
+            (ti["task_id"], ti["map_index"]): ti["try_number"]
+            for ti in instances
+            if (ti["task_id"], ti["map_index"]) in wanted and ti.get("state") not in NOT_STARTED
+        }
+        if not started:
+            return []
+
+        def remember(state: RecoveryState) -> None:
+            for key, try_number in started.items():
+                task = wanted[key]
+                state.superseded[task] = max(state.superseded.get(task, 0), try_number)
+
+        self.journal.update(remember)  # before the clear: the new tries must find it
+        self.api.clear(self.run.pipeline, self.run.run_id, sorted(started))
+        names = sorted(wanted[key] for key in started)
+        log.warning("restarted %s (cleared through the Airflow REST API)", ", ".join(names))
+        return names
+
+    # -- the start of a try -------------------------------------------------------------------------
+    def before_work(self, task_id: str, map_index: int | None, try_number: int) -> float | None:
+        """Reconcile an unhandled previous failure; return the restart time to wait for, if in the future
+        (infinity: this try was cleared and must not do any work)."""
+        core_task = self.pipeline.core_task_id(task_id, map_index)
+        state = self.journal.load()
+        previous = try_number - 1
+        if previous >= 1 and not state.accounts_for(core_task, previous):
+            key = self.pipeline.airflow_key(core_task)
+            earlier = self.api.task_instance_try(self.run.pipeline, self.run.run_id, key[0], key[1], previous)
+            if earlier.get("state") in FAILED_TRY_STATES:
+                log.warning("%s try %d: %s; applying region failover now", core_task, previous, KILLED_CAUSE)
+                decision = self.handle_failure(task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task])
+                upstream = self.pipeline.upstream_tasks(core_task)
+                if decision.restart and decision.tasks & upstream:
+                    # This try started before its producers were cleared: let it go too, so that Airflow
+                    # starts the next try only once they have run again.
+                    log.warning("%s restarts after %s", core_task, ", ".join(sorted(decision.tasks & upstream)))
+                    self._clear_started([core_task])
+                    return float("inf")
+            state = self.journal.load()
+        not_before = state.restart_not_before(core_task)
+        if not_before is not None and not_before > self.clock.now():
+            return not_before
+        return None
+
+    # -- manual control -----------------------------------------------------------------------------
+    def restart_regions(self, task: str, *, reason: str = "manual restart") -> list[str]:
+        """Restart ``task``'s region and its consumer regions now, re-using available upstream partitions."""
+        failover = self.pipeline.failover_strategy()
+        if hasattr(failover, "regions_to_restart"):
+            regions = failover.regions_to_restart(task, self.unavailable_partitions())
+        else:
+            regions = [failover.tasks_to_restart(task)]
+        tasks = set().union(*regions)
+
+        def no_waiting(state: RecoveryState) -> None:
+            for name in tasks:
+                state.not_before.pop(name, None)
+
+        self.journal.update(no_waiting)
+        cleared = self._clear_started(tasks)
+        self.journal.record({
+            "time": self.clock.now(), "kind": "manual", "task": task, "reason": reason,
+            "regions": [sorted(r) for r in regions], "tasks": sorted(tasks), "cleared": cleared,
+        })
+        return cleared

@@ -1,0 +1,1 @@
+"""Airflow sensors: waits on the partition store."""

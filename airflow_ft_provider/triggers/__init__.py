@@ -1,0 +1,1 @@
+"""Airflow triggers: asynchronous waits that run in the triggerer."""

@@ -1,0 +1,212 @@
+"""Region failover in a real Airflow (scheduler, API server, triggerer, DAG processor), real local
+Spark and the S3 test endpoint. Runs are triggered through the REST API; states and try numbers are
+read back from it; data is read from the partition store.
+
+All scenario runs are triggered at once (module fixture) so that the scheduler works on them
+concurrently; each test then waits for its own run.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
+
+REPO = Path(__file__).resolve().parents[2]
+SCENARIOS = {
+    # seed 002: C fails once (before submitting) -> only C re-runs
+    "seed002_c_fails": ("ft_e2e_seed002", {"ft_faults": [{"task": "C", "times": 1}]}),
+    # seed 002: one object of B's partition is lost before C reads it -> B, C and D re-run, A does not
+    "seed002_b_lost": ("ft_e2e_seed002", {"ft_faults": [{"task": "C", "delete": ["b"]}]}),
+    # T2 (second stage of the pipelined region) fails once -> T1, T2 and U re-run, S does not
+    "pipelined_t2_fails": ("ft_e2e_pipelined", {"ft_faults": [{"task": "T2", "times": 1}]}),
+    # T2's task process is SIGKILLed after its Spark job, before the commit
+    "pipelined_t2_killed": ("ft_e2e_pipelined", {"ft_faults": [{"task": "T2", "mode": "kill"}]}),
+    # sink[1] finds raw[1] corrupt -> read[1] and sink[1] re-run, index 0 untouched
+    "mapped_index_1": ("ft_e2e_mapped", {"ft_faults": [{"task": "sink[1]", "delete": ["raw[1]"]}]}),
+    "fixed_delay": ("ft_e2e_fixed_delay", {"ft_faults": [{"task": "F", "times": 99}]}),
+    "exponential": ("ft_e2e_exponential", {"ft_faults": [{"task": "F", "times": 99}]}),
+    "failure_rate": ("ft_e2e_failure_rate", {"ft_faults": [{"task": "F", "times": 99}]}),
+}
+
+
+@pytest.fixture(scope="module")
+def runs(live_airflow):
+    api = live_airflow.client
+    live_airflow.wait_for_dags({dag for dag, _ in SCENARIOS.values()}, timeout=120)
+    stamp = datetime.now().strftime("%H%M%S")
+    started = {}
+    for name, (dag_id, conf) in SCENARIOS.items():
+        run_id = f"{name}__{stamp}"
+        api.trigger_dag_run(dag_id, conf, run_id=run_id)
+        started[name] = (dag_id, run_id)
+    return started
+
+
+@pytest.fixture(scope="module")
+def store(s3_endpoint, e2e_store_url):
+    return S3PartitionStore(s3_endpoint.client(), e2e_store_url)
+
+
+def finish(live_airflow, runs, name, timeout=600):
+    dag_id, run_id = runs[name]
+    run = live_airflow.client.wait_for_dag_run(dag_id, run_id, timeout=timeout)
+    tis = {(ti["task_id"], ti["map_index"]): ti for ti in live_airflow.client.task_instances(dag_id, run_id)}
+    return run, tis, live_airflow.describe_run(dag_id, run_id)
+
+
+def tries(tis):
+    return {(k[0] if k[1] < 0 else f"{k[0]}[{k[1]}]"): ti["try_number"] for k, ti in tis.items()}
+
+
+def values(store, dag_id, run_id, partition_id):
+    table = read_table(store, RunRef(dag_id, run_id).parse(partition_id)).to_pylist()
+    return sorted((row["key"], row["value"]) for row in table)
+
+
+def expected(depth, keys=range(40)):
+    """What a failure-free run outputs at ``depth`` stages below the source (see apps/stage.py)."""
+    return [(key, key * 10 + depth) for key in keys]
+
+
+def producer_try(store, dag_id, run_id, partition_id):
+    return store.manifest(RunRef(dag_id, run_id).parse(partition_id)).producer.try_number
+
+
+def gaps(live_airflow, dag_id, run_id, task_id):
+    """Seconds between the end of each try and the start of the next."""
+    history = live_airflow.client.task_instance_tries(dag_id, run_id, task_id)
+    ends = [datetime.fromisoformat(t["end_date"]) for t in history]
+    starts = [datetime.fromisoformat(t["start_date"]) for t in history]
+    return [(starts[i + 1] - ends[i]).total_seconds() for i in range(len(history) - 1)]
+
+
+def log_of(live_airflow, dag_id, run_id, task_id, try_number, map_index=-1):
+    return live_airflow.client.task_log(dag_id, run_id, task_id, try_number, map_index=map_index)
+
+
+def test_seed002_failed_consumer_restarts_alone(live_airflow, runs, store):
+    #   A --> B --> C (fails once)
+    #          \\-> D
+    run, tis, story = finish(live_airflow, runs, "seed002_c_fails")
+    dag_id, run_id = runs["seed002_c_fails"]
+    assert run["state"] == "success", story
+    assert tries(tis) == {"A": 1, "B": 1, "C": 2, "D": 1}, story
+    assert producer_try(store, dag_id, run_id, "b") == 1  # B's partition was re-read, not rebuilt
+    assert values(store, dag_id, run_id, "c") == expected(2)
+    assert values(store, dag_id, run_id, "d") == expected(2)
+    assert "restarting 1 region(s) [C]" in log_of(live_airflow, dag_id, run_id, "C", 1)
+
+
+def test_seed002_lost_partition_backtracks_to_its_producer(live_airflow, runs, store):
+    #   A --> B --(b lost)--> C
+    #          \\-----------> D      B, C and D run again; A's partition is re-used
+    run, tis, story = finish(live_airflow, runs, "seed002_b_lost")
+    dag_id, run_id = runs["seed002_b_lost"]
+    assert run["state"] == "success", story
+    counts = tries(tis)
+    assert counts["A"] == 1 and counts["B"] == 2 and counts["C"] == 2, story
+    assert producer_try(store, dag_id, run_id, "a") == 1
+    assert producer_try(store, dag_id, run_id, "b") == 2
+    rebuilt_b = store.manifest(RunRef(dag_id, run_id).parse("b")).created_at
+    assert store.manifest(RunRef(dag_id, run_id).parse("d")).created_at > rebuilt_b  # D read the new b
+    assert values(store, dag_id, run_id, "c") == expected(2)
+    assert values(store, dag_id, run_id, "d") == expected(2)
+    first_log = log_of(live_airflow, dag_id, run_id, "C", 1)
+    assert "PartitionNotFound" in first_log and "unavailable partitions: b" in first_log
+
+
+def test_pipelined_region_restarts_as_a_unit(live_airflow, runs, store):
+    #   S --> [ T1 ~~> T2 (fails once) ] --> U
+    run, tis, story = finish(live_airflow, runs, "pipelined_t2_fails")
+    dag_id, run_id = runs["pipelined_t2_fails"]
+    assert run["state"] == "success", story
+    assert tries(tis) == {"S": 1, "T1": 2, "T2": 2, "U": 1}, story
+    assert producer_try(store, dag_id, run_id, "s") == 1
+    assert values(store, dag_id, run_id, "u") == expected(3)
+
+
+def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store):
+    #   S --> [ T1 ~~> T2 (SIGKILL after its Spark job, before committing) ] --> U
+    run, tis, story = finish(live_airflow, runs, "pipelined_t2_killed")
+    dag_id, run_id = runs["pipelined_t2_killed"]
+    assert run["state"] == "success", story
+    counts = tries(tis)
+    assert counts["S"] == 1 and counts["T1"] == 2 and counts["T2"] >= 2, story
+    assert producer_try(store, dag_id, run_id, "s") == 1
+    assert values(store, dag_id, run_id, "u") == expected(3)
+    history = [e for e in RecoveryJournal(store, RunRef(dag_id, run_id)).events() if e["kind"] == "failover"]
+    assert history and "process was killed" in history[0]["cause"]
+
+
+def test_mapped_stage_restarts_only_the_failed_index_chain(live_airflow, runs, store):
+    #   read[0] --> sink[0]
+    #   read[1] --(raw[1] lost)--> sink[1]     only index 1 runs again
+    run, tis, story = finish(live_airflow, runs, "mapped_index_1")
+    dag_id, run_id = runs["mapped_index_1"]
+    assert run["state"] == "success", story
+    assert tries(tis) == {"read[0]": 1, "read[1]": 2, "sink[0]": 1, "sink[1]": 2}, story
+    assert values(store, dag_id, run_id, "sunk[0]") == expected(1, range(0, 40, 2))
+    assert values(store, dag_id, run_id, "sunk[1]") == expected(1, range(1, 40, 2))
+
+
+def test_fixed_delay_tries_attempts_plus_one_times_then_fails(live_airflow, runs):
+    run, tis, story = finish(live_airflow, runs, "fixed_delay")
+    dag_id, run_id = runs["fixed_delay"]
+    assert run["state"] == "failed", story
+    assert tis[("F", -1)]["try_number"] == 3 and tis[("F", -1)]["state"] == "failed", story
+    assert tis[("G", -1)]["state"] == "upstream_failed", story
+    for gap in gaps(live_airflow, dag_id, run_id, "F"):
+        assert 6 <= gap < 6 + 20, story  # the configured delay, within scheduler tolerance
+    assert "Recovery is suppressed by FixedDelay(attempts=2, delay=6 s)" in log_of(live_airflow, dag_id, run_id, "F", 3)
+
+
+def test_exponential_delay_grows_and_respects_the_maximum(live_airflow, runs):
+    run, tis, story = finish(live_airflow, runs, "exponential")
+    dag_id, run_id = runs["exponential"]
+    assert run["state"] == "failed", story
+    assert tis[("F", -1)]["try_number"] == 4, story  # attempts-before-reset-backoff 3: the 4th failure stops
+    measured = gaps(live_airflow, dag_id, run_id, "F")
+    for gap, backoff in zip(measured, (3, 6, 8), strict=True):  # 3 s, x2 = 6 s, x2 = 12 s capped at 8 s
+        assert backoff <= gap < backoff + 20, (measured, story)
+    assert measured[0] < measured[1]
+    assert "Recovery is suppressed by ExponentialDelay(" in log_of(live_airflow, dag_id, run_id, "F", 4)
+
+
+def test_failure_rate_fails_on_the_failure_above_the_maximum(live_airflow, runs):
+    run, tis, story = finish(live_airflow, runs, "failure_rate")
+    dag_id, run_id = runs["failure_rate"]
+    assert run["state"] == "failed", story
+    assert tis[("F", -1)]["try_number"] == 3, story  # max 2 per interval: the 3rd failure is refused
+    assert "Recovery is suppressed by FailureRate(max-failures-per-interval=2" in log_of(
+        live_airflow, dag_id, run_id, "F", 3)
+
+
+def test_manual_region_restart_reruns_region_and_consumers_only(live_airflow, runs, store, s3_endpoint):
+    #   S --> [ T1 ~~> T2 ] --> U       restart T1's region by hand after the run finished
+    run, before, story = finish(live_airflow, runs, "pipelined_t2_fails")
+    dag_id, run_id = runs["pipelined_t2_fails"]
+    assert run["state"] == "success", story
+    command = [sys.executable, "-m", "airflow_ft_provider.cli", "restart-region",
+               "--dag-id", dag_id, "--run-id", run_id, "--task", "T1"]
+    env = {**live_airflow.environment(), "PYTHONPATH": str(REPO)}
+    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "restarted: T1, T2, U" in result.stdout
+    live_airflow.client.wait_for_task_instance(dag_id, run_id, "U", predicate=lambda ti: ti["try_number"] > 1
+                                               and ti["state"] == "success", timeout=600)
+    run, after, story = finish(live_airflow, runs, "pipelined_t2_fails")
+    assert run["state"] == "success", story
+    reruns = {task: count - tries(before)[task] for task, count in tries(after).items()}
+    assert reruns == {"S": 0, "T1": 1, "T2": 1, "U": 1}, story
+    assert producer_try(store, dag_id, run_id, "s") == 1  # the upstream partition was read, not recomputed
+    assert values(store, dag_id, run_id, "u") == expected(3)
