@@ -60,36 +60,26 @@ def _entries(value, what: str) -> Iterable[tuple[object, object]]:
     raise ValueError(f"{what}s must be a name, a list of names or a mapping of name to kind, got {value!r}")
 
 
-def normalize_inputs(value: object) -> tuple[Input, ...]:
-    inputs: list[Input] = []
-    for name, kind in _entries(value, "input"):
-        if isinstance(name, Input):
-            inputs.append(name)
+def _normalize(value: object, what: str, declared_type: type, kind_type: type, default_kind) -> tuple:
+    """One declaration per name: an ``Input``/``Output`` as given, or a name with an optional kind."""
+    declared = []
+    for name, kind in _entries(value, what):
+        if isinstance(name, declared_type):
+            declared.append(name)
         elif isinstance(name, str):
-            pattern = DistributionPattern.ALL_TO_ALL if kind is None else _enum_value(
-                DistributionPattern, kind, "input", name
-            )
-            inputs.append(Input(name, pattern))
+            declared.append(declared_type(name, default_kind if kind is None else _enum_value(kind_type, kind, what, name)))
         else:
-            raise ValueError(f"input {name!r}: expected a result name (str) or Input(...)")
-    _no_duplicates([i.result for i in inputs], "input")
-    return tuple(inputs)
+            raise ValueError(f"{what} {name!r}: expected a result name (str) or {declared_type.__name__}(...)")
+    _no_duplicates([d.result for d in declared], what)
+    return tuple(declared)
+
+
+def normalize_inputs(value: object) -> tuple[Input, ...]:
+    return _normalize(value, "input", Input, DistributionPattern, DistributionPattern.ALL_TO_ALL)
 
 
 def normalize_outputs(value: object) -> tuple[Output, ...]:
-    outputs: list[Output] = []
-    for name, kind in _entries(value, "output"):
-        if isinstance(name, Output):
-            outputs.append(name)
-        elif isinstance(name, str):
-            result_type = ResultPartitionType.BLOCKING if kind is None else _enum_value(
-                ResultPartitionType, kind, "output", name
-            )
-            outputs.append(Output(name, result_type))
-        else:
-            raise ValueError(f"output {name!r}: expected a result name (str) or Output(...)")
-    _no_duplicates([o.result for o in outputs], "output")
-    return tuple(outputs)
+    return _normalize(value, "output", Output, ResultPartitionType, ResultPartitionType.BLOCKING)
 
 
 def _no_duplicates(names: list[str], what: str) -> None:

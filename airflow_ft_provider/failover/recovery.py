@@ -91,9 +91,12 @@ class FailoverDecision:
     scope: str
     cause: str
     already_handled: bool = False
+    superseded: bool = False  # the try was stopped by a failover restart; nothing to decide
 
     @property
     def reason(self) -> str:
+        if self.superseded:
+            return f"{self.failed_task} try {self.try_number} was stopped by a failover restart; not counted as a failure"
         if not self.restart:
             return f"Recovery is suppressed by {self.strategy}"
         what = "; ".join("[" + ", ".join(sorted(r)) + "]" for r in self.regions)
@@ -138,6 +141,13 @@ def handle_failure(
     key = f"{failed_task}#{try_number}"
     if state.handled.get(failed_task, 0) >= try_number and key in state.decisions:
         return _from_summary(state.decisions[key])
+    if state.superseded.get(failed_task, 0) >= try_number:
+        # Failover itself stopped this try (cleared while running): its end is not a new failure.
+        return FailoverDecision(
+            failed_task=failed_task, try_number=try_number, restart=True, delay=0.0, restart_at=clock.now(),
+            regions=(), tasks=frozenset(), unavailable=(), new_attempt=False, strategy="", scope="",
+            cause=cause, superseded=True,
+        )
     lost = tuple(sorted(set(unavailable)))
     scope = scope_of(failover, failed_task, per_region)
     strategy = load_restart_strategy(

@@ -69,6 +69,9 @@ class RegionFailover:
             )
 
         decision = self.journal.update(decide)
+        if decision.superseded:
+            log.info("%s", decision.reason)
+            return decision
         if decision.already_handled:
             log.info("failure of %s try %d was already handled: %s", core_task, try_number, decision.reason)
             return decision

@@ -597,25 +597,31 @@ def e2e_store_url(s3_endpoint) -> str:
     return f"s3://{bucket}/pipelines/"
 
 
-@pytest.fixture(scope="session")
-def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, e2e_store_url) -> LiveAirflow:
-    """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the S3
-    test endpoint as ``aws_default``, local Spark as ``spark_default`` and ``[ft_provider]
-    partition_store_url`` pointing at a session bucket."""
+def pipeline_environment(s3_endpoint, store_url: str) -> dict[str, str]:
+    """What pipeline DAGs need in every component: ``aws_default`` on the S3 endpoint, local Spark as
+    ``spark_default``, the partition store URL and the Spark environment of this virtualenv."""
     from tests.support.spark_cluster import spark_environment
 
-    sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
     spark = spark_environment()
-    env = {
+    return {
         "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
             "conn_type": "aws", "login": s3_endpoint.access_key, "password": s3_endpoint.secret_key,
             "extra": {"endpoint_url": s3_endpoint.url, "region_name": s3_endpoint.region},
         }),
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
-        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": e2e_store_url,
+        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": store_url,
         "FT_E2E_APPS": str(REPO_ROOT / "tests" / "e2e" / "apps"),
-        **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")},
+        **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP",
+                                 "SPARK_SUBMIT_OPTS")},
     }
+
+
+@pytest.fixture(scope="session")
+def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, e2e_store_url) -> LiveAirflow:
+    """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
+    environment of :func:`pipeline_environment`."""
+    sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
+    env = pipeline_environment(s3_endpoint, e2e_store_url)
     return live_airflow_factory(sources, env=env)
 
 

@@ -102,3 +102,16 @@ def test_corrupt_state_is_a_clear_error():
         RecoveryState.from_json(b"{nope")
     with pytest.raises(ValueError, match="unsupported recovery state version 7"):
         RecoveryState.from_json(b'{"version": 7}')
+
+
+def test_a_try_stopped_by_a_failover_restart_is_not_a_new_failure(seed_002):
+    # D was running when C's failover cleared it; killing D made its try fail. That is not a failure.
+    clock = ManualClock()
+    state = RecoveryState()
+    state.superseded["D"] = 1
+    decision, state = fail(state, seed_002, "D", 1, clock)
+    assert decision.superseded and decision.tasks == frozenset()
+    assert "stopped by a failover restart" in decision.reason
+    assert state.strategies == {} and state.not_before == {}
+    decision, state = fail(state, seed_002, "D", 2, clock)  # a real failure of the next try counts
+    assert not decision.superseded and decision.tasks == {"D"}
