@@ -108,6 +108,7 @@ class FailoverPipeline:
         failover_strategy: str | None = None,
         per_region_restarts: bool = False,
         airflow_api_conn_id: str = "airflow_api",
+        direct_s3a: bool = False,
         group_regions: bool = True,
     ) -> None:
         self.store = store
@@ -120,6 +121,7 @@ class FailoverPipeline:
         load_restart_strategy(self.restart_config, partitions_persisted=self.store_url is not None)
         self.per_region_restarts = per_region_restarts
         self.airflow_api_conn_id = airflow_api_conn_id
+        self.direct_s3a = direct_s3a
         self.group_regions = group_regions
         self.dag: Any = None
         self.graph = StageGraph()

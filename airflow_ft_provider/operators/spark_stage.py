@@ -8,7 +8,9 @@ import shutil
 import sys
 import tempfile
 import time
+import urllib.parse
 import zipfile
+from dataclasses import dataclass
 from collections.abc import Sequence
 from functools import cached_property
 from pathlib import Path
@@ -17,9 +19,10 @@ from typing import Any
 from airflow.sdk import BaseOperator, BaseOperatorLink
 from airflow.sdk.execution_time.xcom import XCom
 
-from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.exchanges import Output, normalize_inputs, normalize_outputs
 from airflow_ft_provider.faults import InjectedFailure, delete_partitions, faults_for, kill_self
 from airflow_ft_provider.partitions import PartitionRef, Producer, RunRef
+from airflow_ft_provider.partitions.store import new_attempt_id
 from airflow_ft_provider.spark.spec import (
     INJECT_FAILURE_CONF,
     OUTPUT_MARKER,
@@ -32,6 +35,20 @@ from airflow_ft_provider.spark.spec import (
 
 PARTITIONS_XCOM_KEY = "ft_partitions"
 PARTITIONS_URL_XCOM_KEY = "ft_partitions_url"
+
+
+@dataclass(frozen=True)
+class _PlannedOutput:
+    output: Output
+    partition_id: str
+    ref: PartitionRef
+    spec: OutputSpec
+    execution: str | None  # pipelined: the execution whose scratch it is
+    attempt: str | None  # direct s3a: the attempt prefix Spark writes into
+
+
+def _local_dir(uri: str) -> Path:
+    return Path(urllib.parse.urlparse(uri).path)
 
 
 class StageOutputMissing(RuntimeError):
@@ -76,6 +93,8 @@ class SparkStageOperator(BaseOperator):
     :param spark_name: Spark application name (templated); default ``<dag>.<task>[<map index>]``.
     :param spark_conn_id: ``spark`` connection; default: the pipeline's (``spark_default``).
     :param spark_submit_kwargs: further ``SparkSubmitHook`` arguments (executor_memory, jars, ...).
+    :param direct_s3a: Spark reads and writes partitions on S3 itself (``s3a://``; the cluster needs
+        hadoop-aws); default: the pipeline's (False: the worker stages partitions on local disk).
     """
 
     is_pipeline_stage = True
@@ -96,9 +115,11 @@ class SparkStageOperator(BaseOperator):
         spark_name: str | None = None,
         spark_conn_id: str | None = None,
         spark_submit_kwargs: dict[str, Any] | None = None,
+        direct_s3a: bool | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        self.direct_s3a = direct_s3a
         self.application = application
         self.inputs = normalize_inputs(inputs)
         self.outputs = normalize_outputs(outputs)
@@ -139,18 +160,14 @@ class SparkStageOperator(BaseOperator):
             delete_partitions(self.store, run, fault.delete, self.log)
             if fault.mode == "raise":
                 raise InjectedFailure(f"injected failure of {task} on try {ti.try_number} (ft_faults)")
+        direct = self.pipeline.direct_s3a if self.direct_s3a is None else self.direct_s3a
         workdir = Path(tempfile.mkdtemp(prefix="ft-stage-"))
         try:
-            inputs = self._fetch_inputs(run, map_index, ti, workdir)
-            outputs = {
-                o.result: OutputSpec(
-                    o.result, o.result_type.value, (workdir / "out" / o.result).as_uri(), compression=o.compression
-                )
-                for o in self.outputs
-            }
+            inputs = self._resolve_inputs(run, map_index, ti, workdir, direct)
+            outputs = self._plan_outputs(run, map_index, ti.try_number, workdir, direct)
             spec = StageSpec(
                 pipeline=self.dag_id, run_id=run.run_id, stage=self.task_id, map_index=map_index,
-                try_number=ti.try_number, inputs=inputs, outputs=outputs,
+                try_number=ti.try_number, inputs=inputs, outputs={name: o.spec for name, o in outputs.items()},
             )
             self.log.info("stage %s: reading %s, writing %s", task,
                           {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
@@ -158,7 +175,7 @@ class SparkStageOperator(BaseOperator):
             self._submit(spec, map_index, workdir, fail_in_app=any(f.mode == "app" for f in faults))
             if any(f.mode == "kill" for f in faults):
                 kill_self()  # a hard crash after the work, before the commit
-            committed = self._commit_outputs(run, map_index, ti.try_number, workdir)
+            committed = self._commit_outputs(run, map_index, ti.try_number, outputs)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
@@ -182,8 +199,11 @@ class SparkStageOperator(BaseOperator):
         self.log.info("region failover: waiting until %s (restart strategy backoff) before running", moment.isoformat())
         self.defer(trigger=DateTimeTrigger(moment=moment), method_name="execute")
 
-    def _fetch_inputs(self, run: RunRef, map_index: int | None, ti: Any, workdir: Path) -> dict[str, InputSpec]:
-        """Resolve and verify every input partition before any Spark work: PartitionNotFound names it."""
+    def _resolve_inputs(
+        self, run: RunRef, map_index: int | None, ti: Any, workdir: Path, direct: bool
+    ) -> dict[str, InputSpec]:
+        """Resolve and verify every input partition before any Spark work: PartitionNotFound names it.
+        Staged: fetched to local disk (checksums verified). Direct: s3a URIs of the manifest's objects."""
         inputs: dict[str, InputSpec] = {}
         for result, partition_ids in self.pipeline.consumed_partitions(self.task_id, map_index).items():
             producer = self.pipeline.graph.results[result].producer
@@ -192,15 +212,36 @@ class SparkStageOperator(BaseOperator):
             partitions = []
             for number, partition_id in enumerate(partition_ids):
                 ref = run.parse(partition_id)
-                # Not the partition id: '[' is a glob character in Hadoop paths.
-                dest = workdir / "in" / f"{result}-{number}"
-                if pipelined:
-                    fetched = self.store.fetch_scratch(ref, executions.get(partition_id, "t0"), dest)
+                execution = executions.get(partition_id, "t0") if pipelined else None
+                if direct:
+                    _, uris = self.store.remote_files(ref, execution_id=execution)
+                    paths = [uri.replace("s3://", "s3a://", 1) for uri in uris]
                 else:
-                    fetched = self.store.fetch(ref, dest)
-                partitions.append(InputPartition(partition_id, [p.as_uri() for p in fetched.paths]))
+                    # Not the partition id: '[' is a glob character in Hadoop paths.
+                    dest = workdir / "in" / f"{result}-{number}"
+                    fetched = (self.store.fetch_scratch(ref, execution, dest) if pipelined
+                               else self.store.fetch(ref, dest))
+                    paths = [p.as_uri() for p in fetched.paths]
+                partitions.append(InputPartition(partition_id, paths))
             inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
         return inputs
+
+    def _plan_outputs(
+        self, run: RunRef, map_index: int | None, try_number: int, workdir: Path, direct: bool
+    ) -> dict[str, _PlannedOutput]:
+        """Where the application writes each output: local staging, or the attempt prefix on S3."""
+        parallelism = self.pipeline.graph.stages[self.task_id].parallelism
+        planned = {}
+        for output in self.outputs:
+            partition_id = output.result if parallelism == 1 else f"{output.result}[{map_index}]"
+            ref = run.parse(partition_id)
+            execution = None if output.result_type.is_reconsumable else f"t{try_number}"
+            attempt = new_attempt_id(try_number) if direct else None
+            location = (self.store.attempt_location(ref, attempt, execution_id=execution).replace("s3://", "s3a://", 1)
+                        if direct else (workdir / "out" / output.result).as_uri())
+            spec = OutputSpec(output.result, output.result_type.value, location, compression=output.compression)
+            planned[output.result] = _PlannedOutput(output, partition_id, ref, spec, execution, attempt)
+        return planned
 
     def _pipelined_executions(self, ti: Any, producer: str) -> dict[str, str]:
         """A pipelined partition is read from the producer's current execution, named in its XCom."""
@@ -233,40 +274,45 @@ class SparkStageOperator(BaseOperator):
         )
         self._hook.submit(self.application)
 
-    def _commit_outputs(self, run: RunRef, map_index: int | None, try_number: int, workdir: Path) -> dict[str, Any]:
-        """Commit each declared output; all must exist before the first is committed."""
-        parallelism = self.pipeline.graph.stages[self.task_id].parallelism
-        markers = {}
-        for output in self.outputs:
-            marker = workdir / "out" / output.result / OUTPUT_MARKER
-            if not marker.exists():
-                raise StageOutputMissing(
-                    f"the Spark application of {self.task_id!r} finished without writing declared output "
-                    f"{output.result!r}; call stage_io.write({output.result!r}, df) in {self.application}"
-                )
-            markers[output.result] = json.loads(marker.read_text())
+    def _commit_outputs(
+        self, run: RunRef, map_index: int | None, try_number: int, outputs: dict[str, _PlannedOutput]
+    ) -> dict[str, Any]:
+        """Commit each declared output; all must have been written before the first is committed."""
+        markers = {name: self._read_marker(planned) for name, planned in outputs.items()}
         committed: dict[str, Any] = {}
         producer = Producer(self.task_id, -1 if map_index is None else map_index, try_number)
-        for output in self.outputs:
-            partition_id = output.result if parallelism == 1 else f"{output.result}[{map_index}]"
-            ref = run.parse(partition_id)
-            source = workdir / "out" / output.result
-            rows = markers[output.result]["rows"]
-            if output.result_type.is_reconsumable:
-                manifest = self.store.commit(ref, source, producer=producer, compression=output.compression, row_count=rows)
-                execution = None
+        for name, planned in outputs.items():
+            rows = markers[name]["rows"]
+            options = {"producer": producer, "compression": planned.output.compression, "row_count": rows}
+            if planned.attempt is not None:
+                manifest = self.store.commit_uploaded(planned.ref, planned.attempt, execution_id=planned.execution, **options)
+            elif planned.execution is None:
+                manifest = self.store.commit(planned.ref, _local_dir(planned.spec.location), **options)
             else:
-                execution = f"t{try_number}"
-                manifest = self.store.commit_scratch(ref, execution, source, producer=producer,
-                                                     compression=output.compression, row_count=rows)
+                manifest = self.store.commit_scratch(planned.ref, planned.execution, _local_dir(planned.spec.location),
+                                                     **options)
             self.log.info("committed %s partition %s: %d rows, %d files, %d bytes (attempt %s)",
-                          output.result_type.value, partition_id, rows, len(manifest.files),
+                          planned.output.result_type.value, planned.partition_id, rows, len(manifest.files),
                           manifest.total_size, manifest.attempt_id)
-            committed[partition_id] = {
-                "type": output.result_type.value, "rows": rows, "files": len(manifest.files),
-                "bytes": manifest.total_size, "attempt": manifest.attempt_id, "execution": execution,
+            committed[planned.partition_id] = {
+                "type": planned.output.result_type.value, "rows": rows, "files": len(manifest.files),
+                "bytes": manifest.total_size, "attempt": manifest.attempt_id, "execution": planned.execution,
             }
         return committed
+
+    def _read_marker(self, planned: _PlannedOutput) -> dict[str, Any]:
+        location = planned.spec.location
+        try:
+            if location.startswith("s3a://"):
+                bucket, key = location.removeprefix("s3a://").split("/", 1)
+                body = self.store.client.get_object(Bucket=bucket, Key=key.rstrip("/") + "/" + OUTPUT_MARKER)["Body"]
+                return json.loads(body.read())
+            return json.loads((_local_dir(location) / OUTPUT_MARKER).read_text())
+        except (FileNotFoundError, self.store.client.exceptions.NoSuchKey):
+            raise StageOutputMissing(
+                f"the Spark application of {self.task_id!r} finished without writing declared output "
+                f"{planned.output.result!r}; call stage_io.write({planned.output.result!r}, df) in {self.application}"
+            ) from None
 
     def on_kill(self) -> None:
         if self._hook is not None:

@@ -53,6 +53,7 @@ from .naming import (
     StoreLayout,
     attempt_dir,
     check_encoded_name,
+    check_name,
     check_relative_path,
     decode_segment,
 )
@@ -68,6 +69,11 @@ MiB = 1 << 20
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 DEFAULT_ORPHAN_GRACE = 3600.0
 StepHook = Callable[[str, Mapping[str, Any]], None]
+
+
+def new_attempt_id(try_number: int) -> str:
+    """A unique attempt id that also says which try of the producer wrote it."""
+    return f"t{try_number}-{uuid.uuid4().hex[:16]}"
 
 
 def default_transfer_config() -> TransferConfig:
@@ -367,11 +373,98 @@ class S3PartitionStore:
         ):
             raise ValueError(f"row_count must be None or an integer ≥ 0, got {row_count!r}")
         files = _source_files(source)
-        attempt_id = f"t{producer.try_number}-{uuid.uuid4().hex[:16]}"
+        attempt_id = new_attempt_id(producer.try_number)
+        manifest = self._publish_attempt(
+            loc, attempt_id, lambda: self._upload(files, loc.prefix, attempt_id), producer, fmt, compression, row_count
+        )
+        if self.cache is not None:
+            for (_, path), entry in zip(files, manifest.files):
+                self.cache.add(path, self.bucket, loc.prefix + entry.key)
+        return manifest
+
+    def _location(self, ref: PartitionRef, execution_id: str | None) -> _Location:
+        return self._blocking(ref) if execution_id is None else self._scratch(ref, execution_id)
+
+    def attempt_location(self, ref: PartitionRef, attempt_id: str, *, execution_id: str | None = None) -> str:
+        """``s3://`` prefix where a writer that talks to S3 itself (Spark with s3a) puts an attempt's
+        files; with ``execution_id``, of the pipelined (scratch) partition of that execution."""
+        prefix = self._location(ref, execution_id).prefix
+        return f"s3://{self.bucket}/{prefix}{attempt_dir(check_name('attempt id', attempt_id))}"
+
+    def remote_files(self, ref: PartitionRef, *, execution_id: str | None = None) -> tuple[Manifest, list[str]]:
+        """The partition's data objects as ``s3://`` URIs, for readers that read S3 themselves (Spark
+        with s3a), after one LIST shows each listed object with its listed size. Raises
+        PartitionNotFound like fetch(); checksums are left to the reader's own integrity checks."""
+        loc = self._location(ref, execution_id)
+        manifest = self._manifest(loc)
+        attempt_prefix = loc.prefix + attempt_dir(manifest.attempt_id)
+        with s3_errors("ListObjectsV2", self.bucket, attempt_prefix):
+            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=attempt_prefix)
+            sizes = {o["Key"]: o["Size"] for page in pages for o in page.get("Contents", ())}
+        for entry in manifest.files:
+            key = loc.prefix + entry.key
+            if key not in sizes:
+                raise PartitionNotFound(ref.partition_id, Unavailable.MISSING_OBJECT, f"s3://{self.bucket}/{key} is gone",
+                                        run=str(ref.run))
+            if sizes[key] != entry.size:
+                raise PartitionNotFound(ref.partition_id, Unavailable.SIZE_MISMATCH,
+                                        f"s3://{self.bucket}/{key} has {sizes[key]} bytes, the manifest {entry.size}",
+                                        run=str(ref.run))
+        return manifest, [f"s3://{self.bucket}/{loc.prefix}{entry.key}" for entry in manifest.files]
+
+    def commit_uploaded(
+        self,
+        ref: PartitionRef,
+        attempt_id: str,
+        *,
+        producer: Producer,
+        format: str = "parquet",
+        compression: str = "snappy",
+        row_count: int | None = None,
+        execution_id: str | None = None,
+    ) -> Manifest:
+        """Publish the files another writer already put under ``attempt_location(ref, attempt_id)``.
+
+        Each object is read back once to checksum it (S3 ETags of multipart uploads are not content
+        hashes); names starting with '_' or '.' are skipped, as Hadoop does. Same fencing as commit().
+        """
+        loc = self._location(ref, execution_id)
+        return self._publish_attempt(
+            loc, attempt_id, lambda: self._checksum_uploaded(loc.prefix, attempt_id), producer, format,
+            compression, row_count,
+        )
+
+    def _checksum_uploaded(self, prefix: str, attempt_id: str) -> list[FileEntry]:
+        attempt_prefix = prefix + attempt_dir(attempt_id)
+        entries = []
+        with s3_errors("ListObjectsV2", self.bucket, attempt_prefix):
+            pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=attempt_prefix)
+            objects = [o for page in pages for o in page.get("Contents", ())]
+        for obj in sorted(objects, key=lambda o: o["Key"]):
+            name = obj["Key"][len(attempt_prefix):]
+            if "/" in name or name.startswith(("_", ".")):
+                continue
+            hasher = new_hasher(self.checksum)
+            with s3_errors("GetObject", self.bucket, obj["Key"]):
+                body = self.client.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"]
+                for chunk in iter(lambda: body.read(1 << 20), b""):
+                    hasher.update(chunk)
+            entries.append(FileEntry(attempt_dir(attempt_id) + name, obj["Size"], f"{self.checksum}:{hasher.hexdigest()}"))
+        if not entries:
+            raise PartitionStoreError(
+                f"no data files under s3://{self.bucket}/{attempt_prefix}; the writer produced nothing",
+                bucket=self.bucket, key=attempt_prefix, code=None, operation="commit_uploaded",
+            )
+        return entries
+
+    def _publish_attempt(self, loc: _Location, attempt_id: str, write_files: Callable[[], list[FileEntry]],
+                         producer: Producer, fmt: str, compression: str, row_count: int | None) -> Manifest:
+        """Write (or checksum) an attempt's files, then publish its manifest; a failure before the
+        manifest PUT removes the attempt's data, a stale try's too."""
         attempt_prefix = loc.prefix + attempt_dir(attempt_id)
         publishing = False
         try:
-            entries = self._upload(files, loc.prefix, attempt_id)
+            entries = write_files()
             manifest = Manifest(
                 pipeline=loc.ref.pipeline,
                 run_id=loc.ref.run_id,
@@ -398,9 +491,6 @@ class S3PartitionStore:
             if not publishing:
                 self._delete_quietly(attempt_prefix)
             raise
-        if self.cache is not None:
-            for (_, path), entry in zip(files, entries):
-                self.cache.add(path, self.bucket, loc.prefix + entry.key)
         log.info(
             "committed partition %s (%s, %d files, %d bytes, attempt %s)",
             loc.ref,

@@ -6,6 +6,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
 from tests.spark.apps.orders_data import daily_revenue, orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.airflow]
@@ -70,8 +71,12 @@ def test_failing_application_commits_nothing(pipelines, s3_bucket):
     run, store, _ = pipelines
     result = run("ft_failing_app")
     assert result.task("broken")["state"] == "failed"
-    assert "injected failure after writing 'first'" in result.output
-    assert not [key for key in s3_bucket.keys() if "ft_failing_app" in key], "no object may be written"
+    events = RecoveryJournal(store, RunRef("ft_failing_app", result.run_id)).events()
+    assert [e["reason"] for e in events] == ["Recovery is suppressed by NoRestart()"]
+    assert events[0]["cause"].startswith("AirflowException: Cannot execute: spark-submit")  # the app failed
+    written = [key for key in s3_bucket.keys() if "ft_failing_app" in key]
+    assert not [key for key in written if "/blocking/" in key or "/scratch/" in key], "no partition data may be written"
+    assert any("/_failover/events/" in key for key in written)  # the suppressed recovery is on record
 
 
 def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines):

@@ -1,0 +1,79 @@
+"""Partitions written to S3 by another writer (Spark with s3a), then committed by the store."""
+
+import pytest
+
+from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef
+from airflow_ft_provider.partitions.errors import PartitionStoreError, StaleCommitError
+from airflow_ft_provider.partitions.store import new_attempt_id
+
+pytestmark = pytest.mark.s3
+
+RUN = RunRef("pipe", "manual__2026-11-22T04:00:00+00:00")
+
+
+def write_like_spark(store, ref, attempt_id, files, execution_id=None):
+    """What Spark's s3a committer leaves under an output directory: part files plus markers."""
+    location = store.attempt_location(ref, attempt_id, execution_id=execution_id)
+    bucket, prefix = location.removeprefix("s3://").split("/", 1)
+    for name, data in {**files, "_SUCCESS": b"", "_FT_OUTPUT.json": b'{"rows": 2}'}.items():
+        store.client.put_object(Bucket=bucket, Key=prefix + name, Body=data)
+
+
+def test_uploaded_files_are_committed_with_checksums_and_read_back(make_store, tmp_path):
+    store = make_store()
+    ref = RUN.parse("orders[1]")
+    attempt = new_attempt_id(1)
+    write_like_spark(store, ref, attempt, {"part-00000.parquet": b"a" * 100, "part-00001.parquet": b"b" * 7})
+    manifest = store.commit_uploaded(ref, attempt, producer=Producer("orders", 1, 1), row_count=2)
+    assert [(f.name, f.size) for f in manifest.files] == [("part-00000.parquet", 100), ("part-00001.parquet", 7)]
+    fetched = store.fetch(ref, tmp_path)  # verifies every checksum against the bytes
+    assert [p.read_bytes() for p in fetched.paths] == [b"a" * 100, b"b" * 7]
+    _, uris = store.remote_files(ref)
+    assert uris == [store.attempt_location(ref, attempt) + n for n in ("part-00000.parquet", "part-00001.parquet")]
+
+
+def test_remote_files_refuse_a_truncated_object(make_store):
+    store = make_store()
+    ref = RUN.parse("orders")
+    attempt = new_attempt_id(1)
+    write_like_spark(store, ref, attempt, {"part-00000.parquet": b"x" * 50})
+    store.commit_uploaded(ref, attempt, producer=Producer("orders", -1, 1))
+    bucket, prefix = store.attempt_location(ref, attempt).removeprefix("s3://").split("/", 1)
+    store.client.put_object(Bucket=bucket, Key=prefix + "part-00000.parquet", Body=b"x" * 10)
+    with pytest.raises(PartitionNotFound, match="size mismatch"):
+        store.remote_files(ref)
+
+
+def test_an_older_try_cannot_replace_a_newer_upload_and_its_data_is_removed(make_store, s3_bucket):
+    store = make_store()
+    ref = RUN.parse("orders")
+    newer, older = new_attempt_id(2), new_attempt_id(1)
+    write_like_spark(store, ref, newer, {"part-0.parquet": b"new"})
+    store.commit_uploaded(ref, newer, producer=Producer("orders", -1, 2))
+    write_like_spark(store, ref, older, {"part-0.parquet": b"old"})
+    with pytest.raises(StaleCommitError):
+        store.commit_uploaded(ref, older, producer=Producer("orders", -1, 1))
+    assert store.manifest(ref).attempt_id == newer
+    assert not [k for k in s3_bucket.keys() if older in k]
+
+
+def test_scratch_uploads_are_committed_per_execution(make_store, tmp_path):
+    store = make_store()
+    ref = RUN.parse("enriched")
+    attempt = new_attempt_id(3)
+    write_like_spark(store, ref, attempt, {"part-0.parquet": b"pipelined"}, execution_id="t3")
+    store.commit_uploaded(ref, attempt, producer=Producer("enrich", -1, 3), execution_id="t3")
+    assert [p.read_bytes() for p in store.fetch_scratch(ref, "t3", tmp_path).paths] == [b"pipelined"]
+    with pytest.raises(PartitionNotFound):
+        store.remote_files(ref)  # never available as a blocking partition
+
+
+def test_an_attempt_without_data_files_is_an_error_and_publishes_nothing(make_store):
+    store = make_store()
+    ref = RUN.parse("orders")
+    attempt = new_attempt_id(1)
+    write_like_spark(store, ref, attempt, {})
+    with pytest.raises(PartitionStoreError, match="the writer produced nothing"):
+        store.commit_uploaded(ref, attempt, producer=Producer("orders", -1, 1))
+    with pytest.raises(PartitionNotFound, match="missing manifest"):
+        store.manifest(ref)
