@@ -57,7 +57,7 @@ def store(s3_endpoint, e2e_store_url):
     return S3PartitionStore(s3_endpoint.client(), e2e_store_url)
 
 
-def finish(live_airflow, runs, name, timeout=600):
+def finish(live_airflow, runs, name, timeout=1100):
     dag_id, run_id = runs[name]
     run = live_airflow.client.wait_for_dag_run(dag_id, run_id, timeout=timeout)
     tis = {(ti["task_id"], ti["map_index"]): ti for ti in live_airflow.client.task_instances(dag_id, run_id)}
