@@ -86,12 +86,25 @@ class RegionFailover:
         return decision
 
     def unavailable_partitions(self, cause: BaseException | str | None = None) -> set[str]:
-        """Blocking partitions of the run that cannot be read again, plus the one a failure names."""
+        """Partitions that were produced and are lost, plus the one a failure names.
+
+        A partition whose producer has not succeeded yet is pending, not lost: backtracking to it
+        would restart producers that are still running (Flink: regions that have not been scheduled
+        need no action). Pipelined partitions are never available; the core knows that itself.
+        """
         report = self.store.check_graph(self.pipeline.graph, self.run.pipeline, self.run.run_id)
-        lost = set(report.unavailable_ids)
+        missing = {p for p in report.unavailable_ids if self.pipeline.graph.results[p.partition("[")[0]]
+                   .result_type.is_reconsumable}
+        if missing:
+            succeeded = {
+                (ti["task_id"], ti["map_index"])
+                for ti in self.api.task_instances(self.run.pipeline, self.run.run_id)
+                if ti.get("state") == "success"
+            }
+            missing = {p for p in missing if self.pipeline.airflow_key(self.pipeline.producer_task(p)) in succeeded}
         if isinstance(cause, PartitionNotFound):
-            lost.add(cause.partition_id)
-        return lost
+            missing.add(cause.partition_id)
+        return missing
 
     def _clear_started(self, tasks: Iterable[str]) -> list[str]:
         """Clear the tasks of the restart set that have started; the others will simply run later."""

@@ -1,0 +1,252 @@
+"""The example pipelines of dags_examples/: they parse (with the regions their docstrings promise) and
+each one runs end to end, with an injected failure, in a real Airflow with local Spark and S3.
+
+All example runs are triggered at once (module fixture) so that they overlap; each test waits for its own.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections import defaultdict
+from datetime import date, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+
+REPO = Path(__file__).resolve().parents[2]
+EXAMPLES = REPO / "dags_examples"
+
+# What tests/examples expects of every example DAG: its failover regions and region TaskGroups.
+EXPECTED_REGIONS = {
+    #   generate_orders --> [clean_orders ~~> enrich_orders] --> daily_revenue
+    #                                                       \--> customer_aggregates
+    "ft_example_orders_etl": (
+        [["clean_orders", "enrich_orders"], ["customer_aggregates"], ["daily_revenue"], ["generate_orders"]],
+        ["region_clean_orders"],
+    ),
+    #   score_shard[0..2] --> merge_shards
+    "ft_example_sharded_scoring": (
+        [["merge_shards"], ["score_shard[0]"], ["score_shard[1]"], ["score_shard[2]"]],
+        [],
+    ),
+    "ft_example_restart_fixed_delay": ([["ingest"]], []),
+    "ft_example_restart_exponential_delay": ([["ingest"]], []),
+    "ft_example_restart_failure_rate": ([["ingest"]], []),
+}
+
+_PARSE = """
+import json
+from airflow.dag_processing.dagbag import DagBag
+from airflow_ft_provider.pipeline import pipeline_for
+bag = DagBag(dag_folder={folder!r})
+out = {{"errors": {{k: v for k, v in bag.import_errors.items()}}, "dags": {{}}}}
+for dag_id, dag in bag.dags.items():
+    p = pipeline_for(dag_id)
+    out["dags"][dag_id] = {{
+        "regions": sorted(sorted(r) for r in p.regions),
+        "groups": sorted(p.region_groups),
+        "schedule": type(dag.timetable).__name__,
+        "params": dag.params.dump(),
+        "retry_policy": sorted({{type(getattr(t, "retry_policy", None) or t.partial_kwargs.get("retry_policy")).__name__
+                                 for t in dag.tasks}}),
+    }}
+print("RESULT" + json.dumps(out))
+"""
+
+
+@pytest.fixture(scope="module")
+def parsed(tmp_path_factory):
+    """Import dags_examples/ with DagBag in a clean Airflow home (as the DAG processor would)."""
+    home = tmp_path_factory.mktemp("examples-home")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update({
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLES),
+        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": "s3://ft-examples/pipelines/",
+        "PYTHONPATH": str(REPO),
+    })
+    env.pop("FT_EXAMPLES_JOBS", None)  # the jobs/ folder next to the DAG files must be found by itself
+    result = subprocess.run([sys.executable, "-c", _PARSE.format(folder=str(EXAMPLES))], env=env, cwd=home,
+                            capture_output=True, text=True, timeout=300)
+    line = [x for x in result.stdout.splitlines() if x.startswith("RESULT")]
+    assert result.returncode == 0 and line, result.stdout[-3000:] + result.stderr[-3000:]
+    return json.loads(line[-1][len("RESULT"):])
+
+
+def test_every_example_imports_without_errors(parsed):
+    assert parsed["errors"] == {}
+    assert set(parsed["dags"]) == set(EXPECTED_REGIONS)
+
+
+@pytest.mark.parametrize("dag_id", sorted(EXPECTED_REGIONS))
+def test_example_regions_are_as_documented(parsed, dag_id):
+    regions, groups = EXPECTED_REGIONS[dag_id]
+    dag = parsed["dags"][dag_id]
+    assert dag["regions"] == regions
+    assert dag["groups"] == groups
+    assert dag["params"] == {"ft_faults": []}  # no faults unless asked for
+    assert dag["schedule"] == "NullTimetable"  # schedule=None: only runs when triggered
+    assert dag["retry_policy"] == ["FailoverRetryPolicy"]
+
+
+def test_missing_jobs_folder_is_a_clear_parse_error(tmp_path):
+    (tmp_path / "dags").mkdir()
+    (tmp_path / "dags" / "orders_etl.py").write_text((EXAMPLES / "orders_etl.py").read_text())
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "FT_EXAMPLES_JOBS"}
+    env.update({"AIRFLOW_HOME": str(tmp_path), "PYTHONPATH": str(REPO)})
+    code = (f"import runpy\ntry:\n    runpy.run_path({str(tmp_path / 'dags' / 'orders_etl.py')!r})\n"
+            "except FileNotFoundError as e:\n    print('ERR', e)\n")
+    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert "ERR Spark application" in result.stdout and "FT_EXAMPLES_JOBS" in result.stdout, result.stderr[-2000:]
+
+
+# -- end to end ----------------------------------------------------------------------------------------
+
+RUNS = {
+    # the pipelined region restarts as a unit; raw_orders is re-read, the fan-out runs once
+    "etl": ("ft_example_orders_etl", [{"task": "enrich_orders", "times": 1}]),
+    # one shard fails; only that map index runs again
+    "shards": ("ft_example_sharded_scoring", [{"task": "score_shard[1]", "times": 1}]),
+    # the same stage fails twice under each restart strategy, then succeeds
+    "fixed_delay": ("ft_example_restart_fixed_delay", [{"task": "ingest", "times": 2}]),
+    "exponential_delay": ("ft_example_restart_exponential_delay", [{"task": "ingest", "times": 2}]),
+    "failure_rate": ("ft_example_restart_failure_rate", [{"task": "ingest", "times": 2}]),
+}
+
+
+@pytest.fixture(scope="module")
+def example_runs(live_airflow):
+    api = live_airflow.client
+    live_airflow.wait_for_dags({dag for dag, _ in RUNS.values()}, timeout=120)
+    stamp = datetime.now().strftime("%H%M%S%f")
+    started = {}
+    for name, (dag_id, faults) in RUNS.items():
+        run_id = f"example_{name}__{stamp}"
+        api.trigger_dag_run(dag_id, {"ft_faults": faults}, run_id=run_id)
+        started[name] = (dag_id, run_id)
+    return started
+
+
+@pytest.fixture(scope="module")
+def example_store(s3_endpoint, e2e_store_url):
+    return S3PartitionStore(s3_endpoint.client(), e2e_store_url)
+
+
+def finish(live_airflow, example_runs, name, timeout=900):
+    dag_id, run_id = example_runs[name]
+    run = live_airflow.client.wait_for_dag_run(dag_id, run_id, timeout=timeout)
+    tis = live_airflow.client.task_instances(dag_id, run_id)
+    tries = {(t["task_id"] if t["map_index"] < 0 else f"{t['task_id']}[{t['map_index']}]"): t["try_number"] for t in tis}
+    return run, tries, live_airflow.describe_run(dag_id, run_id)
+
+
+def rows(store, dag_id, run_id, partition_id, columns):
+    table = read_table(store, RunRef(dag_id, run_id).parse(partition_id)).to_pylist()
+    return sorted(tuple(row[c] for c in columns) for row in table)
+
+
+def expected_orders():
+    """The enriched orders the ETL computes, in plain Python (see dags_examples/jobs/)."""
+    out = []
+    for i in range(240):
+        if i % 11 == 0 or i % 4 == 0:
+            continue
+        amount = (i % 4) * (500 + (i * 37) % 2000)
+        total = amount + amount * 8 // 100
+        out.append((i % 13, (date(2026, 1, 1) + timedelta(days=i % 7)).isoformat(), total))
+    return out
+
+
+@pytest.mark.airflow
+@pytest.mark.spark
+@pytest.mark.s3
+def test_orders_etl_restarts_the_pipelined_region_only(live_airflow, example_runs, example_store):
+    #   generate_orders --> [clean_orders ~~> enrich_orders (fails once)] --> daily_revenue
+    #                                                                    \--> customer_aggregates
+    run, tries, story = finish(live_airflow, example_runs, "etl")
+    dag_id, run_id = example_runs["etl"]
+    assert run["state"] == "success", story
+    assert tries == {"generate_orders": 1, "clean_orders": 2, "enrich_orders": 2,
+                     "daily_revenue": 1, "customer_aggregates": 1}, story
+    raw = example_store.manifest(RunRef(dag_id, run_id).parse("raw_orders"))
+    assert raw.producer.try_number == 1 and raw.row_count == 252  # re-read from S3, not recomputed
+    orders = expected_orders()
+    daily, customers = defaultdict(lambda: [0, 0]), defaultdict(lambda: [0, 0, 0, "9", "0"])
+    for customer, day, total in orders:
+        daily[day][0] += 1
+        daily[day][1] += total
+        c = customers[customer]
+        c[0], c[1], c[2] = c[0] + 1, c[1] + total, c[2] + (total >= 5000)
+        c[3], c[4] = min(c[3], day), max(c[4], day)
+    assert rows(example_store, dag_id, run_id, "daily_revenue", ["day", "orders", "revenue_cents"]) == sorted(
+        (day, n, s) for day, (n, s) in daily.items())
+    assert rows(example_store, dag_id, run_id, "customer_aggregates",
+                ["customer_id", "orders", "spent_cents", "large_orders", "first_day", "last_day"]) == sorted(
+        (cid, *values) for cid, values in customers.items())
+    events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    assert [e["task"] for e in events] == ["enrich_orders"]
+    # the failed task's region, plus its (not yet started) consumer regions, which needed no clearing
+    assert events[0]["regions"] == [["clean_orders", "enrich_orders"], ["daily_revenue"], ["customer_aggregates"]]
+    assert events[0]["cleared"] == []
+
+
+@pytest.mark.airflow
+@pytest.mark.spark
+@pytest.mark.s3
+def test_sharded_scoring_restarts_only_the_failed_shard(live_airflow, example_runs, example_store):
+    #   score_shard[0] --\
+    #   score_shard[1] ---+--> merge_shards        shard 1 fails once
+    #   score_shard[2] --/
+    run, tries, story = finish(live_airflow, example_runs, "shards")
+    dag_id, run_id = example_runs["shards"]
+    assert run["state"] == "success", story
+    # Only shard 1 runs again; merge_shards (not started yet) runs once. The other shards' partitions
+    # are pending, not lost, while they run: no backtracking to them.
+    assert tries == {"score_shard[0]": 1, "score_shard[1]": 2, "score_shard[2]": 1, "merge_shards": 1}, story
+    expected = defaultdict(lambda: [0, 0, set()])
+    for shard in range(3):
+        for i in range(shard, 300, 3):
+            reading = (i * 7919) % 1000
+            if reading > 100:
+                e = expected[i % 5]
+                e[0], e[1] = e[0] + 1, e[1] + reading
+                e[2].add(shard)
+    assert rows(example_store, dag_id, run_id, "sensor_totals", ["sensor", "alerts", "total", "shards"]) == sorted(
+        (sensor, a, t, len(s)) for sensor, (a, t, s) in expected.items())
+    events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    assert [e["task"] for e in events] == ["score_shard[1]"]
+    assert ["score_shard[1]"] in events[0]["regions"] and ["merge_shards"] in events[0]["regions"]
+
+
+@pytest.mark.airflow
+@pytest.mark.spark
+@pytest.mark.s3
+@pytest.mark.parametrize(("name", "strategy", "delays"), [
+    ("fixed_delay", "FixedDelay", [4.0, 4.0]),
+    ("exponential_delay", "ExponentialDelay", [1.0, 2.0]),  # initial 1 s, multiplier 2, no jitter
+    ("failure_rate", "FailureRate", [2.0, 2.0]),
+])
+def test_restart_strategy_showcase(live_airflow, example_runs, example_store, name, strategy, delays):
+    #   ingest (fails on tries 1 and 2) -- restarted after the strategy's delays, succeeds on try 3
+    run, tries, story = finish(live_airflow, example_runs, name)
+    dag_id, run_id = example_runs[name]
+    assert run["state"] == "success", story
+    assert tries == {"ingest": 3}, story
+    events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    assert [e["try_number"] for e in events] == [1, 2], events
+    assert all(e["restart"] and e["strategy"].startswith(strategy) for e in events), events
+    assert [round(float(e["delay"]), 1) for e in events] == delays, events
+    history = live_airflow.client.task_instance_tries(dag_id, run_id, "ingest")
+    ends = [datetime.fromisoformat(t["end_date"]) for t in history[:-1]]
+    starts = [datetime.fromisoformat(t["start_date"]) for t in history[1:]]
+    for end, start, delay in zip(ends, starts, delays, strict=True):
+        assert (start - end).total_seconds() >= delay - 0.5, (history, story)
+    assert rows(example_store, dag_id, run_id, "ingested", ["key", "square"]) == [(k, k * k) for k in range(50)]
