@@ -338,12 +338,6 @@ class FailoverPipeline:
             return stage, int(index.rstrip("]"))
         return stage, 0 if self.stages[stage].mapped else -1
 
-    def producer_task(self, partition_id: str) -> str:
-        """The core task id that produces a partition (``result[i]`` is made by ``producer[i]``)."""
-        result, _, index = partition_id.partition("[")
-        producer = self.graph.results[result].producer
-        return f"{producer}[{index}" if index else producer
-
     def upstream_tasks(self, core_task: str) -> set[str]:
         """Every task whose partitions ``core_task`` reads, directly or through other stages."""
         stage = self.airflow_key(core_task)[0]

@@ -20,11 +20,14 @@ from typing import Any
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.recovery import FailoverDecision, RecoveryState, handle_failure
 from airflow_ft_provider.partitions import PartitionNotFound, RunRef
+from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
 
 log = logging.getLogger(__name__)
 
 NOT_STARTED = {None, "none", "removed"}
+LOST = {Unavailable.INVALID_MANIFEST, Unavailable.MISSING_OBJECT, Unavailable.SIZE_MISMATCH,
+        Unavailable.CHECKSUM_MISMATCH, Unavailable.RELEASED}
 FAILED_TRY_STATES = {"failed", "up_for_retry"}
 KILLED_CAUSE = "the previous try ended without a recorded failure: its process was killed (SIGKILL, OOM or a lost worker)"
 
@@ -88,23 +91,17 @@ class RegionFailover:
     def unavailable_partitions(self, cause: BaseException | str | None = None) -> set[str]:
         """Partitions that were produced and are lost, plus the one a failure names.
 
-        A partition whose producer has not succeeded yet is pending, not lost: backtracking to it
-        would restart producers that are still running (Flink: regions that have not been scheduled
-        need no action). Pipelined partitions are never available; the core knows that itself.
+        A partition without a manifest has not been committed yet: it is pending, not lost, and
+        backtracking to it would restart producers that are still running (Flink: regions that have
+        not been scheduled need no action). A manifest whose objects are gone, truncated or corrupt,
+        or a released partition, is lost. A consumer that finds a partition missing names it in its
+        PartitionNotFound, which always counts. Pipelined partitions are the core's business.
         """
         report = self.store.check_graph(self.pipeline.graph, self.run.pipeline, self.run.run_id)
-        missing = {p for p in report.unavailable_ids if self.pipeline.graph.results[p.partition("[")[0]]
-                   .result_type.is_reconsumable}
-        if missing:
-            succeeded = {
-                (ti["task_id"], ti["map_index"])
-                for ti in self.api.task_instances(self.run.pipeline, self.run.run_id)
-                if ti.get("state") == "success"
-            }
-            missing = {p for p in missing if self.pipeline.airflow_key(self.pipeline.producer_task(p)) in succeeded}
+        lost = {pid for pid, why in report.unavailable.items() if why.reason in LOST}
         if isinstance(cause, PartitionNotFound):
-            missing.add(cause.partition_id)
-        return missing
+            lost.add(cause.partition_id)
+        return lost
 
     def _clear_started(self, tasks: Iterable[str]) -> list[str]:
         """Clear the tasks of the restart set that have started; the others will simply run later."""
