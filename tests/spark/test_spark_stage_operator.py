@@ -45,7 +45,7 @@ def test_two_stage_pipeline_commits_and_second_stage_reads_the_first(pipelines):
     #   generate --orders--> revenue
     run, store, _ = pipelines
     result = run("ft_two_stages")
-    assert result.state == "success", result.output[-4000:]
+    assert result.state == "success", result.errors()
     rows = orders()
     generated = read_table(store, RunRef("ft_two_stages", result.run_id).parse("orders")).to_pylist()
     assert sorted(generated, key=lambda r: r["order_id"]) == rows  # row by row
@@ -84,7 +84,7 @@ def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines):
     #             \\--orders (all-to-all)--> total_revenue
     run, store, _ = pipelines
     result = run("ft_mapped")
-    assert result.state == "success", result.output[-4000:]
+    assert result.state == "success", result.errors()
     for shard in range(3):
         assert revenue_rows(store, "ft_mapped", result.run_id, f"revenue[{shard}]") == expected_revenue(orders(shard, 3))
     assert revenue_rows(store, "ft_mapped", result.run_id, "revenue_total") == expected_revenue(orders())

@@ -28,6 +28,12 @@ class DagTestResult:
     tasks: list[dict[str, Any]]
     output: str
 
+    def errors(self, limit: int = 40) -> str:
+        """The error lines of the run's output (the tail alone often shows only Spark shutting down)."""
+        lines = [line for line in self.output.splitlines()
+                 if any(word in line for word in ("Error", "Exception", "error ", "failed", "Traceback"))]
+        return "\n".join(lines[-limit:])
+
     def task(self, task_id: str, map_index: int = -1) -> dict[str, Any]:
         for ti in self.tasks:
             if ti["task_id"] == task_id and ti["map_index"] == map_index:
