@@ -206,7 +206,9 @@ class FailoverPipeline:
             assets = [
                 Asset(
                     uri=f"s3://{layout.bucket}/{layout.prefix}{self.dag.dag_id}/{output.result}",
-                    name=f"{self.dag.dag_id}.{output.result}",
+                    # No explicit name: it defaults to the URI, unique per store. A name shared by two
+                    # stores (the same DAG parsed with another bucket) makes Airflow fail the task
+                    # with AirflowInactiveAssetInInletOrOutletException.
                     group="ft-partitions",
                 )
                 for output in stage.outputs
