@@ -41,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         if name == "restart-region":
             command.add_argument("--task", required=True, help="a task id, with [i] for map index i")
     args = parser.parse_args(argv)
-    failover = _pipeline(args.dag_id, args.dags_folder).region_failover(args.run_id)
+    failover = _pipeline(args.dag_id, args.dags_folder).description.region_failover(args.run_id)
     if args.command == "restart-region":
         cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
         print(f"restarted: {', '.join(cleared) if cleared else 'nothing had started yet'}")

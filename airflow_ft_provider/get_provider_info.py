@@ -129,7 +129,13 @@ def get_provider_info() -> dict[str, Any]:
         "triggers": [
             {"integration-name": PARTITIONS, "python-modules": ["airflow_ft_provider.triggers.partition"]},
         ],
-        "extra-links": ["airflow_ft_provider.operators.spark_stage.PartitionsLink"],
+        "extra-links": [
+            "airflow_ft_provider.operators.spark_stage.RegionLink",
+            "airflow_ft_provider.operators.spark_stage.PartitionsLink",
+        ],
+        # Informational: Airflow loads provider plugins only with lazy_load_plugins off; the plugin is
+        # registered through the "airflow.plugins" entry point (pyproject.toml), which always loads.
+        "plugins": [{"name": "ft_failover", "plugin-class": "airflow_ft_provider.plugins.failover_ui.FailoverUiPlugin"}],
         "config": {
             CONFIG_SECTION: {
                 "description": "Cluster-wide defaults of the restart and failover strategies "

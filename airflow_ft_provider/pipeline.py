@@ -19,37 +19,18 @@ from __future__ import annotations
 import difflib
 from collections.abc import Mapping
 from datetime import timedelta
-from dataclasses import dataclass
 from typing import Any
 
 from airflow.sdk import Asset, TaskGroup
 from airflow.sdk.definitions._internal.contextmanager import DagContext
 from airflow.sdk.definitions.mappedoperator import MappedOperator
 
-from airflow_ft_provider.exchanges import Input, Output, normalize_inputs, normalize_outputs
-from airflow_ft_provider.failover import (
-    FAILOVER_STRATEGY_KEY,
-    StageGraph,
-    load_failover_strategy,
-    load_restart_strategy,
-    pipelined_regions,
-)
+from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.failover import FAILOVER_STRATEGY_KEY, StageGraph, load_restart_strategy
+from airflow_ft_provider.pipeline_description import PipelineDescription, PipelineWiringError, StageDeclaration
 
 _PIPELINES: dict[str, FailoverPipeline] = {}
 RETRY_BUDGET = 10_000
-
-
-class PipelineWiringError(ValueError):
-    """The stages of a pipeline do not fit together; raised while the DAG file is parsed."""
-
-
-@dataclass(frozen=True)
-class StageDeclaration:
-    task_id: str
-    parallelism: int
-    inputs: tuple[Input, ...]
-    outputs: tuple[Output, ...]
-    mapped: bool = False
 
 
 def pipeline_for(dag_id: str) -> FailoverPipeline:
@@ -124,6 +105,7 @@ class FailoverPipeline:
         self.direct_s3a = direct_s3a
         self.group_regions = group_regions
         self.dag: Any = None
+        self.description: PipelineDescription | None = None  # built on leaving the with block
         self.graph = StageGraph()
         self.stages: dict[str, StageDeclaration] = {}
         self.regions: list[frozenset[str]] = []
@@ -159,7 +141,12 @@ class FailoverPipeline:
         if not declared:
             raise PipelineWiringError(f"FailoverPipeline in DAG {self.dag.dag_id!r} declares no stage operators")
         self.stages = {d.task_id: d for d in declared}
-        self._build_graph(declared)
+        self.description = PipelineDescription(
+            self.dag.dag_id, declared, store=self.store, aws_conn_id=self.aws_conn_id,
+            airflow_api_conn_id=self.airflow_api_conn_id, restart_config=self.restart_config,
+            per_region_restarts=self.per_region_restarts,
+        )
+        self.graph = self.description.graph
         tasks_by_id = {t.task_id: t for t in tasks}
         self._check_explicit_edges(tasks_by_id)
         if cycle := self.graph.find_cycle():
@@ -170,8 +157,8 @@ class FailoverPipeline:
         for consumption in self.graph.consumptions:
             producer = self.graph.results[consumption.result].producer
             tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
-        self.regions = pipelined_regions(self.graph)
-        load_failover_strategy(self.restart_config, self.graph)  # validates the key
+        self.regions = self.description.regions
+        self.description.failover_strategy()  # validates the key
         if self.group_regions:
             self._group_regions(tasks_by_id)
         self._declare_assets(tasks_by_id)
@@ -221,33 +208,6 @@ class FailoverPipeline:
                 task.partial_kwargs["outlets"] = [*task.partial_kwargs.get("outlets", []), *assets]
             else:
                 task.outlets = [*task.outlets, *assets]
-
-    def _build_graph(self, declared: list[StageDeclaration]) -> None:
-        producers: dict[str, str] = {}
-        for stage in declared:
-            self.graph.add_stage(stage.task_id, stage.parallelism)
-            for output in stage.outputs:
-                if output.result in producers:
-                    raise PipelineWiringError(
-                        f"result {output.result!r} is produced by both {producers[output.result]!r} and "
-                        f"{stage.task_id!r}; every result needs exactly one producer stage"
-                    )
-                producers[output.result] = stage.task_id
-                self.graph.add_result(output.result, stage.task_id, output.result_type)
-        for stage in declared:
-            for inp in stage.inputs:
-                if inp.result not in producers:
-                    close = difflib.get_close_matches(inp.result, producers, n=1)
-                    hint = f"did you mean {close[0]!r}? " if close else ""
-                    raise PipelineWiringError(
-                        f"stage {stage.task_id!r} consumes result {inp.result!r}, which no stage of the pipeline "
-                        f"produces; {hint}produced results: {sorted(producers) or 'none'}"
-                    )
-                if producers[inp.result] == stage.task_id:
-                    raise PipelineWiringError(
-                        f"stage {stage.task_id!r} consumes its own output {inp.result!r}; split it into two stages"
-                    )
-                self.graph.consume(stage.task_id, inp.result, inp.pattern)
 
     def _check_explicit_edges(self, tasks_by_id: dict[str, Any]) -> None:
         feeds = {(self.graph.results[c.result].producer, c.stage) for c in self.graph.consumptions}
@@ -305,79 +265,3 @@ class FailoverPipeline:
                 task.task_group = None
                 group.add(task)
             self.region_groups[group_id] = group
-
-    # -- runtime ------------------------------------------------------------------------------------
-    def failover_strategy(self):
-        return load_failover_strategy(self.restart_config, self.graph)
-
-    def partition_store(self):
-        """The run-time store: this pipeline's URL (or [ft_provider] partition_store_url) and aws connection."""
-        from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
-
-        return PartitionStoreHook(self.aws_conn_id, url=self.store).get_store()
-
-    def partitions_url(self, run) -> str:
-        """Where a person can look at a run's partitions: the UI plugin page when installed, else S3."""
-        from airflow_ft_provider.partitions.naming import StoreLayout
-
-        url = self.store_url
-        if not url:
-            return ""
-        layout = StoreLayout.from_url(url)
-        return f"s3://{layout.bucket}/{layout.run_prefix(run)}"
-
-    def region_failover(self, run_id: str):
-        from airflow_ft_provider.policies.region_failover import RegionFailover
-
-        return RegionFailover(self, run_id)
-
-    def airflow_key(self, core_task: str) -> tuple[str, int]:
-        """The (task id, map index) of a core task id; -1 for a task that is not mapped."""
-        stage, _, index = core_task.partition("[")
-        if stage not in self.stages:
-            raise PipelineWiringError(f"{core_task!r} is not a task of pipeline {self.dag.dag_id!r}")
-        if index:
-            return stage, int(index.rstrip("]"))
-        return stage, 0 if self.stages[stage].mapped else -1
-
-    def upstream_tasks(self, core_task: str) -> set[str]:
-        """Every task whose partitions ``core_task`` reads, directly or through other stages."""
-        stage = self.airflow_key(core_task)[0]
-        stages: set[str] = set()
-        frontier = [stage]
-        while frontier:
-            for producer in self.graph.upstream_stages(frontier.pop()):
-                if producer not in stages:
-                    stages.add(producer)
-                    frontier.append(producer)
-        return {task for name in stages for task in self.graph.stages[name].task_ids}
-
-    def core_task_id(self, task_id: str, map_index: int | None) -> str:
-        """The failover core's id of a task instance: ``stage`` or ``stage[i]``."""
-        parallelism = self.graph.stages[task_id].parallelism
-        if parallelism == 1:
-            return task_id
-        if map_index is None or not 0 <= map_index < parallelism:
-            raise PipelineWiringError(
-                f"task {task_id!r} has {parallelism} map indexes in the pipeline, but runs as map index "
-                f"{map_index!r}; the list it expands over must not change between parsing and running"
-            )
-        return f"{task_id}[{map_index}]"
-
-    def consumed_partitions(self, task_id: str, map_index: int | None) -> dict[str, list[str]]:
-        """Result name -> the partition ids one task instance reads, by the declared patterns."""
-        index = 0 if map_index is None or map_index < 0 else map_index
-        consumed: dict[str, list[str]] = {}
-        for consumption in self.graph.consumptions:
-            if consumption.stage != task_id:
-                continue
-            producers = self.graph.stages[self.graph.results[consumption.result].producer].parallelism
-            partitions: list[str] = []
-            for group in self.graph.exchange_groups(consumption):
-                if index in group.consumers:
-                    partitions.extend(
-                        consumption.result if producers == 1 else f"{consumption.result}[{p}]"
-                        for p in group.partitions
-                    )
-            consumed[consumption.result] = partitions
-        return consumed

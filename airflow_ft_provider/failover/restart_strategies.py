@@ -35,6 +35,9 @@ class RestartStrategy(Protocol):
     def restore_state(self, state: Mapping[str, Any]) -> None:
         """Replace the mutable state with one produced by ``export_state``."""
 
+    def remaining_budget(self) -> str:
+        """In plain words, how many more failures a restart follows (for the UI and logs)."""
+
 
 def _check_state(strategy: RestartStrategy, state: Mapping[str, Any], fields: dict[str, type]) -> None:
     if not isinstance(state, Mapping) or state.get("type") != strategy.type_name:
@@ -69,6 +72,9 @@ class NoRestartStrategy:
     def restore_state(self, state: Mapping[str, Any]) -> None:
         _check_state(self, state, {})
 
+    def remaining_budget(self) -> str:
+        return "no restarts: the first failure fails the run"
+
     def __repr__(self) -> str:
         return "NoRestart()"
 
@@ -99,6 +105,10 @@ class FixedDelayRestartStrategy:
     def restore_state(self, state: Mapping[str, Any]) -> None:
         _check_state(self, state, {"failures": int})
         self._failures = int(state.get("failures", 0))
+
+    def remaining_budget(self) -> str:
+        left = max(0, self.attempts - self._failures)
+        return f"{left} of {self.attempts} restarts left ({self._failures} failures so far)"
 
     def __repr__(self) -> str:
         return f"FixedDelay(attempts={self.attempts}, delay={format_duration(self.delay)})"
@@ -137,6 +147,13 @@ class FailureRateRestartStrategy:
         if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times):
             raise ValueError(f"malformed failure-rate restart-strategy state: failure_times={times!r}")
         self._failures = deque((float(t) for t in times), maxlen=self.max_failures_per_interval + 1)
+
+    def remaining_budget(self) -> str:
+        now = self._clock.now()
+        recent = sum(1 for t in self._failures if now - t <= self.interval)
+        left = max(0, self.max_failures_per_interval - recent)
+        return (f"{left} more failures allowed within {format_duration(self.interval)} "
+                f"({recent} of {self.max_failures_per_interval} in the last {format_duration(self.interval)})")
 
     def __repr__(self) -> str:
         return (
@@ -234,6 +251,14 @@ class ExponentialDelayRestartStrategy:
         self._backoff = float(state.get("backoff", 0.0))
         self._failed_at = None if state.get("failed_at") is None else float(state["failed_at"])
         self._restart_at = None if state.get("restart_at") is None else float(state["restart_at"])
+
+    def remaining_budget(self) -> str:
+        quiet = format_duration(self.reset_backoff_threshold)
+        if math.isinf(self.attempts_before_reset_backoff):
+            return f"unlimited restarts; {self._attempt} so far, the backoff resets after {quiet} without failure"
+        left = max(0, int(self.attempts_before_reset_backoff) - self._attempt)
+        return (f"{left} of {int(self.attempts_before_reset_backoff)} restarts left; "
+                f"the count resets after {quiet} without failure")
 
     def __repr__(self) -> str:
         attempts = self.attempts_before_reset_backoff

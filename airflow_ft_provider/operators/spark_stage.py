@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
-from airflow.sdk.execution_time.xcom import XCom
 
 from airflow_ft_provider.exchanges import Output, normalize_inputs, normalize_outputs
 from airflow_ft_provider.faults import InjectedFailure, delete_partitions, faults_for, kill_self
 from airflow_ft_provider.partitions import PartitionRef, Producer, RunRef
 from airflow_ft_provider.partitions.store import new_attempt_id
+from airflow_ft_provider.policies.recovery_journal import STORE_XCOM_KEY
 from airflow_ft_provider.spark.spec import (
     INJECT_FAILURE_CONF,
     OUTPUT_MARKER,
@@ -34,7 +34,7 @@ from airflow_ft_provider.spark.spec import (
 )
 
 PARTITIONS_XCOM_KEY = "ft_partitions"
-PARTITIONS_URL_XCOM_KEY = "ft_partitions_url"
+FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
 
 
 @dataclass(frozen=True)
@@ -55,13 +55,36 @@ class StageOutputMissing(RuntimeError):
     """The Spark application succeeded but did not write a declared output; nothing is committed."""
 
 
+def failover_page_url(dag_id: str, run_id: str, *, task: str | None = None, section: str = "") -> str:
+    """The UI plugin's page of a run (relative to the API server, under ``[api] base_url``'s path)."""
+    from airflow.sdk import conf
+
+    base = urllib.parse.urlparse(conf.get("api", "base_url", fallback="") or "").path.rstrip("/")
+    path = f"{base}{FAILOVER_UI_PREFIX}/runs/{urllib.parse.quote(dag_id, safe='')}/{urllib.parse.quote(run_id, safe='')}"
+    query = f"?{urllib.parse.urlencode({'task': task})}" if task else ""
+    return f"{path}{query}{'#' + section if section else ''}"
+
+
+def _core_task(ti_key) -> str:
+    return ti_key.task_id if ti_key.map_index is None or ti_key.map_index < 0 else f"{ti_key.task_id}[{ti_key.map_index}]"
+
+
+class RegionLink(BaseOperatorLink):
+    """Extra link from a stage's task instance to its failover region on the run's failover page."""
+
+    name = "Failover region"
+
+    def get_link(self, operator: BaseOperator, *, ti_key) -> str:
+        return failover_page_url(ti_key.dag_id, ti_key.run_id, task=_core_task(ti_key), section="regions")
+
+
 class PartitionsLink(BaseOperatorLink):
-    """Extra link from a stage's task instance to the partitions it committed."""
+    """Extra link from a stage's task instance to the partitions of its run on the failover page."""
 
     name = "Partitions"
 
     def get_link(self, operator: BaseOperator, *, ti_key) -> str:
-        return XCom.get_value(key=PARTITIONS_URL_XCOM_KEY, ti_key=ti_key) or ""
+        return failover_page_url(ti_key.dag_id, ti_key.run_id, task=_core_task(ti_key), section="partitions")
 
 
 def _runtime_zip(directory: Path) -> str:
@@ -100,7 +123,7 @@ class SparkStageOperator(BaseOperator):
     is_pipeline_stage = True
     template_fields: Sequence[str] = ("application", "application_args", "conf", "env_vars", "spark_name")
     template_fields_renderers = {"conf": "json", "env_vars": "json"}
-    operator_extra_links = (PartitionsLink(),)
+    operator_extra_links = (RegionLink(), PartitionsLink())
     ui_color = "#fbe3c2"
 
     def __init__(
@@ -139,8 +162,12 @@ class SparkStageOperator(BaseOperator):
         return pipeline_for(self.dag_id)
 
     @cached_property
+    def description(self):
+        return self.pipeline.description
+
+    @cached_property
     def store(self):
-        return self.pipeline.partition_store()
+        return self.description.partition_store()
 
     def _spark_hook(self, **kwargs: Any):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -154,7 +181,7 @@ class SparkStageOperator(BaseOperator):
         if self.pipeline.store_url:
             self._wait_for_restart_time(context, map_index)
         run = RunRef(self.dag_id, context["run_id"])
-        task = self.pipeline.core_task_id(self.task_id, map_index)
+        task = self.description.core_task_id(self.task_id, map_index)
         faults = [f for f in faults_for(context, task) if ti.try_number <= f.times]
         for fault in faults:
             delete_partitions(self.store, run, fault.delete, self.log)
@@ -179,13 +206,14 @@ class SparkStageOperator(BaseOperator):
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
         ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
-        ti.xcom_push(key=PARTITIONS_URL_XCOM_KEY, value=self.pipeline.partitions_url(run))
         return committed
 
     def _wait_for_restart_time(self, context: Any, map_index: int | None) -> None:
         """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
         ti = context["ti"]
-        failover = self.pipeline.region_failover(context["run_id"])
+        failover = self.description.region_failover(context["run_id"])
+        failover.journal.save_description(self.description)  # for the UI plugin and airflow-ft
+        context["ti"].xcom_push(key=STORE_XCOM_KEY, value=failover.journal.store_pointer(self.description.aws_conn_id))
         restart_at = failover.before_work(self.task_id, map_index, ti.try_number)
         if restart_at is None:
             return
@@ -205,9 +233,9 @@ class SparkStageOperator(BaseOperator):
         """Resolve and verify every input partition before any Spark work: PartitionNotFound names it.
         Staged: fetched to local disk (checksums verified). Direct: s3a URIs of the manifest's objects."""
         inputs: dict[str, InputSpec] = {}
-        for result, partition_ids in self.pipeline.consumed_partitions(self.task_id, map_index).items():
-            producer = self.pipeline.graph.results[result].producer
-            pipelined = not self.pipeline.graph.results[result].result_type.is_reconsumable
+        for result, partition_ids in self.description.consumed_partitions(self.task_id, map_index).items():
+            producer = self.description.graph.results[result].producer
+            pipelined = not self.description.graph.results[result].result_type.is_reconsumable
             executions = self._pipelined_executions(ti, producer) if pipelined else {}
             partitions = []
             for number, partition_id in enumerate(partition_ids):
@@ -230,7 +258,7 @@ class SparkStageOperator(BaseOperator):
         self, run: RunRef, map_index: int | None, try_number: int, workdir: Path, direct: bool
     ) -> dict[str, _PlannedOutput]:
         """Where the application writes each output: local staging, or the attempt prefix on S3."""
-        parallelism = self.pipeline.graph.stages[self.task_id].parallelism
+        parallelism = self.description.graph.stages[self.task_id].parallelism
         planned = {}
         for output in self.outputs:
             partition_id = output.result if parallelism == 1 else f"{output.result}[{map_index}]"

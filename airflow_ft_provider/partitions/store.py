@@ -123,6 +123,7 @@ class AvailabilityReport:
     run: RunRef
     available: frozenset[str]
     unavailable: Mapping[str, UnavailablePartition]
+    manifests: Mapping[str, Manifest] = field(default_factory=dict)  # every manifest that was read
 
     @property
     def unavailable_ids(self) -> set[str]:
@@ -721,6 +722,7 @@ class S3PartitionStore:
                 pid, Unavailable.PIPELINED, "pipelined partitions are not kept after a failure"
             )
         listing = self._list(self.layout.blocking_prefix(run)) if refs else {}
+        manifests: dict[str, Manifest] = {}
 
         def check(ref: PartitionRef) -> UnavailablePartition | None:
             loc = self._blocking(ref)
@@ -730,6 +732,7 @@ class S3PartitionStore:
                 manifest = self._manifest(loc)
             except PartitionNotFound as exc:
                 return UnavailablePartition(ref.partition_id, exc.reason, exc.detail)
+            manifests[ref.partition_id] = manifest
             for entry in manifest.files:
                 key = loc.prefix + entry.key
                 info = listing.get(key) or self._head(key)  # a HEAD only if written after the listing
@@ -763,7 +766,7 @@ class S3PartitionStore:
                 if problem is not None:
                     unavailable[ref.partition_id] = problem
         available = frozenset(ref.partition_id for ref in refs) - set(unavailable)
-        return AvailabilityReport(run, available, unavailable)
+        return AvailabilityReport(run, available, unavailable, manifests)
 
     def check_graph(
         self, graph: StageGraph, pipeline: str, run_id: str, *, deep: bool = False

@@ -2,6 +2,11 @@
 
     <pipeline>/<run>/_failover/state.json                 RecoveryState, updated by compare-and-swap
     <pipeline>/<run>/_failover/events/<time>-<task>.json  one object per decision or manual restart
+    <pipeline>/<run>/_failover/pipeline.json              the PipelineDescription the run executes
+
+Every stage try also pushes where its store is (``{"url": ..., "aws_conn_id": ...}``) as XCom
+``ft_store``: that is how the UI plugin, which never imports DAG files, finds the journal of a run whose
+pipeline has its own store. No credential is in it, only the connection's name.
 
 S3 survives the loss of any worker, and the conditional writes of the partition store make concurrent
 updates (two regions failing at once) safe: the loser re-reads and decides again.
@@ -17,8 +22,10 @@ from typing import Any, TypeVar
 
 from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.pipeline_description import PipelineDescription
 
 T = TypeVar("T")
+STORE_XCOM_KEY = "ft_store"
 
 
 class RecoveryJournal:
@@ -28,6 +35,20 @@ class RecoveryJournal:
         prefix = store.layout.run_prefix(run) + "_failover/"
         self.state_key = prefix + "state.json"
         self.events_prefix = prefix + "events/"
+        self.description_key = prefix + "pipeline.json"
+
+    def store_pointer(self, aws_conn_id: str) -> dict[str, str]:
+        return {"url": self.store.layout.url, "aws_conn_id": aws_conn_id}
+
+    def save_description(self, description: PipelineDescription) -> None:
+        """Store the pipeline this run executes (each try rewrites it: the latest parsed version wins)."""
+        self.store.client.put_object(Bucket=self.store.bucket, Key=self.description_key, Body=description.to_json(),
+                                     ContentType="application/json")
+
+    def description(self) -> PipelineDescription | None:
+        """The stored pipeline of this run; None before its first stage try."""
+        raw = self.store.json_objects.get_bytes(self.description_key)
+        return None if raw is None else PipelineDescription.from_json(raw.value)
 
     def load(self) -> RecoveryState:
         current = self.store.json_objects.get_bytes(self.state_key)

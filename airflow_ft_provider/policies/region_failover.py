@@ -21,6 +21,7 @@ from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.recovery import FailoverDecision, RecoveryState, handle_failure
 from airflow_ft_provider.partitions import PartitionNotFound, RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
+from airflow_ft_provider.pipeline_description import PipelineDescription
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
 
 log = logging.getLogger(__name__)
@@ -38,10 +39,13 @@ def describe_exception(exc: BaseException) -> str:
 
 
 class RegionFailover:
-    def __init__(self, pipeline: Any, run_id: str, *, api: Any = None, clock: Clock | None = None) -> None:
+    def __init__(
+        self, pipeline: PipelineDescription, run_id: str, *, api: Any = None, clock: Clock | None = None,
+        store: Any = None,
+    ) -> None:
         self.pipeline = pipeline
-        self.run = RunRef(pipeline.dag.dag_id, run_id)
-        self.store = pipeline.partition_store()
+        self.run = RunRef(pipeline.dag_id, run_id)
+        self.store = store or pipeline.partition_store()
         self.journal = RecoveryJournal(self.store, self.run)
         self.clock = clock or SystemClock()
         self._api = api
@@ -155,8 +159,9 @@ class RegionFailover:
         return None
 
     # -- manual control -----------------------------------------------------------------------------
-    def restart_regions(self, task: str, *, reason: str = "manual restart") -> list[str]:
+    def restart_regions(self, task: str, *, reason: str = "manual restart", user: str | None = None) -> list[str]:
         """Restart ``task``'s region and its consumer regions now, re-using available upstream partitions."""
+        self.pipeline.airflow_key(task)  # a clear error for a task that is not in the pipeline
         failover = self.pipeline.failover_strategy()
         if hasattr(failover, "regions_to_restart"):
             regions = failover.regions_to_restart(task, self.unavailable_partitions())
@@ -173,5 +178,6 @@ class RegionFailover:
         self.journal.record({
             "time": self.clock.now(), "kind": "manual", "task": task, "reason": reason,
             "regions": [sorted(r) for r in regions], "tasks": sorted(tasks), "cleared": cleared,
+            **({"user": user} if user else {}),
         })
         return cleared

@@ -25,7 +25,7 @@ class FailoverRetryPolicy(RetryPolicy):
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         try:
-            failover = pipeline_for(ti.dag_id).region_failover(ti.run_id)
+            failover = pipeline_for(ti.dag_id).description.region_failover(ti.run_id)
             decision = failover.handle_failure(ti.task_id, map_index, try_number, exception)
         except Exception as err:  # never let recovery bookkeeping turn a retryable failure into a crash
             log.exception("region failover could not record this failure (%s); the next try will", err)

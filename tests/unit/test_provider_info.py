@@ -74,7 +74,10 @@ def test_every_listed_class_exists():
     from airflow.sdk import BaseOperatorLink
 
     info = get_provider_info()
-    assert info["extra-links"] == ["airflow_ft_provider.operators.spark_stage.PartitionsLink"]
+    assert info["extra-links"] == [
+        "airflow_ft_provider.operators.spark_stage.RegionLink",
+        "airflow_ft_provider.operators.spark_stage.PartitionsLink",
+    ]
     for class_name in info["extra-links"]:
         assert issubclass(_import_object(class_name), BaseOperatorLink)
     for entry in info.get("connection-types", []):
@@ -122,7 +125,7 @@ def test_airflow_registers_the_trigger_extra_link_and_config_defaults(tmp_path):
         "from airflow.sdk import conf; pm = ProvidersManager(); "
         "print(json.dumps({"
         "'triggers': [t.trigger_class_name for t in pm.trigger if t.package_name == 'airflow-ft-provider'], "
-        "'links': [c for c in pm.extra_links_class_names if c.startswith('airflow_ft_provider.')], "
+        "'links': [c for c in sorted(pm.extra_links_class_names) if c.startswith('airflow_ft_provider.')], "
         "'checksum': conf.get('ft_provider', 'partition_store_checksum'), "
         "'retention': conf.get('ft_provider', 'partition_store_retention'), "
         "'url': conf.get('ft_provider', 'partition_store_url', fallback='unset')}))"
@@ -137,7 +140,10 @@ def test_airflow_registers_the_trigger_extra_link_and_config_defaults(tmp_path):
     options = get_provider_info()["config"][CONFIG_SECTION]["options"]
     assert seen == {
         "triggers": ["airflow_ft_provider.triggers.partition"],
-        "links": ["airflow_ft_provider.operators.spark_stage.PartitionsLink"],
+        "links": [
+            "airflow_ft_provider.operators.spark_stage.PartitionsLink",
+            "airflow_ft_provider.operators.spark_stage.RegionLink",
+        ],
         "checksum": DEFAULT_CHECKSUM,
         "retention": options["partition_store_retention"]["default"],
         "url": "unset",

@@ -33,7 +33,7 @@ with DAG("ft_missing_input", schedule=None, start_date=datetime(2026, 1, 1)):
         @task
         def delete_orders(run_id=None):
             """Lose one data object of the committed partition, as a lifecycle bug or an operator would."""
-            store = pipeline.partition_store()
+            store = pipeline.description.partition_store()
             ref = store_run(run_id).parse("orders")
             entry = store.manifest(ref).files[0]
             store.client.delete_object(Bucket=store.bucket, Key=store.layout.partition_prefix(ref) + entry.key)

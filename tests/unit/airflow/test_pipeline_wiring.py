@@ -47,7 +47,7 @@ def test_mapped_stage_parallelism_comes_from_the_literal_expand_list():
     pipeline = pipeline_for("wiring_mapped")
     assert pipeline.graph.stages["shard_read"].parallelism == 3
     assert frozenset({"shard_clean[1]"}) in pipeline.regions
-    strategy = pipeline.failover_strategy()
+    strategy = pipeline.description.failover_strategy()
     assert strategy.tasks_to_restart("shard_clean[1]", ["part[1]"]) == {"shard_read[1]", "shard_clean[1]", "merge"}
 
 

@@ -237,3 +237,28 @@ def test_exponential_repr_names_every_setting():
         "ExponentialDelay(initial-backoff=1 s, max-backoff=10 s, backoff-multiplier=2, "
         "reset-backoff-threshold=1 h, jitter-factor=0, attempts-before-reset-backoff=infinite)"
     )
+
+
+def test_remaining_budget_counts_down_in_plain_words():
+    clock = ManualClock(1000.0)
+    fixed = FixedDelayRestartStrategy(attempts=3, delay=10)
+    assert fixed.remaining_budget() == "3 of 3 restarts left (0 failures so far)"
+    fixed.notify_failure()
+    fixed.notify_failure()
+    assert fixed.remaining_budget() == "1 of 3 restarts left (2 failures so far)"
+    fixed.notify_failure()
+    fixed.notify_failure()
+    assert fixed.remaining_budget().startswith("0 of 3 restarts left")
+
+    rate = FailureRateRestartStrategy(max_failures_per_interval=2, interval=60, delay=1, clock=clock)
+    rate.notify_failure()
+    assert rate.remaining_budget().startswith("1 more failures allowed within 1 min")
+    clock.advance(61)  # the first failure leaves the interval
+    assert rate.remaining_budget().startswith("2 more failures allowed")
+
+    expo = load_restart_strategy({**SEED_000_EXAMPLE, ED + "attempts-before-reset-backoff": "4"}, clock=clock)
+    fail_after_restart(expo, clock)
+    assert expo.remaining_budget().startswith("3 of 4 restarts left")
+    unlimited = load_restart_strategy(SEED_000_EXAMPLE, clock=clock)
+    assert unlimited.remaining_budget().startswith("unlimited restarts; 0 so far")
+    assert NoRestartStrategy().remaining_budget().startswith("no restarts")

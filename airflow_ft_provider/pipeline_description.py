@@ -1,0 +1,231 @@
+"""A pipeline as data: its stages, the partitions they exchange and its recovery settings.
+
+``FailoverPipeline`` builds one when the DAG file is parsed. The first stage try of every run stores it
+beside the run's partitions (``<pipeline>/<run>/_failover/pipeline.json``), so everything that acts on
+a run later -- region failover in a worker, the UI plugin in the API server, ``airflow-ft`` -- works from
+the pipeline the run was started with, without importing DAG files (the API server never runs DAG code).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any
+
+from airflow_ft_provider.exchanges import Input, Output
+from airflow_ft_provider.failover import (
+    DistributionPattern,
+    ResultPartitionType,
+    StageGraph,
+    load_failover_strategy,
+    load_restart_strategy,
+    pipelined_regions,
+)
+
+DESCRIPTION_VERSION = 1
+MAX_DESCRIPTION_BYTES = 4 * 1024 * 1024
+
+
+class PipelineWiringError(ValueError):
+    """The stages of a pipeline do not fit together; raised while the DAG file is parsed."""
+
+
+@dataclass(frozen=True)
+class StageDeclaration:
+    task_id: str
+    parallelism: int
+    inputs: tuple[Input, ...]
+    outputs: tuple[Output, ...]
+    mapped: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task_id": self.task_id, "parallelism": self.parallelism, "mapped": self.mapped,
+            "inputs": [{"result": i.result, "pattern": i.pattern.value} for i in self.inputs],
+            "outputs": [{"result": o.result, "type": o.result_type.value, "compression": o.compression}
+                        for o in self.outputs],
+        }
+
+    @classmethod
+    def from_dict(cls, doc: Mapping[str, Any]) -> StageDeclaration:
+        return cls(
+            task_id=str(doc["task_id"]), parallelism=int(doc["parallelism"]), mapped=bool(doc.get("mapped", False)),
+            inputs=tuple(Input(str(i["result"]), DistributionPattern(i["pattern"])) for i in doc["inputs"]),
+            outputs=tuple(Output(str(o["result"]), ResultPartitionType(o["type"]), str(o["compression"]))
+                          for o in doc["outputs"]),
+        )
+
+
+class PipelineDescription:
+    """Everything region failover needs to know about a pipeline; no Airflow objects.
+
+    Building it checks the wiring (one producer per result, no unproduced inputs, no self-consumption);
+    cycles and explicit-edge checks stay with ``FailoverPipeline``, which sees the DAG.
+    """
+
+    def __init__(
+        self,
+        dag_id: str,
+        stages: Iterable[StageDeclaration],
+        *,
+        store: str | None = None,
+        aws_conn_id: str = "aws_default",
+        airflow_api_conn_id: str = "airflow_api",
+        restart_config: Mapping[str, object] | None = None,
+        per_region_restarts: bool = False,
+    ) -> None:
+        self.dag_id = dag_id
+        self.stages = {s.task_id: s for s in stages}
+        self.store = store
+        self.aws_conn_id = aws_conn_id
+        self.airflow_api_conn_id = airflow_api_conn_id
+        self.restart_config: dict[str, object] = dict(restart_config or {})
+        self.per_region_restarts = per_region_restarts
+        self.graph = self._build_graph()
+
+    # -- building and (de)serialising ---------------------------------------------------------------
+    def _build_graph(self) -> StageGraph:
+        graph = StageGraph()
+        producers: dict[str, str] = {}
+        for stage in self.stages.values():
+            graph.add_stage(stage.task_id, stage.parallelism)
+            for output in stage.outputs:
+                if output.result in producers:
+                    raise PipelineWiringError(
+                        f"result {output.result!r} is produced by both {producers[output.result]!r} and "
+                        f"{stage.task_id!r}; every result needs exactly one producer stage"
+                    )
+                producers[output.result] = stage.task_id
+                graph.add_result(output.result, stage.task_id, output.result_type)
+        for stage in self.stages.values():
+            for inp in stage.inputs:
+                if inp.result not in producers:
+                    close = difflib.get_close_matches(inp.result, producers, n=1)
+                    hint = f"did you mean {close[0]!r}? " if close else ""
+                    raise PipelineWiringError(
+                        f"stage {stage.task_id!r} consumes result {inp.result!r}, which no stage of the pipeline "
+                        f"produces; {hint}produced results: {sorted(producers) or 'none'}"
+                    )
+                if producers[inp.result] == stage.task_id:
+                    raise PipelineWiringError(
+                        f"stage {stage.task_id!r} consumes its own output {inp.result!r}; split it into two stages"
+                    )
+                graph.consume(stage.task_id, inp.result, inp.pattern)
+        return graph
+
+    def to_json(self) -> bytes:
+        return json.dumps({
+            "version": DESCRIPTION_VERSION, "dag_id": self.dag_id, "store": self.store,
+            "aws_conn_id": self.aws_conn_id, "airflow_api_conn_id": self.airflow_api_conn_id,
+            "restart_config": self.restart_config, "per_region_restarts": self.per_region_restarts,
+            "stages": [s.to_dict() for s in self.stages.values()],
+        }, sort_keys=True).encode()
+
+    @classmethod
+    def from_json(cls, raw: bytes) -> PipelineDescription:
+        """A stored description, validated: a damaged one is a clear error, never a wrong restart set."""
+        if len(raw) > MAX_DESCRIPTION_BYTES:
+            raise ValueError(f"pipeline description is {len(raw)} bytes, more than {MAX_DESCRIPTION_BYTES}")
+        try:
+            doc = json.loads(raw)
+            if not isinstance(doc, dict) or doc.get("version") != DESCRIPTION_VERSION:
+                raise ValueError(f"unsupported version {doc.get('version') if isinstance(doc, dict) else doc!r}")
+            restart_config = doc["restart_config"]
+            if not isinstance(restart_config, dict):
+                raise ValueError("restart_config must be an object")
+            description = cls(
+                str(doc["dag_id"]), [StageDeclaration.from_dict(s) for s in doc["stages"]],
+                store=doc.get("store"), aws_conn_id=str(doc["aws_conn_id"]),
+                airflow_api_conn_id=str(doc["airflow_api_conn_id"]), restart_config=restart_config,
+                per_region_restarts=bool(doc["per_region_restarts"]),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"invalid pipeline description: {err}") from None
+        return description
+
+    # -- questions about the pipeline ---------------------------------------------------------------
+    @property
+    def store_url(self) -> str | None:
+        """This pipeline's store, else the cluster default ``[ft_provider] partition_store_url``."""
+        if self.store:
+            return self.store
+        from airflow.sdk import conf
+
+        return conf.get("ft_provider", "partition_store_url", fallback=None) or None
+
+    @cached_property
+    def regions(self) -> list[frozenset[str]]:
+        return pipelined_regions(self.graph)
+
+    def failover_strategy(self):
+        return load_failover_strategy(self.restart_config, self.graph)
+
+    def restart_strategy(self, **kwargs: Any):
+        return load_restart_strategy(self.restart_config, partitions_persisted=True, **kwargs)
+
+    def partition_store(self):
+        """The run-time store: this pipeline's URL (or [ft_provider] partition_store_url) and aws connection."""
+        from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+
+        return PartitionStoreHook(self.aws_conn_id, url=self.store).get_store()
+
+    def region_failover(self, run_id: str, **kwargs: Any):
+        from airflow_ft_provider.policies.region_failover import RegionFailover
+
+        return RegionFailover(self, run_id, **kwargs)
+
+    def airflow_key(self, core_task: str) -> tuple[str, int]:
+        """The (task id, map index) of a core task id; -1 for a task that is not mapped."""
+        stage, _, index = core_task.partition("[")
+        if stage not in self.stages:
+            raise PipelineWiringError(f"{core_task!r} is not a task of pipeline {self.dag_id!r}")
+        if index:
+            return stage, int(index.rstrip("]"))
+        return stage, 0 if self.stages[stage].mapped else -1
+
+    def core_task_id(self, task_id: str, map_index: int | None) -> str:
+        """The failover core's id of a task instance: ``stage`` or ``stage[i]``."""
+        if task_id not in self.graph.stages:
+            raise PipelineWiringError(f"{task_id!r} is not a stage of pipeline {self.dag_id!r}")
+        parallelism = self.graph.stages[task_id].parallelism
+        if parallelism == 1:
+            return task_id
+        if map_index is None or not 0 <= map_index < parallelism:
+            raise PipelineWiringError(
+                f"task {task_id!r} has {parallelism} map indexes in the pipeline, but runs as map index "
+                f"{map_index!r}; the list it expands over must not change between parsing and running"
+            )
+        return f"{task_id}[{map_index}]"
+
+    def upstream_tasks(self, core_task: str) -> set[str]:
+        """Every task whose partitions ``core_task`` reads, directly or through other stages."""
+        stage = self.airflow_key(core_task)[0]
+        stages: set[str] = set()
+        frontier = [stage]
+        while frontier:
+            for producer in self.graph.upstream_stages(frontier.pop()):
+                if producer not in stages:
+                    stages.add(producer)
+                    frontier.append(producer)
+        return {task for name in stages for task in self.graph.stages[name].task_ids}
+
+    def consumed_partitions(self, task_id: str, map_index: int | None) -> dict[str, list[str]]:
+        """Result name -> the partition ids one task instance reads, by the declared patterns."""
+        index = 0 if map_index is None or map_index < 0 else map_index
+        consumed: dict[str, list[str]] = {}
+        for consumption in self.graph.consumptions:
+            if consumption.stage != task_id:
+                continue
+            producers = self.graph.stages[self.graph.results[consumption.result].producer].parallelism
+            partitions: list[str] = []
+            for group in self.graph.exchange_groups(consumption):
+                if index in group.consumers:
+                    partitions.extend(
+                        consumption.result if producers == 1 else f"{consumption.result}[{p}]"
+                        for p in group.partitions
+                    )
+            consumed[consumption.result] = partitions
+        return consumed

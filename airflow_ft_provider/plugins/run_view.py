@@ -1,0 +1,150 @@
+"""What the failover page shows for one DAG run, as JSON-ready data.
+
+Built from four sources that the page's endpoint gathers: the run's stored pipeline description, its
+task instances (Airflow's metadata DB), its recovery journal (state and events, S3) and the partition
+availability report (S3). Nothing here talks to Airflow or S3, so it is tested with plain values.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow_ft_provider.failover.clock import Clock, SystemClock
+from airflow_ft_provider.failover.recovery import RUN_SCOPE, RecoveryState
+from airflow_ft_provider.partitions.errors import Unavailable
+from airflow_ft_provider.partitions.store import AvailabilityReport
+from airflow_ft_provider.pipeline_description import PipelineDescription
+
+CORRUPT = {Unavailable.INVALID_MANIFEST, Unavailable.SIZE_MISMATCH, Unavailable.CHECKSUM_MISMATCH}
+SUCCESS = "success"
+
+
+def region_id(region: Iterable[str]) -> str:
+    """A region's stable name: its first task in sort order (as the TaskGroup ``region_<stage>``)."""
+    return min(region)
+
+
+def _task_rows(description: PipelineDescription, instances: Iterable[Mapping[str, Any]]) -> dict[str, dict]:
+    by_key = {(ti["task_id"], ti.get("map_index", -1)): ti for ti in instances}
+    rows: dict[str, dict] = {}
+    for stage in description.graph.stages.values():
+        for task in stage.task_ids:
+            ti = by_key.get(description.airflow_key(task), {})
+            rows[task] = {
+                "id": task, "stage": stage.name, "map_index": description.airflow_key(task)[1],
+                "state": ti.get("state") or "no status", "try_number": ti.get("try_number", 0),
+                "start_date": ti.get("start_date"), "end_date": ti.get("end_date"),
+            }
+    return rows
+
+
+def _partition_rows(
+    description: PipelineDescription, report: AvailabilityReport | None, tasks: Mapping[str, dict]
+) -> list[dict[str, Any]]:
+    rows = []
+    graph = description.graph
+    for result in graph.results.values():
+        producer_stage = graph.stages[result.producer]
+        for index, partition_id in enumerate(graph.partition_ids(result.name)):
+            producer = producer_stage.task_ids[index]
+            row: dict[str, Any] = {
+                "id": partition_id, "result": result.name, "type": result.result_type.value, "producer": producer,
+                "status": "unknown", "reason": "", "size": None, "rows": None, "files": None, "attempt": None,
+                "producer_try": None, "created_at": None,
+            }
+            if not result.result_type.is_reconsumable:
+                row["status"], row["reason"] = "pipelined", "ephemeral: re-produced by its region, never stored"
+            elif report is None:
+                row["reason"] = "the partition store could not be read"
+            elif partition_id in report.available:
+                row["status"] = "committed"
+            else:
+                problem = report.unavailable[partition_id]
+                row["reason"] = f"{problem.reason}{': ' + problem.detail if problem.detail else ''}"
+                if problem.reason is Unavailable.MISSING_MANIFEST:
+                    row["status"] = "missing" if tasks[producer]["state"] == SUCCESS else "pending"
+                elif problem.reason is Unavailable.RELEASED:
+                    row["status"] = "released"
+                elif problem.reason in CORRUPT:
+                    row["status"] = "corrupt"
+                else:
+                    row["status"] = "missing"
+            manifest = report.manifests.get(partition_id) if report is not None else None
+            if manifest is not None:
+                row.update(size=manifest.total_size, rows=manifest.row_count, files=len(manifest.files),
+                           attempt=manifest.attempt_id, producer_try=manifest.producer.try_number,
+                           created_at=manifest.created_at)
+            rows.append(row)
+    return rows
+
+
+def _strategy(description: PipelineDescription, state: RecoveryState, clock: Clock) -> dict[str, Any]:
+    in_force = description.restart_strategy(clock=clock)
+    scopes = []
+    for scope in sorted(set(state.strategies) | {RUN_SCOPE}):
+        strategy = description.restart_strategy(clock=clock)
+        if scope in state.strategies:
+            strategy.restore_state(state.strategies[scope])
+        scopes.append({"scope": scope, "budget": strategy.remaining_budget(), "state": state.strategies.get(scope, {})})
+    failover = description.failover_strategy()
+    return {
+        "restart_strategy": repr(in_force), "failover_strategy": repr(failover),
+        "per_region": description.per_region_restarts, "scopes": scopes,
+    }
+
+
+def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    rows = []
+    for event in events:
+        manual = event.get("kind") == "manual"
+        rows.append({
+            "time": event.get("time"), "kind": event.get("kind", "failover"), "task": event.get("task"),
+            "try_number": event.get("try_number"),
+            "cause": event.get("reason") if manual else event.get("cause"),
+            "restart": True if manual else bool(event.get("restart")),
+            "regions": event.get("regions", []), "tasks": event.get("tasks", []), "cleared": event.get("cleared", []),
+            "delay": 0.0 if manual else event.get("delay"), "strategy": event.get("strategy", ""),
+            "strategy_state": event.get("strategy_state"), "reason": event.get("reason", ""),
+            "user": event.get("user"),
+        })
+    return rows
+
+
+def build_run_view(
+    description: PipelineDescription,
+    run_id: str,
+    *,
+    task_instances: Iterable[Mapping[str, Any]],
+    state: RecoveryState,
+    events: Iterable[Mapping[str, Any]],
+    report: AvailabilityReport | None,
+    clock: Clock | None = None,
+) -> dict[str, Any]:
+    """The page's data: regions (with task states), stage edges, partitions, history, strategy."""
+    clock = clock or SystemClock()
+    tasks = _task_rows(description, task_instances)
+    regions = []
+    for region in sorted(description.regions, key=region_id):
+        rid = region_id(region)
+        for task in region:
+            tasks[task]["region"] = rid
+        regions.append({
+            "id": rid, "tasks": sorted(region), "stages": sorted({tasks[t]["stage"] for t in region}),
+            "states": sorted({tasks[t]["state"] for t in region}),
+            "restart_not_before": max((state.not_before.get(t, 0.0) for t in region), default=0.0) or None,
+        })
+    graph = description.graph
+    edges = [
+        {"from": graph.results[c.result].producer, "to": c.stage, "result": c.result,
+         "type": graph.results[c.result].result_type.value, "pattern": c.pattern.value}
+        for c in graph.consumptions
+    ]
+    return {
+        "dag_id": description.dag_id, "run_id": run_id,
+        "stages": [{"id": s.name, "parallelism": s.parallelism, "tasks": s.task_ids} for s in graph.stages.values()],
+        "tasks": list(tasks.values()), "edges": edges, "regions": regions,
+        "partitions": _partition_rows(description, report, tasks),
+        "history": _history(events),
+        "strategy": _strategy(description, state, clock),
+    }
