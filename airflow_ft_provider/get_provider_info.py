@@ -133,9 +133,8 @@ def get_provider_info() -> dict[str, Any]:
             "airflow_ft_provider.operators.spark_stage.RegionLink",
             "airflow_ft_provider.operators.spark_stage.PartitionsLink",
         ],
-        # Informational: Airflow loads provider plugins only with lazy_load_plugins off; the plugin is
-        # registered through the "airflow.plugins" entry point (pyproject.toml), which always loads.
-        "plugins": [{"name": "ft_failover", "plugin-class": "airflow_ft_provider.plugins.failover_ui.FailoverUiPlugin"}],
+        # No "plugins" entry: the UI plugin is registered through the "airflow.plugins" entry point
+        # (pyproject.toml), which Airflow always loads; listing it here too registers it twice.
         "config": {
             CONFIG_SECTION: {
                 "description": "Cluster-wide defaults of the restart and failover strategies "

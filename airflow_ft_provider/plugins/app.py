@@ -167,10 +167,10 @@ def create_app() -> FastAPI:
         _run_exists(session, dag_id, run_id)
         journal = _journal(session, dag_id, run_id)
         description = _description(journal)
-        if body.task not in description.graph.task_ids:
+        tasks = description.graph.task_ids()
+        if body.task not in tasks:
             raise HTTPException(status.HTTP_400_BAD_REQUEST,
-                                f"{body.task!r} is not a task of pipeline {dag_id!r}; tasks: "
-                                f"{', '.join(description.graph.task_ids[:50])}")
+                                f"{body.task!r} is not a task of pipeline {dag_id!r}; tasks: {', '.join(tasks[:50])}")
         failover = description.region_failover(run_id, store=journal.store)
         name = user.get_name()
         cleared = failover.restart_regions(body.task, reason=f"restart region from the failover page by {name}",

@@ -59,8 +59,7 @@ def _partition_rows(
                 row["reason"] = "the partition store could not be read"
             elif partition_id in report.available:
                 row["status"] = "committed"
-            else:
-                problem = report.unavailable[partition_id]
+            elif (problem := report.unavailable.get(partition_id)) is not None:
                 row["reason"] = f"{problem.reason}{': ' + problem.detail if problem.detail else ''}"
                 if problem.reason is Unavailable.MISSING_MANIFEST:
                     row["status"] = "missing" if tasks[producer]["state"] == SUCCESS else "pending"

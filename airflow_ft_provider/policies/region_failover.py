@@ -127,7 +127,14 @@ class RegionFailover:
                 state.superseded[task] = max(state.superseded.get(task, 0), try_number)
 
         self.journal.update(remember)  # before the clear: the new tries must find it
-        self.api.clear(self.run.pipeline, self.run.run_id, sorted(started))
+        cleared = self.api.clear(self.run.pipeline, self.run.run_id, sorted(started))
+        # The listing may be stale: another failover may have restarted a task in between, so the try
+        # this clear ended can be newer than the one seen above. The clear's answer names it.
+        newer = {key: ti["try_number"] for ti in cleared or ()
+                 if (key := (ti["task_id"], ti.get("map_index", -1))) in started and ti.get("try_number", 0) > started[key]}
+        if newer:
+            started.update(newer)
+            self.journal.update(remember)
         names = sorted(wanted[key] for key in started)
         log.warning("restarted %s (cleared through the Airflow REST API)", ", ".join(names))
         return names

@@ -40,7 +40,7 @@ available (``AIRFLOW_CONN_AIRFLOW_API``), and ``FT_LIVE_AIRFLOW_SCRATCH`` names 
 with the test (``live_airflow.scratch``). The repository root is on the components' ``PYTHONPATH``,
 so DAGs may ``from tests.support.airflow_rest import AirflowRestClient``.
 
-Test-friendly settings (see :meth:`LiveAirflow.environment`; override any via ``env``): admin/admin,
+Test-friendly settings (see :meth:`LiveAirflow.environment`; override any via ``env``): admin/admin and a read-only viewer/viewer,
 DAGs unpaused at creation (so DAGs with a schedule start running too), parallelism 16, new DAG files
 found within 5 s, ``[scheduler] task_instance_heartbeat_timeout`` 20 s (checked every 2 s), task and
 component logs under the home (``task_log_files()``, ``describe_logs()``, ``describe_run()``).
@@ -146,6 +146,9 @@ class LiveAirflow:
 
     username = "admin"
     password = "admin"
+    # A read-only user (SimpleAuthManager role "viewer"): may look at runs, may not clear tasks.
+    viewer_username = "viewer"
+    viewer_password = "viewer"
 
     def __init__(
         self,
@@ -222,7 +225,7 @@ class LiveAirflow:
                 "AIRFLOW__CORE__AUTH_MANAGER": (
                     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
                 ),
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin,{self.viewer_username}:viewer",
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
@@ -259,7 +262,8 @@ class LiveAirflow:
     def _prepare_home(self) -> None:
         for d in (self.dags_folder, self.scratch, self.log_dir, self.task_log_dir):
             d.mkdir(parents=True, exist_ok=True)
-        (self.home / "passwords.json").write_text(json.dumps({self.username: self.password}) + "\n")
+        (self.home / "passwords.json").write_text(
+            json.dumps({self.username: self.password, self.viewer_username: self.viewer_password}) + "\n")
         placed: dict[str, Path] = {}
         for src in self.dag_sources:
             if not src.exists():

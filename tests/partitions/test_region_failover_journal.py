@@ -1,0 +1,84 @@
+"""RegionFailover's bookkeeping against a real S3 endpoint, with a scripted REST API.
+
+The scheduler-dependent behaviour is tested in a live Airflow (tests/e2e); this file pins down the
+races between two failovers that a live run hits only by chance.
+
+    A --a--> B --b--> C          (seed 002, all blocking)
+               \\--b--> D
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from airflow_ft_provider.exchanges import Input, Output
+from airflow_ft_provider.failover import ManualClock
+from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
+from airflow_ft_provider.partitions.errors import Unavailable
+from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration
+
+pytestmark = pytest.mark.s3
+
+FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
+         "restart-strategy.fixed-delay.delay": "2 s"}
+
+
+class ScriptedApi:
+    """Answers like the REST API: a listing (possibly stale) and the instances a clear ended."""
+
+    def __init__(self, listing, cleared_tries):
+        self.listing = listing
+        self.cleared_tries = cleared_tries
+        self.clears = []
+
+    def task_instances(self, dag_id, run_id):
+        return [{"task_id": t, "map_index": -1, "state": s, "try_number": n} for t, (s, n) in self.listing.items()]
+
+    def clear(self, dag_id, run_id, keys):
+        self.clears.append(sorted(keys))
+        return [{"task_id": t, "map_index": m, "try_number": self.cleared_tries[t]} for t, m in keys]
+
+    def task_instance_try(self, dag_id, run_id, task_id, map_index, try_number):
+        return {"state": "failed"}
+
+
+@pytest.fixture
+def seed002(s3_bucket):
+    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/")
+    description = PipelineDescription("seed002", [
+        StageDeclaration("A", 1, (), (Output("a"),)),
+        StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
+        StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
+        StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
+    ], restart_config=FIXED)
+    return description, store
+
+
+def test_a_clear_that_ends_a_newer_try_than_listed_supersedes_that_try(seed002):
+    description, store = seed002
+    # The listing says B is at try 1, but another failover restarted it meanwhile: the clear ends try 2.
+    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+                      cleared_tries={"B": 2, "D": 1})
+    clock = ManualClock(1000.0)
+    failover = description.region_failover("r1", api=api, store=store, clock=clock)
+    decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+    assert decision.tasks == {"B", "C", "D"}
+    assert api.clears == [[("B", -1), ("D", -1)]]
+    state = failover.journal.load()
+    assert state.superseded == {"B": 2, "D": 1}
+    # B's next try (3) finds try 2 explained: no second, phantom "killed" failover is decided.
+    assert failover.before_work("B", None, 3) == 1002.0
+    assert [e["task"] for e in failover.journal.events()] == ["C"]
+
+
+def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
+    description, store = seed002
+    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
+                      cleared_tries={})
+    failover = description.region_failover("r1", api=api, store=store, clock=ManualClock(1000.0))
+    # C's try 1 was killed before its policy ran: try 2 applies the failover, exactly once.
+    assert failover.before_work("C", None, 2) == 1002.0
+    assert failover.before_work("C", None, 2) == 1002.0
+    [event] = failover.journal.events()
+    assert (event["task"], event["try_number"], event["regions"]) == ("C", 1, [["C"]])
+    assert "process was killed" in event["cause"]
