@@ -16,7 +16,6 @@ one. Edges to and from other tasks (sensors, notifications) are untouched.
 
 from __future__ import annotations
 
-import difflib
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -26,11 +25,35 @@ from airflow.sdk.definitions._internal.contextmanager import DagContext
 from airflow.sdk.definitions.mappedoperator import MappedOperator
 
 from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
-from airflow_ft_provider.failover import FAILOVER_STRATEGY_KEY, StageGraph, load_restart_strategy
+from airflow_ft_provider.failover import (
+    FAILOVER_STRATEGY_KEY,
+    RESTART_STRATEGY_KEYS,
+    StageGraph,
+    load_failover_strategy,
+    load_restart_strategy,
+)
 from airflow_ft_provider.pipeline_description import PipelineDescription, PipelineWiringError, StageDeclaration
 
 _PIPELINES: dict[str, FailoverPipeline] = {}
 RETRY_BUDGET = 10_000
+
+
+def cluster_restart_config() -> dict[str, object]:
+    """The restart and failover strategy keys set in ``[ft_provider]`` of airflow.cfg (validated here,
+    so that a bad cluster value names where it came from)."""
+    from airflow.sdk import conf
+
+    config = {}
+    for key in (*RESTART_STRATEGY_KEYS, FAILOVER_STRATEGY_KEY):
+        value = conf.get("ft_provider", key, fallback=None)
+        if value not in (None, ""):
+            config[key] = value
+    try:
+        load_restart_strategy(config, partitions_persisted=True)
+        load_failover_strategy(config, StageGraph())
+    except ValueError as err:
+        raise ValueError(f"{err} (set in [ft_provider] of airflow.cfg)") from None
+    return config
 
 
 def pipeline_for(dag_id: str) -> FailoverPipeline:
@@ -95,7 +118,8 @@ class FailoverPipeline:
         self.store = store
         self.aws_conn_id = aws_conn_id
         self.spark_conn_id = spark_conn_id
-        self.restart_config: dict[str, object] = dict(restart_strategy or {})
+        # Flink's layering: the cluster's [ft_provider] keys, overridden key by key by the pipeline's.
+        self.restart_config: dict[str, object] = {**cluster_restart_config(), **dict(restart_strategy or {})}
         if failover_strategy is not None:
             self.restart_config[FAILOVER_STRATEGY_KEY] = failover_strategy
         # Validate now, when the DAG is parsed, not at the first failure.
@@ -139,7 +163,10 @@ class FailoverPipeline:
     def build(self, tasks: list[Any]) -> None:
         declared = [d for d in map(stage_declaration, tasks) if d is not None]
         if not declared:
-            raise PipelineWiringError(f"FailoverPipeline in DAG {self.dag.dag_id!r} declares no stage operators")
+            raise PipelineWiringError(
+                f"FailoverPipeline in DAG {self.dag.dag_id!r} declares no stage operators; create the "
+                "SparkStageOperator tasks inside the 'with FailoverPipeline(...):' block"
+            )
         self.stages = {d.task_id: d for d in declared}
         self.description = PipelineDescription(
             self.dag.dag_id, declared, store=self.store, aws_conn_id=self.aws_conn_id,

@@ -44,7 +44,7 @@ def fault_params(example):
     """Fault injection (airflow_ft_provider/faults.py), off by default; set it in "Trigger DAG"."""
     return {"ft_faults": Param([], type="array", title="Injected faults", description=(
         'Each item: {"task": "<stage> or <stage>[i]", "times": 1, "mode": "raise|app|kill", '
-        '"delete": ["<partition id>"]}. Example: ' + example))}
+        '"delete": ["<partition id>"], "truncate": ["<partition id>"]}. Example: ' + example))}
 
 # Flink's exponential-delay restart strategy: 2 s, 4 s, 8 s, ... (max 30 s), at most 10 restarts
 # before the backoff resets.

@@ -40,7 +40,7 @@ def fault_params(example):
     """Fault injection (airflow_ft_provider/faults.py), off by default; set it in "Trigger DAG"."""
     return {"ft_faults": Param([], type="array", title="Injected faults", description=(
         'Each item: {"task": "<stage> or <stage>[i]", "times": 1, "mode": "raise|app|kill", '
-        '"delete": ["<partition id>"]}. Example: ' + example))}
+        '"delete": ["<partition id>"], "truncate": ["<partition id>"]}. Example: ' + example))}
 
 STRATEGIES = {
     "fixed_delay": {

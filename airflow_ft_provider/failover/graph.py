@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+# Patterns end in \Z, not $: "$" also matches before a final newline ("raw\n").
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 MAX_NAME_LENGTH = 250  # Airflow's limit for a task id
 
 

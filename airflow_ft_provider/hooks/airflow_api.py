@@ -26,6 +26,10 @@ class AirflowApiError(RuntimeError):
         self.status = status
 
 
+class AirflowApiUnreachable(ConnectionError):
+    """The API server of the ``airflow_api`` connection did not answer (after retries)."""
+
+
 def _transient(exc: BaseException) -> bool:
     # SQLite-backed API servers answer 500 "database is locked" under load; nothing was applied then.
     return isinstance(exc, httpx.TransportError) or (isinstance(exc, AirflowApiError) and exc.status >= 500)
@@ -50,7 +54,16 @@ class AirflowApiHook(BaseHook):
 
     @cached_property
     def _settings(self) -> tuple[str, str, str]:
-        conn = self.get_connection(self.airflow_api_conn_id)
+        from airflow.sdk.exceptions import AirflowNotFoundException
+
+        try:
+            conn = self.get_connection(self.airflow_api_conn_id)
+        except AirflowNotFoundException:
+            raise AirflowNotFoundException(
+                f"connection {self.airflow_api_conn_id!r} is not defined; region failover needs it to restart "
+                f"tasks through the Airflow REST API: AIRFLOW_CONN_{self.airflow_api_conn_id.upper()}="
+                "'http://<user>:<password>@<api-server host>:<port>'"
+            ) from None
         if not conn.host or not conn.login:
             raise ValueError(
                 f"connection {self.airflow_api_conn_id!r} needs host and login/password of the Airflow API "
@@ -76,13 +89,23 @@ class AirflowApiHook(BaseHook):
         self._token = response.json()["access_token"]
         return self._token
 
+    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            return self._request(method, path, **kwargs)
+        except httpx.TransportError as err:
+            base, _, _ = self._settings
+            raise AirflowApiUnreachable(
+                f"Airflow REST API at {base} (connection {self.airflow_api_conn_id!r}) is unreachable: {err}; "
+                "check host, port and schema of the connection and that the API server is running"
+            ) from err
+
     @tenacity.retry(
         retry=tenacity.retry_if_exception(_transient),
         wait=tenacity.wait_exponential(multiplier=0.5, max=8),
         stop=tenacity.stop_after_attempt(6),
         reraise=True,
     )
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         for fresh_login in (False, True):
             token = self._token if self._token and not fresh_login else self._authenticate()
             response = self._http.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)

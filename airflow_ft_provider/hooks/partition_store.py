@@ -15,7 +15,7 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from airflow_ft_provider.partitions.errors import PartitionStoreError
-from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM
+from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
 
 CONFIG_SECTION = "ft_provider"
@@ -60,7 +60,11 @@ class PartitionStoreHook(BaseHook):
             conn = self.get_connection(self.aws_conn_id)
         except AirflowNotFoundException:
             if self.aws_conn_id != self.default_conn_name:
-                raise
+                raise AirflowNotFoundException(
+                    f"the partition store's connection {self.aws_conn_id!r} is not defined; define an 'aws' "
+                    f"connection (e.g. AIRFLOW_CONN_{self.aws_conn_id.upper()}) or pass aws_conn_id='aws_default' "
+                    "to use the standard AWS credential chain"
+                ) from None
             self.log.info(
                 "connection %r not defined; using boto3's standard credential chain", self.aws_conn_id
             )
@@ -112,7 +116,12 @@ class PartitionStoreHook(BaseHook):
                 "partition_store_url (AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL)"
             )
         kwargs.setdefault("cache", self.cache_dir or _config("partition_store_cache_dir") or None)
-        kwargs.setdefault("checksum", _config("partition_store_checksum") or DEFAULT_CHECKSUM)
+        if "checksum" not in kwargs:
+            kwargs["checksum"] = _config("partition_store_checksum") or DEFAULT_CHECKSUM
+            try:
+                check_algorithm(kwargs["checksum"])
+            except ValueError as exc:
+                raise ValueError(f"[{CONFIG_SECTION}] partition_store_checksum: {exc}") from None
         kwargs.setdefault("retention", _seconds("partition_store_retention", DEFAULT_RETENTION))
         kwargs.setdefault("orphan_grace", _seconds("partition_store_orphan_grace", DEFAULT_ORPHAN_GRACE))
         return S3PartitionStore(self.get_client, url, **kwargs)

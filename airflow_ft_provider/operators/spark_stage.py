@@ -35,6 +35,11 @@ from airflow_ft_provider.spark.spec import (
 
 PARTITIONS_XCOM_KEY = "ft_partitions"
 FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
+# Shorter restart waits are slept in the worker: a deferral costs seconds by itself, and when the
+# triggerer resumes a task within a few seconds, Airflow 3.3's scheduler may process the deferring
+# process's exit event after the resume and fail the running try ("finished with state success, but
+# the task instance's state attribute is running"), seen on a loaded 2-core machine.
+MIN_DEFERRAL_SECONDS = 5.0
 
 
 @dataclass(frozen=True)
@@ -85,6 +90,25 @@ class PartitionsLink(BaseOperatorLink):
 
     def get_link(self, operator: BaseOperator, *, ti_key) -> str:
         return failover_page_url(ti_key.dag_id, ti_key.run_id, task=_core_task(ti_key), section="partitions")
+
+
+class SparkConnectionMissing(ValueError):
+    """The stage's ``spark`` connection is not defined; nothing is submitted."""
+
+
+def check_spark_connection(conn_id: str) -> None:
+    """SparkSubmitHook treats an undefined connection as ``--master yarn``: refuse that instead."""
+    from airflow.sdk import BaseHook
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    try:
+        BaseHook.get_connection(conn_id)
+    except AirflowNotFoundException:
+        raise SparkConnectionMissing(
+            f"spark connection {conn_id!r} is not defined (SparkSubmitHook would silently submit to YARN); "
+            f"define it, e.g. AIRFLOW_CONN_{conn_id.upper()}='{{\"conn_type\": \"spark\", \"host\": \"local[*]\"}}' "
+            "or spark://host:7077, or pass spark_conn_id= to the pipeline or the stage"
+        ) from None
 
 
 def _runtime_zip(directory: Path) -> str:
@@ -172,6 +196,7 @@ class SparkStageOperator(BaseOperator):
     def _spark_hook(self, **kwargs: Any):
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
+        check_spark_connection(kwargs["conn_id"])
         return SparkSubmitHook(**kwargs)
 
     # -- execution ----------------------------------------------------------------------------------
@@ -185,6 +210,7 @@ class SparkStageOperator(BaseOperator):
         faults = [f for f in faults_for(context, task) if ti.try_number <= f.times]
         for fault in faults:
             delete_partitions(self.store, run, fault.delete, self.log)
+            delete_partitions(self.store, run, fault.truncate, self.log, truncate=True)
             if fault.mode == "raise":
                 raise InjectedFailure(f"injected failure of {task} on try {ti.try_number} (ft_faults)")
         direct = self.pipeline.direct_s3a if self.direct_s3a is None else self.direct_s3a
@@ -225,6 +251,10 @@ class SparkStageOperator(BaseOperator):
             restart_at = time.time() + 3600
         moment = datetime.fromtimestamp(restart_at, tz=timezone.utc)
         self.log.info("region failover: waiting until %s (restart strategy backoff) before running", moment.isoformat())
+        wait = restart_at - time.time()
+        if wait < MIN_DEFERRAL_SECONDS:
+            time.sleep(max(0.0, wait))
+            return
         self.defer(trigger=DateTimeTrigger(moment=moment), method_name="execute")
 
     def _resolve_inputs(

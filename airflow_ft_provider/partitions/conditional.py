@@ -64,8 +64,10 @@ class ConditionalJsonStore:
         self._rng = rng or random.Random()
 
     # -- raw bytes --------------------------------------------------------------------------------
-    def get_bytes(self, key: str) -> Versioned[bytes] | None:
-        """The object's bytes and ETag, or None when absent; refuses objects over ``max_bytes``."""
+    def get_bytes(self, key: str, *, oversized: str = "raise") -> Versioned[bytes] | None:
+        """The object's bytes and ETag, or None when absent; refuses objects over ``max_bytes``, or with
+        ``oversized="truncate"`` returns their first ``max_bytes + 1`` bytes (for callers whose parser
+        rejects them as invalid and may then replace them)."""
         from botocore.exceptions import ClientError
 
         with s3_errors("GetObject", self.bucket, key):
@@ -77,7 +79,7 @@ class ConditionalJsonStore:
                 raise
             body = response["Body"]
             try:
-                if response.get("ContentLength", 0) > self.max_bytes:
+                if response.get("ContentLength", 0) > self.max_bytes and oversized != "truncate":
                     raise PartitionStoreError(
                         f"s3://{self.bucket}/{key} is {response['ContentLength']} bytes, over the "
                         f"{self.max_bytes}-byte limit for a JSON state object; it is not ours or is corrupt",
@@ -152,10 +154,11 @@ class ConditionalJsonStore:
         *,
         max_attempts: int = 50,
         decode: Callable[[bytes], Any] = lambda data: data,
+        oversized: str = "raise",
     ) -> Versioned[Any] | None:
         """``update`` on bytes, for callers with their own (validated) encoding such as manifests."""
         for attempt in range(max_attempts):
-            current = self.get_bytes(key)
+            current = self.get_bytes(key, oversized=oversized)
             new = change(None if current is None else current.value)
             if new is None:
                 return None if current is None else Versioned(decode(current.value), current.etag)

@@ -28,7 +28,8 @@ from .naming import (
 SCHEMA_VERSION = 1
 MAX_MANIFEST_BYTES = 1 << 20  # 1 MiB: thousands of files; a bigger one is a bug or an attack
 KINDS = ("blocking", "pipelined")
-_CODEC = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}$")
+# Patterns end in \Z, not $: "$" also matches before a final newline ("raw\n").
+_CODEC = re.compile(r"^[a-z0-9][a-z0-9_-]{0,31}\Z")
 _HASH_CHUNK = 4 << 20
 
 
@@ -73,7 +74,7 @@ CHECKSUM_ALGORITHMS: dict[str, Callable[[], Any]] = {
     "crc32": _Crc32,
 }
 DEFAULT_CHECKSUM = "crc32c"
-_CHECKSUM = re.compile(r"^(?P<algorithm>sha256|crc32c|crc32):(?P<value>[0-9a-f]+)$")
+_CHECKSUM = re.compile(r"^(?P<algorithm>sha256|crc32c|crc32):(?P<value>[0-9a-f]+)\Z")
 _DIGEST_LENGTH = {"sha256": 64, "crc32c": 8, "crc32": 8}
 
 
@@ -194,7 +195,10 @@ class Manifest:
     ) -> Manifest:
         """Parse and validate; ``InvalidManifest`` names the first problem found."""
         if len(data) > MAX_MANIFEST_BYTES:
-            raise InvalidManifest(f"manifest is {len(data)} bytes, over the {MAX_MANIFEST_BYTES}-byte limit")
+            raise InvalidManifest(
+                f"manifest is over the {MAX_MANIFEST_BYTES}-byte limit (not written by this provider); the "
+                "producer's next commit replaces it"
+            )
         try:
             doc = json.loads(data.decode("utf-8"))
         except (UnicodeDecodeError, json.JSONDecodeError) as exc:

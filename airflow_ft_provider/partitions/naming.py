@@ -21,11 +21,12 @@ from dataclasses import dataclass
 UNMAPPED = -1
 MAX_NAME_LENGTH = 250  # Airflow's limit for dag ids, task ids and run ids
 
-_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*$")
+# Patterns end in \Z, not $: "$" also matches before a final newline ("raw\n").
+_NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _SAFE_CHAR = re.compile(r"[A-Za-z0-9_.-]")
-_ENCODED = re.compile(r"^(?:[A-Za-z0-9_.-]|~[0-9A-F]{2})+$")
-_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
-_PARTITION_ID = re.compile(r"^(?P<result>[^\[\]]+)(?:\[(?P<index>\d+)\])?$")
+_ENCODED = re.compile(r"^(?:[A-Za-z0-9_.-]|~[0-9A-F]{2})+\Z")
+_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
+_PARTITION_ID = re.compile(r"^(?P<result>[^\[\]]+)(?:\[(?P<index>\d+)\])?\Z")
 
 
 def check_name(kind: str, value: object) -> str:
@@ -176,7 +177,7 @@ def check_relative_path(kind: str, path: object) -> str:
 
 
 # File names produced by writers (Spark: part-00000-<uuid>.c000.snappy.parquet, Hive-style a=1 dirs).
-_SAFE_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]*$")
+_SAFE_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]*\Z")
 
 
 @dataclass(frozen=True)

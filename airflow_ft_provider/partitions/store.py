@@ -36,6 +36,7 @@ from .errors import (
 )
 from .manifest import (
     DEFAULT_CHECKSUM,
+    MAX_MANIFEST_BYTES,
     FileEntry,
     InvalidManifest,
     Manifest,
@@ -557,7 +558,9 @@ class S3PartitionStore:
             )
             return data
 
-        ConditionalJsonStore(self.client, self.bucket, max_bytes=1 << 20).update_raw(loc.manifest_key, change)
+        # An oversized object at the manifest key is invalid like any other: read its head, replace it.
+        ConditionalJsonStore(self.client, self.bucket, max_bytes=MAX_MANIFEST_BYTES).update_raw(
+            loc.manifest_key, change, oversized="truncate")
 
     # -- read -------------------------------------------------------------------------------------
     def manifest(self, ref: PartitionRef) -> Manifest:
@@ -565,7 +568,8 @@ class S3PartitionStore:
         return self._manifest(self._blocking(ref))
 
     def _manifest(self, loc: _Location) -> Manifest:
-        raw = ConditionalJsonStore(self.client, self.bucket).get_bytes(loc.manifest_key)
+        raw = ConditionalJsonStore(self.client, self.bucket, max_bytes=MAX_MANIFEST_BYTES).get_bytes(
+            loc.manifest_key, oversized="truncate")
         if raw is None:
             raise PartitionNotFound(
                 loc.ref.partition_id,

@@ -135,6 +135,9 @@ def test_mapped_stage_restarts_only_the_failed_index_chain(live_airflow, runs, s
     dag_id, run_id = runs["mapped_index_1"]
     assert run["state"] == "success", story
     assert tries(tis) == {"read[0]": 1, "read[1]": 2, "sink[0]": 1, "sink[1]": 2}, story
+    # read[1], cleared at once, waited out the 8 s backoff deferred, not in a worker slot
+    restarted = log_of(live_airflow, dag_id, run_id, "read", 2, map_index=1)
+    assert "region failover: waiting until" in restarted and "Pausing task as DEFERRED" in restarted, restarted[-3000:]
     assert values(store, dag_id, run_id, "sunk[0]") == expected(1, range(0, 40, 2))
     assert values(store, dag_id, run_id, "sunk[1]") == expected(1, range(1, 40, 2))
 

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 from collections import defaultdict
-from datetime import date, datetime, timedelta
+from datetime import datetime
 from pathlib import Path
 
 import pytest
@@ -19,6 +19,7 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from tests.support.orders_expected import actual_outputs, expected_outputs
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "dags_examples"
@@ -153,18 +154,6 @@ def rows(store, dag_id, run_id, partition_id, columns):
     return sorted(tuple(row[c] for c in columns) for row in table)
 
 
-def expected_orders():
-    """The enriched orders the ETL computes, in plain Python (see dags_examples/jobs/)."""
-    out = []
-    for i in range(240):
-        if i % 11 == 0 or i % 4 == 0:
-            continue
-        amount = (i % 4) * (500 + (i * 37) % 2000)
-        total = amount + amount * 8 // 100
-        out.append((i % 13, (date(2026, 1, 1) + timedelta(days=i % 7)).isoformat(), total))
-    return out
-
-
 @pytest.mark.airflow
 @pytest.mark.spark
 @pytest.mark.s3
@@ -178,19 +167,7 @@ def test_orders_etl_restarts_the_pipelined_region_only(live_airflow, example_run
                      "daily_revenue": 1, "customer_aggregates": 1}, story
     raw = example_store.manifest(RunRef(dag_id, run_id).parse("raw_orders"))
     assert raw.producer.try_number == 1 and raw.row_count == 252  # re-read from S3, not recomputed
-    orders = expected_orders()
-    daily, customers = defaultdict(lambda: [0, 0]), defaultdict(lambda: [0, 0, 0, "9", "0"])
-    for customer, day, total in orders:
-        daily[day][0] += 1
-        daily[day][1] += total
-        c = customers[customer]
-        c[0], c[1], c[2] = c[0] + 1, c[1] + total, c[2] + (total >= 5000)
-        c[3], c[4] = min(c[3], day), max(c[4], day)
-    assert rows(example_store, dag_id, run_id, "daily_revenue", ["day", "orders", "revenue_cents"]) == sorted(
-        (day, n, s) for day, (n, s) in daily.items())
-    assert rows(example_store, dag_id, run_id, "customer_aggregates",
-                ["customer_id", "orders", "spent_cents", "large_orders", "first_day", "last_day"]) == sorted(
-        (cid, *values) for cid, values in customers.items())
+    assert actual_outputs(example_store, run_id) == expected_outputs()
     events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
     assert [e["task"] for e in events] == ["enrich_orders"]
     # the failed task's region, plus its (not yet started) consumer regions, which needed no clearing;

@@ -59,6 +59,7 @@ The instance can also be used without pytest (e.g. from a demo script)::
 from __future__ import annotations
 
 import atexit
+import dataclasses
 import json
 import os
 import secrets
@@ -69,6 +70,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.parse
 import uuid
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -621,11 +623,27 @@ def pipeline_environment(s3_endpoint, store_url: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, e2e_store_url) -> LiveAirflow:
+def s3_proxy(s3_endpoint):
+    """A pausable TCP proxy in front of the S3 test endpoint (chaos: "S3 down for a few seconds");
+    None for an https endpoint, which a plain TCP proxy cannot stand in for."""
+    from tests.support.tcp_proxy import PausableProxy
+
+    target = urllib.parse.urlparse(s3_endpoint.url)
+    if target.scheme != "http":
+        yield None
+        return
+    proxy = PausableProxy(target.hostname, target.port or 80)
+    yield proxy
+    proxy.close()
+
+
+@pytest.fixture(scope="session")
+def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, s3_proxy, e2e_store_url) -> LiveAirflow:
     """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
-    environment of :func:`pipeline_environment`."""
+    environment of :func:`pipeline_environment`; its components reach S3 through ``s3_proxy``."""
     sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
-    env = pipeline_environment(s3_endpoint, e2e_store_url)
+    endpoint = dataclasses.replace(s3_endpoint, url=s3_proxy.url) if s3_proxy is not None else s3_endpoint
+    env = pipeline_environment(endpoint, e2e_store_url)
     return live_airflow_factory(sources, env=env)
 
 

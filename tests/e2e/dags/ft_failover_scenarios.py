@@ -17,6 +17,8 @@ APP = str(Path(os.environ.get("FT_E2E_APPS", Path(__file__).resolve().parent.par
 SPARK = {"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1", "spark.driver.memory": "512m"}}
 FAST_FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
               "restart-strategy.fixed-delay.delay": "2 s"}
+# A restarted task waits longer than MIN_DEFERRAL_SECONDS (5 s) deferred: the mapped scenario checks it.
+SLOW_FIXED = {**FAST_FIXED, "restart-strategy.fixed-delay.delay": "8 s"}
 COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False}
 
 
@@ -43,7 +45,7 @@ with DAG("ft_e2e_pipelined", **COMMON):
 
 #   read[0..1] --raw (pointwise)--> sink[0..1]      (embarrassingly parallel)
 with DAG("ft_e2e_mapped", **COMMON):
-    with FailoverPipeline(restart_strategy=FAST_FIXED):
+    with FailoverPipeline(restart_strategy=SLOW_FIXED):
         SparkStageOperator.partial(task_id="read", application=APP, outputs=["raw"], **SPARK).expand(
             application_args=[["2"], ["2"]])
         SparkStageOperator.partial(task_id="sink", application=APP, inputs={"raw": "pointwise"},

@@ -108,3 +108,41 @@ def test_dynamic_mapping_is_refused_because_regions_need_parallelism():
 
             with FailoverPipeline():
                 SparkStageOperator.partial(task_id="s", application="s.py").expand(application_args=shards())
+
+
+@pytest.fixture
+def cluster_config():
+    """Set [ft_provider] keys as airflow.cfg would; removed afterwards."""
+    from airflow.sdk import conf
+
+    keys = []
+
+    def set_key(key, value):
+        conf.set("ft_provider", key, value)
+        keys.append(key)
+
+    yield set_key
+    for key in keys:
+        conf.remove_option("ft_provider", key)
+
+
+def test_cluster_restart_strategy_from_airflow_cfg_is_overridden_key_by_key(cluster_config):
+    cluster_config("restart-strategy.type", "fixed-delay")
+    cluster_config("restart-strategy.fixed-delay.attempts", "7")
+    cluster_config("restart-strategy.fixed-delay.delay", "3 s")
+    with DAG("cluster_default", schedule=None):
+        with FailoverPipeline(store="s3://bucket/prefix"):
+            stage("a", outputs=["x"])
+    assert repr(pipeline_for("cluster_default").description.restart_strategy()) == "FixedDelay(attempts=7, delay=3 s)"
+    with DAG("cluster_overridden", schedule=None):
+        with FailoverPipeline(store="s3://bucket/prefix", restart_strategy={"restart-strategy.fixed-delay.attempts": 2}):
+            stage("a", outputs=["x"])
+    assert repr(pipeline_for("cluster_overridden").description.restart_strategy()) == "FixedDelay(attempts=2, delay=3 s)"
+
+
+def test_a_bad_cluster_value_fails_the_parse_and_says_where_it_was_set(cluster_config):
+    cluster_config("jobmanager.execution.failover-strategy", "regional")
+    with pytest.raises(ValueError, match=r"got 'regional'.*\(set in \[ft_provider\] of airflow.cfg\)"):
+        with DAG("cluster_bad", schedule=None):
+            with FailoverPipeline(store="s3://bucket/prefix"):
+                stage("a", outputs=["x"])

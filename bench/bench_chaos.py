@@ -1,0 +1,72 @@
+"""Chaos, long mode: many seeded runs of the orders ETL example with random faults, counted.
+
+    python bench/bench_chaos.py --runs 12 --seed 7 [--concurrency 3]
+
+Faults per run (tests/support/chaos.py): 1-3 of exceptions before or inside Spark, SIGKILL of the task
+process, deleted or truncated partition objects, and S3 cut off for a few seconds (a pausable proxy in
+front of the moto server). Prints the counts -- faults injected, recoveries, suppressed runs, data
+mismatches, damaged partitions, unexplained failures (the last three must be 0) -- and writes
+bench/results/chaos.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import random
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from airflow_ft_provider.partitions import S3PartitionStore  # noqa: E402
+from tests.support.chaos import count, make_plan, run_plans  # noqa: E402
+from tests.support.live_airflow import EXAMPLE_DAGS_DIR, LiveAirflow, pipeline_environment  # noqa: E402
+from tests.support.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from tests.support.tcp_proxy import PausableProxy  # noqa: E402
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=12)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--concurrency", type=int, default=3, help="runs in flight at once")
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "chaos.json")
+    args = parser.parse_args()
+    s3 = start_moto_server()
+    host, port = s3.url.removeprefix("http://").split(":")
+    proxy, airflow = PausableProxy(host, int(port)), None
+    try:
+        bucket = "ft-bench-chaos"
+        s3.client().create_bucket(Bucket=bucket)
+        store_url = f"s3://{bucket}/pipelines/"
+        env = pipeline_environment(dataclasses.replace(s3, url=proxy.url), store_url)
+        airflow = LiveAirflow([EXAMPLE_DAGS_DIR], env=env).start()
+        store = S3PartitionStore(s3.client(), store_url)
+        rng, verdicts, started = random.Random(args.seed), [], time.monotonic()
+        for batch in range(0, args.runs, args.concurrency):
+            plans = [make_plan(rng, outages=True) for _ in range(min(args.concurrency, args.runs - batch))]
+            for verdict in run_plans(airflow, store, plans, proxy=proxy, prefix=f"chaos{batch}"):
+                verdicts.append(verdict)
+                print(f"{verdict.run_id}: {verdict.outcome:10} {verdict.plan.describe()}", flush=True)
+                if verdict.outcome not in ("recovered", "suppressed"):
+                    print(f"    {verdict.detail[:2000]}")
+        figures = count(verdicts) | {"seed": args.seed, "wall_s": round(time.monotonic() - started)}
+        print(json.dumps(figures, indent=2))
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps({"figures": figures, "runs": [
+            {"run_id": v.run_id, "outcome": v.outcome, "faults": v.plan.faults, "outage_after": v.plan.outage_after,
+             "outage_seconds": v.plan.outage_seconds, "tries": v.tries, "detail": v.detail[:500]} for v in verdicts]},
+            indent=2))
+    finally:
+        if airflow is not None:
+            airflow.stop()
+        proxy.close()
+        stop_moto_server(s3)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,216 @@
+"""Recovery work: how much runs again after one failure, this provider against what users do today.
+
+    python bench/bench_recovery_work.py            (about 20 minutes on 2 cores)
+
+Pipeline (bench/recovery/dags.py): extract fanning out to 4 independent branches of 3 stages, real
+local Spark, a live Airflow (LocalExecutor), two stages at a time. Two faults:
+
+* fail: the last stage of branch 4 (b4_s3) fails once, after doing its work;
+* lose: one data object of b4_s2's output is lost before b4_s3 reads it.
+
+Alternatives: this provider's region failover; Airflow's own retries (retries=1, no delay); "clear the
+failed task and everything downstream" (done by this script the moment the run fails, as an operator
+would); re-running the whole DAG (a new run); the whole pipeline as one Spark application retried as a
+unit (fail only: it keeps no intermediate data to lose). For each: whether it reached a successful
+run, wall time from the first trigger to success, the stage executions and stage-seconds that ran
+again (every try of a stage after its first), and the ratio to the minimal restart set (Flink's
+region failover: b4_s3; with b4_s2 lost: b4_s2 and b4_s3). Outputs of every successful alternative
+are compared with a failure-free run. Figures are printed and written to bench/results/recovery_work.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import sys
+import tempfile
+import time
+from datetime import datetime
+from pathlib import Path
+
+import pyarrow.parquet as pq
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from airflow_ft_provider.exchanges import Input, Output  # noqa: E402
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
+from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
+from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration  # noqa: E402
+from tests.support.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
+from tests.support.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+
+APPS = REPO / "bench" / "recovery"
+sys.path.insert(0, str(APPS))
+from dags import BRANCHES, stages  # noqa: E402
+
+FAILING, LOST = f"b{BRANCHES}_s3", f"b{BRANCHES}_s2"
+FAULTS = {
+    "fail": {"plain": {"fail_once": FAILING}, "ft": {"fail_once": FAILING}},
+    "lose": {"plain": {"lose": f"{FAILING}:{LOST}"}, "ft": {"ft_faults": [{"task": FAILING, "delete": [LOST]}]}},
+}
+SINKS = [f"b{b}_s3" for b in range(1, BRANCHES + 1)]
+
+
+def minimal_restart_set(fault: str) -> set[str]:
+    """What Flink's region failover restarts: computed by the failover core on the same graph."""
+    description = PipelineDescription("bench", [
+        StageDeclaration(name, 1, (Input(up),) if up else (), (Output(name),)) for name, up in stages()])
+    return description.failover_strategy().tasks_to_restart(FAILING, [LOST] if fault == "lose" else [])
+
+
+class Bench:
+    def __init__(self, airflow: LiveAirflow, store: S3PartitionStore, data: Path) -> None:
+        self.api = airflow.client
+        self.store = store
+        self.data = data
+        self.stamp = datetime.now().strftime("%H%M%S")
+
+    def trigger(self, dag_id: str, name: str, conf: dict) -> str:
+        run_id = f"{name}__{self.stamp}"
+        self.api.trigger_dag_run(dag_id, conf, run_id=run_id)
+        return run_id
+
+    def wait(self, dag_id: str, run_id: str) -> str:
+        return self.api.wait_for_dag_run(dag_id, run_id, timeout=1800, poll=2)["state"]
+
+    def tries(self, dag_id: str, run_ids: list[str]) -> dict[str, list[dict]]:
+        """Every try of every task across runs, per task, in time order (tries that did run only)."""
+        per_task: dict[str, list[dict]] = {}
+        for run_id in run_ids:
+            for ti in self.api.task_instances(dag_id, run_id):
+                for t in self.api.task_instance_tries(dag_id, run_id, ti["task_id"]):
+                    if t.get("start_date") and t.get("end_date"):
+                        per_task.setdefault(t["task_id"], []).append(t)
+        for tries in per_task.values():
+            tries.sort(key=lambda t: t["start_date"])
+        return per_task
+
+    def measure(self, dag_id: str, run_ids: list[str], started: float, recovered: bool, stages_per_task=1) -> dict:
+        per_task = self.tries(dag_id, run_ids)
+        seconds = {task: [duration(t) for t in tries] for task, tries in per_task.items()}
+        again = {task: s[1:] for task, s in seconds.items() if len(s) > 1}
+        return {
+            "recovered": recovered,
+            "wall_s": round(time.monotonic() - started, 1) if recovered else None,
+            "re_executed_stages": sum(len(s) for s in again.values()) * stages_per_task,
+            "re_executed_stage_s": round(sum(sum(s) for s in again.values()), 1),
+            "re_executed": sorted(again),
+            "total_stage_s": round(sum(sum(s) for s in seconds.values()), 1),
+            "runs": run_ids,
+        }
+
+    # -- the alternatives ---------------------------------------------------------------------------
+    def single_run(self, dag_id: str, name: str, conf: dict, **kw) -> dict:
+        started = time.monotonic()
+        run_id = self.trigger(dag_id, name, conf)
+        state = self.wait(dag_id, run_id)
+        return self.measure(dag_id, [run_id], started, state == "success", **kw)
+
+    def clear_downstream(self, name: str, conf: dict) -> dict:
+        dag_id, started = "bench_recovery_plain", time.monotonic()
+        run_id = self.trigger(dag_id, name, conf)
+        state = self.wait(dag_id, run_id)
+        if state == "failed":
+            failed = [ti["task_id"] for ti in self.api.task_instances(dag_id, run_id) if ti["state"] == "failed"]
+            self.api.clear_task_instances(dag_id, run_id, failed, include_downstream=True)
+            self.api.wait_for_dag_run(dag_id, run_id, states=["queued", "running"], timeout=60, poll=0.5)
+            state = self.wait(dag_id, run_id)
+        return self.measure(dag_id, [run_id], started, state == "success")
+
+    def rerun_all(self, name: str, conf: dict) -> dict:
+        dag_id, started = "bench_recovery_plain", time.monotonic()
+        first = self.trigger(dag_id, name, conf)
+        runs = [first]
+        if self.wait(dag_id, first) == "failed":
+            runs.append(self.trigger(dag_id, name + "_rerun", {}))
+        return self.measure(dag_id, runs, started, self.wait(dag_id, runs[-1]) == "success")
+
+    # -- outputs ------------------------------------------------------------------------------------
+    def plain_outputs(self, dag_id: str, run_id: str) -> list:
+        return [fingerprint(pq.read_table(self.data / dag_id / run_id / sink).to_pylist()) for sink in SINKS]
+
+    def ft_outputs(self, run_id: str) -> list:
+        run = RunRef("bench_recovery_ft", run_id)
+        return [fingerprint(read_table(self.store, run.parse(sink)).to_pylist()) for sink in SINKS]
+
+
+def duration(t: dict) -> float:
+    return (datetime.fromisoformat(t["end_date"]) - datetime.fromisoformat(t["start_date"])).total_seconds()
+
+
+def fingerprint(rows: list[dict]) -> tuple:
+    return len(rows), sum(r["key"] * 31 + r["value"] for r in rows), max(r["depth"] for r in rows)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "recovery_work.json")
+    args = parser.parse_args()
+    data = Path(tempfile.mkdtemp(prefix="ft-bench-recovery-"))
+    s3, airflow = start_moto_server(), None
+    try:
+        bucket = "ft-bench-recovery"
+        s3.client().create_bucket(Bucket=bucket)
+        env = pipeline_environment(s3, f"s3://{bucket}/pipelines/")
+        env.update({"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data)})
+        airflow = LiveAirflow([APPS / "dags.py"], env=env).start()
+        dags = ["bench_recovery_ft", "bench_recovery_retries", "bench_recovery_plain", "bench_recovery_single_app"]
+        airflow.wait_for_dags(dags, timeout=180)
+        bench = Bench(airflow, S3PartitionStore(s3.client(), f"s3://{bucket}/pipelines/"), data)
+
+        reference = {"ft": bench.single_run("bench_recovery_ft", "reference", {}),
+                     "plain": bench.single_run("bench_recovery_plain", "reference", {})}
+        expected = bench.plain_outputs("bench_recovery_plain", reference["plain"]["runs"][0])
+        assert bench.ft_outputs(reference["ft"]["runs"][0]) == expected, "the two pipelines compute different data"
+        print(f"failure-free run: provider {reference['ft']['wall_s']} s ({reference['ft']['total_stage_s']} "
+              f"stage-s), plain {reference['plain']['wall_s']} s ({reference['plain']['total_stage_s']} stage-s)")
+
+        results: dict = {"reference": reference}
+        for fault in ("fail", "lose"):
+            plain, ft = FAULTS[fault]["plain"], FAULTS[fault]["ft"]
+            rows = {
+                "region failover (this provider)": bench.single_run("bench_recovery_ft", f"ft_{fault}", ft),
+                "Airflow retries (retries=1)": bench.single_run("bench_recovery_retries", f"retries_{fault}", plain),
+                "clear failed task + downstream": bench.clear_downstream(f"clear_{fault}", plain),
+                "re-run the whole DAG": bench.rerun_all(f"rerun_{fault}", plain),
+            }
+            if fault == "fail":
+                rows["one Spark application, retried"] = bench.single_run(
+                    "bench_recovery_single_app", "single_fail", plain, stages_per_task=len(list(stages())))
+            minimal = minimal_restart_set(fault)
+            print(f"\n{fault}: {'b4_s3 fails once after its work' if fault == 'fail' else 'b4_s2 lost before b4_s3 reads it'}"
+                  f" -- minimal restart set {sorted(minimal)}")
+            print(f"  {'alternative':34} {'recovered':>9} {'wall s':>7} {'stages again':>12} {'stage-s again':>13} {'ratio':>6}")
+            for label, row in rows.items():
+                row["ratio_to_minimal"] = round(row["re_executed_stages"] / len(minimal), 2)
+                if row["recovered"]:
+                    dag_id, last = label_dag(label), row["runs"][-1]
+                    if dag_id == "bench_recovery_ft":
+                        row["output_matches"] = bench.ft_outputs(last) == expected
+                    elif dag_id != "bench_recovery_single_app":
+                        row["output_matches"] = bench.plain_outputs(dag_id, last) == expected
+                print(f"  {label:34} {'yes' if row['recovered'] else 'NO':>9} {row['wall_s'] or '-':>7} "
+                      f"{row['re_executed_stages']:>12} {row['re_executed_stage_s']:>13} {row['ratio_to_minimal']:>6}")
+            results[fault] = {"minimal_restart_set": sorted(minimal), "alternatives": rows}
+        mismatches = [(f, label) for f in ("fail", "lose") for label, r in results[f]["alternatives"].items()
+                      if r.get("output_matches") is False]
+        print(f"\noutput mismatches against the failure-free run: {mismatches or 0}")
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(results, indent=2))
+        print(f"written to {args.output}")
+    finally:
+        if airflow is not None:
+            airflow.stop()
+        stop_moto_server(s3)
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def label_dag(label: str) -> str:
+    return {"region failover (this provider)": "bench_recovery_ft", "Airflow retries (retries=1)": "bench_recovery_retries",
+            "one Spark application, retried": "bench_recovery_single_app"}.get(label, "bench_recovery_plain")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,42 @@
+"""Chaos, short bounded mode: seeded random faults across concurrent runs of the orders ETL example
+in the live Airflow (tests/support/chaos.py has the fault kinds and verdicts; bench/bench_chaos.py
+runs the long mode).
+
+    generate_orders --> [clean_orders ~~> enrich_orders] --> daily_revenue
+                                                        \\--> customer_aggregates
+
+Every run must either recover with the failure-free output and intact partitions, or fail with the
+restart strategy's suppression reason; wrong data, a damaged committed partition or an unexplained
+failure fails the test.
+"""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from airflow_ft_provider.partitions import S3PartitionStore
+from tests.support.chaos import count, make_plan, run_plans
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
+
+# This seed gives all five fault kinds (raise, app, kill, delete, truncate) and one S3 outage in 3 runs.
+SEED, RUNS = 20261127, 3
+
+
+def test_seeded_faults_never_end_in_wrong_data_or_damaged_partitions(live_airflow, s3_proxy, s3_endpoint,
+                                                                     e2e_store_url):
+    rng = random.Random(SEED)
+    plans = [make_plan(rng, outages=s3_proxy is not None) for _ in range(RUNS)]
+    if s3_proxy is not None and not any(p.outage_after for p in plans):
+        plans[0].outage_after, plans[0].outage_seconds = 15.0, 3.0  # the bounded mode always has one outage
+    store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
+    verdicts = run_plans(live_airflow, store, plans, proxy=s3_proxy, prefix="chaos")
+    story = "\n".join(f"{v.run_id}: {v.outcome} {v.plan.describe()} tries={v.tries} {v.detail[:3000]}" for v in verdicts)
+    figures = count(verdicts)
+    assert figures["data_mismatches"] == figures["damaged_partitions"] == figures["unexplained_failures"] == 0, story
+    assert figures["recovered"] + figures["suppressed"] == RUNS, story
+    assert figures["faults_injected"] >= RUNS and figures["restarted_tries"] >= RUNS, story  # faults did fire
+    if s3_proxy is not None:
+        assert s3_proxy.outages >= 1, story

@@ -1,0 +1,141 @@
+"""Chaos runs of ``ft_example_orders_etl`` in a live Airflow: seeded random faults, checked outcomes.
+
+    generate_orders --raw_orders--> [clean_orders ~~cleaned_orders~~> enrich_orders] --enriched_orders--+--> daily_revenue
+                                                                                                     +--> customer_aggregates
+
+A plan (from a seeded ``random.Random``) injects 1-3 faults through the run's ``ft_faults`` --
+exceptions before or inside the Spark application (``raise``/``app``, on 1-2 tries), SIGKILL of the
+task process after its Spark work (``kill``), deleted or truncated data objects of a blocking
+partition just before a consumer reads it -- and, with an S3 proxy, may cut S3 off for a few seconds
+while the run is in flight. The verdict of a finished run is one of:
+
+* ``recovered``: success, final partitions equal to the failure-free output, every committed partition
+  of the run intact (deep check: objects present, sizes and checksums match the manifests);
+* ``suppressed``: failed, and the recovery journal says why ("Recovery is suppressed by ...");
+* anything else is a finding: ``wrong data``, ``damaged partition`` or ``unexplained failure``.
+
+Used by tests/chaos (a short bounded sequence) and bench/bench_chaos.py (longer, prints counts).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions.errors import Unavailable
+from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from tests.support.orders_expected import DAG_ID, actual_outputs, expected_outputs
+
+STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "customer_aggregates")
+BLOCKING_INPUTS = {"clean_orders": "raw_orders", "daily_revenue": "enriched_orders",
+                   "customer_aggregates": "enriched_orders"}
+BLOCKING = ("raw_orders", "enriched_orders", "daily_revenue", "customer_aggregates")
+
+
+@dataclass
+class ChaosPlan:
+    faults: list[dict[str, Any]]
+    outage_after: float | None = None  # seconds after the trigger
+    outage_seconds: float = 0.0
+
+    def describe(self) -> str:
+        outage = f", S3 down {self.outage_seconds:.1f} s at +{self.outage_after:.0f} s" if self.outage_after else ""
+        return f"{self.faults}{outage}"
+
+
+def make_plan(rng: random.Random, *, outages: bool) -> ChaosPlan:
+    faults = []
+    for _ in range(rng.randint(1, 3)):
+        kind = rng.choice(("raise", "app", "kill", "delete", "truncate"))
+        if kind in ("delete", "truncate"):
+            consumer = rng.choice(sorted(BLOCKING_INPUTS))
+            faults.append({"task": consumer, kind: [BLOCKING_INPUTS[consumer]]})
+        else:
+            faults.append({"task": rng.choice(STAGES), "mode": kind,
+                           "times": 1 if kind == "kill" else rng.randint(1, 2)})
+    plan = ChaosPlan(faults)
+    if outages and rng.random() < 0.5:
+        plan.outage_after, plan.outage_seconds = rng.uniform(5, 40), rng.uniform(2, 5)
+    return plan
+
+
+@dataclass
+class Verdict:
+    run_id: str
+    plan: ChaosPlan
+    outcome: str
+    detail: str = ""
+    tries: dict[str, int] = field(default_factory=dict)
+
+
+def run_plans(live_airflow, store, plans: list[ChaosPlan], *, proxy=None, prefix: str = "chaos",
+              timeout: float = 1500) -> list[Verdict]:
+    """Trigger one run per plan (all at once), play the outages, wait, and judge every run."""
+    api = live_airflow.client
+    live_airflow.wait_for_dags([DAG_ID], timeout=120)
+    stamp = time.strftime("%H%M%S")
+    run_ids = []
+    for n, plan in enumerate(plans):
+        run_id = f"{prefix}_{n}__{stamp}"
+        api.trigger_dag_run(DAG_ID, {"ft_faults": plan.faults}, run_id=run_id)
+        run_ids.append(run_id)
+    outages = [threading.Timer(p.outage_after, proxy.outage, args=(p.outage_seconds,))
+               for p in plans if p.outage_after and proxy is not None]
+    for timer in outages:
+        timer.daemon = True
+        timer.start()
+    verdicts = [judge(live_airflow, store, run_id, plan, timeout) for run_id, plan in zip(run_ids, plans)]
+    for timer in outages:
+        timer.join()
+    return verdicts
+
+
+def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> Verdict:
+    api = live_airflow.client
+    state = api.wait_for_dag_run(DAG_ID, run_id, timeout=timeout, poll=2)["state"]
+    tries = {ti["task_id"]: ti["try_number"] for ti in api.task_instances(DAG_ID, run_id)}
+    verdict = Verdict(run_id, plan, "", tries=tries)
+    run = RunRef(DAG_ID, run_id)
+    if state == "failed":
+        refusals = [e for e in RecoveryJournal(store, run).events() if e.get("kind") == "failover" and not e["restart"]]
+        if refusals and refusals[-1]["reason"].startswith("Recovery is suppressed by"):
+            verdict.outcome, verdict.detail = "suppressed", refusals[-1]["reason"]
+        else:
+            verdict.outcome = "unexplained failure"
+            verdict.detail = live_airflow.describe_run(DAG_ID, run_id)
+    report = store.check_availability(DAG_ID, run_id, BLOCKING, deep=True)
+    damaged_on_purpose = {p for f in plan.faults for p in (*f.get("delete", ()), *f.get("truncate", ()))}
+    half_written = {p: u for p, u in report.unavailable.items()
+                    if u.reason is not Unavailable.MISSING_MANIFEST and (state == "success" or p not in damaged_on_purpose)}
+    if state == "failed":
+        if half_written:  # a failed run may leave partitions uncommitted, never committed and broken
+            verdict.outcome, verdict.detail = "damaged partition", _describe(half_written)
+        return verdict
+    if report.unavailable:
+        verdict.outcome, verdict.detail = "damaged partition", _describe(report.unavailable)
+    elif actual_outputs(store, run_id) != expected_outputs():
+        verdict.outcome = "wrong data"
+    else:
+        verdict.outcome = "recovered"
+    return verdict
+
+
+def _describe(unavailable) -> str:
+    return "; ".join(f"{p}: {u.reason} {u.detail}" for p, u in unavailable.items())
+
+
+def count(verdicts: list[Verdict]) -> dict[str, int]:
+    faults = sum(len(v.plan.faults) for v in verdicts)
+    outages = sum(1 for v in verdicts if v.plan.outage_after)
+    by_outcome: dict[str, int] = {}
+    for v in verdicts:
+        by_outcome[v.outcome] = by_outcome.get(v.outcome, 0) + 1
+    return {"runs": len(verdicts), "faults_injected": faults, "s3_outages": outages,
+            "restarted_tries": sum(n - 1 for v in verdicts for n in v.tries.values() if n > 1),
+            "recovered": by_outcome.pop("recovered", 0), "suppressed": by_outcome.pop("suppressed", 0),
+            "data_mismatches": by_outcome.pop("wrong data", 0), "damaged_partitions": by_outcome.pop("damaged partition", 0),
+            "unexplained_failures": by_outcome.pop("unexplained failure", 0)}
