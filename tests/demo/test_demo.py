@@ -10,11 +10,9 @@ DB, the events of the recovery journal and the partition manifests in S3.
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 import subprocess
-import sys
 from datetime import datetime
 from pathlib import Path
 
@@ -30,17 +28,10 @@ DAG_ID = "ft_example_orders_etl"
 
 
 @pytest.fixture(scope="module")
-def demo(s3_endpoint, tmp_path_factory):
-    home = tmp_path_factory.mktemp("demo") / "airflow-home"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update({
-        "FT_DEMO_S3_ENDPOINT": s3_endpoint.url, "FT_DEMO_S3_ACCESS_KEY": s3_endpoint.access_key,
-        "FT_DEMO_S3_SECRET_KEY": s3_endpoint.secret_key, "FT_DEMO_S3_REGION": s3_endpoint.region,
-    })
-    result = subprocess.run([sys.executable, "demo/run_demo.py", "--no-wait", "--airflow-home", str(home)],
-                            cwd=REPO, env=env, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                            timeout=1800)
-    return result, home
+def demo(background_demo):
+    """The demo started at the beginning of the session (tests/support/background_demo.py)."""
+    returncode, output = background_demo.result()
+    return subprocess.CompletedProcess(background_demo.process.args, returncode, output, ""), background_demo.home
 
 
 def section(report: str, title: str) -> list[str]:

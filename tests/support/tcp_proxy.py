@@ -1,8 +1,7 @@
 """A TCP proxy that can play dead: the chaos tests' "S3 endpoint stopped for a few seconds".
 
 Stopping moto itself would lose its in-memory buckets, so clients talk to moto through this proxy;
-``outage(seconds)`` closes the listening socket (new connections are refused) and cuts every open
-connection, then listens again on the same port. Used in-process (threads), or as a script:
+``outage(seconds)`` resets every open and every new connection for that long, then serves again. Used in-process (threads), or as a script:
 
     python -m tests.support.tcp_proxy <listen port> <target host> <target port>
 """
@@ -11,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
+import struct
 import sys
 import threading
 import time
@@ -21,7 +21,12 @@ class PausableProxy:
         self.target = (target_host, target_port)
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
-        self._listener = self._listen(port)
+        self._down = False
+        self._closed = False
+        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", port))
+        self._listener.listen(128)
         self.port = self._listener.getsockname()[1]
         self.outages = 0
         threading.Thread(target=self._accept_loop, name="proxy-accept", daemon=True).start()
@@ -30,27 +35,21 @@ class PausableProxy:
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    @staticmethod
-    def _listen(port: int) -> socket.socket:
-        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind(("127.0.0.1", port))
-        listener.listen(128)
-        return listener
-
     def _accept_loop(self) -> None:
-        while True:
-            listener = self._listener
+        # One listener for the proxy's life: while "down" it resets every new connection at once
+        # (re-binding the port after closing it races with the blocked accept()).
+        while not self._closed:
             try:
-                client, _ = listener.accept()
-            except OSError:  # closed for an outage: wait for the new listener
-                while self._listener is listener:
-                    time.sleep(0.05)
+                client, _ = self._listener.accept()
+            except OSError:
+                continue
+            if self._down:
+                _reset(client)
                 continue
             try:
                 upstream = socket.create_connection(self.target, timeout=10)
             except OSError:
-                client.close()
+                _reset(client)
                 continue
             with self._lock:
                 self._connections.update((client, upstream))
@@ -67,25 +66,32 @@ class PausableProxy:
             for s in (source, sink):
                 with contextlib.suppress(OSError):
                     s.shutdown(socket.SHUT_RDWR)
-                s.close()
             with self._lock:
                 self._connections.difference_update((source, sink))
 
     def outage(self, seconds: float) -> None:
-        """Refuse and cut every connection for ``seconds`` (blocking), then serve again."""
-        old = self._listener
+        """Reset every open and new connection for ``seconds`` (blocking), then serve again."""
+        self._down = True
         with self._lock:
             connections = list(self._connections)
-        old.close()
         for conn in connections:
-            with contextlib.suppress(OSError):
-                conn.shutdown(socket.SHUT_RDWR)
+            _reset(conn)
         time.sleep(seconds)
-        self._listener = self._listen(self.port)
+        self._down = False
         self.outages += 1
 
     def close(self) -> None:
+        self._closed = True
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)  # wakes the blocked accept()
         self._listener.close()
+
+
+def _reset(sock: socket.socket) -> None:
+    """Close with an RST, as a dead endpoint's host would answer."""
+    with contextlib.suppress(OSError):
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+    sock.close()
 
 
 if __name__ == "__main__":

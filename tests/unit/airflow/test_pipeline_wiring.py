@@ -146,3 +146,4 @@ def test_a_bad_cluster_value_fails_the_parse_and_says_where_it_was_set(cluster_c
         with DAG("cluster_bad", schedule=None):
             with FailoverPipeline(store="s3://bucket/prefix"):
                 stage("a", outputs=["x"])
+
