@@ -35,6 +35,7 @@ def test_seeded_faults_never_end_in_wrong_data_or_damaged_partitions(live_airflo
     verdicts = run_plans(live_airflow, store, plans, proxy=s3_proxy, prefix="chaos")
     story = "\n".join(f"{v.run_id}: {v.outcome} {v.plan.describe()} tries={v.tries} {v.detail[:3000]}" for v in verdicts)
     figures = count(verdicts)
+    print(f"\nchaos: {figures}\n{story}")
     assert figures["data_mismatches"] == figures["damaged_partitions"] == figures["unexplained_failures"] == 0, story
     assert figures["recovered"] + figures["suppressed"] == RUNS, story
     assert figures["faults_injected"] >= RUNS and figures["restarted_tries"] >= RUNS, story  # faults did fire
