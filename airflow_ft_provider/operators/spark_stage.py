@@ -250,8 +250,9 @@ class SparkStageOperator(BaseOperator):
         if restart_at == float("inf"):  # cleared: wait to be rescheduled after the producers re-ran
             restart_at = time.time() + 3600
         moment = datetime.fromtimestamp(restart_at, tz=timezone.utc)
-        self.log.info("region failover: waiting until %s (restart strategy backoff) before running", moment.isoformat())
         wait = restart_at - time.time()
+        self.log.info("region failover: waiting %.1f s, until %s (restart strategy backoff), %s", wait,
+                      moment.isoformat(), "deferred" if wait >= MIN_DEFERRAL_SECONDS else "in the worker")
         if wait < MIN_DEFERRAL_SECONDS:
             time.sleep(max(0.0, wait))
             return

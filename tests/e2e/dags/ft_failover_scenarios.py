@@ -18,7 +18,7 @@ SPARK = {"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "
 FAST_FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
               "restart-strategy.fixed-delay.delay": "2 s"}
 # A restarted task waits longer than MIN_DEFERRAL_SECONDS (5 s) deferred: the mapped scenario checks it.
-SLOW_FIXED = {**FAST_FIXED, "restart-strategy.fixed-delay.delay": "8 s"}
+SLOW_FIXED = {**FAST_FIXED, "restart-strategy.fixed-delay.delay": "15 s"}
 COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False}
 
 
