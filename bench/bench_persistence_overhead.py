@@ -142,7 +142,7 @@ def main() -> None:
         app.write_text(APP)
         times: dict[str, list[float]] = {"baseline": [], "store": [], "store_spark": [], "commit": []}
         cpus: dict[str, list[float]] = {"spark": [], "commit": [], "moto": []}
-        sizes = []
+        sizes, loads = [], []
 
         def baseline() -> None:
             out = work / "baseline" / "out"
@@ -176,8 +176,9 @@ def main() -> None:
             for step in steps if r % 2 == 0 else steps[::-1]:
                 os.sync()
                 step()
+            loads.append(round(os.getloadavg()[0], 2))  # ~1-2 from this benchmark itself; more: other work
             print(f"run {r + 1}: baseline {times['baseline'][-1]:.2f} s; store {times['store'][-1]:.2f} s "
-                  f"(spark-submit {times['store_spark'][-1]:.2f} s + commit {times['commit'][-1]:.2f} s)", flush=True)
+                  f"(spark-submit {times['store_spark'][-1]:.2f} s + commit {times['commit'][-1]:.2f} s); load {loads[-1]}", flush=True)
 
         size = statistics.median(sizes)
         overhead = {k: round(stats(times["store"])[k] / stats(times["baseline"])[k] - 1, 4) for k in ("best_s", "median_s")}
@@ -186,7 +187,8 @@ def main() -> None:
         commit_share = round(statistics.median(times["commit"]) / statistics.median(spark_runs), 4)
         result = {
             "store": "moto S3 server over HTTP on the same machine (shares its cores with Spark and the commit)",
-            "machine": {"cpus": os.cpu_count(), "load_avg_1min_start_end": [round(load_at_start, 2), round(os.getloadavg()[0], 2)]},
+            "machine": {"cpus": os.cpu_count(), "load_avg_1min_at_start": round(load_at_start, 2),
+                        "load_avg_1min_after_each_run": loads},
             "spark": "spark-submit --master local[1] (tests.support.spark_cluster.spark_environment)",
             "data": {"rows": args.rows, "files": args.files, "bytes": int(size), "mb": round(size / MB, 1),
                      "format": "parquet/snappy"},
