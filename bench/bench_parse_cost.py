@@ -13,8 +13,9 @@ checked), then ``DagSerialization.to_dict`` + ``LazyDeserializedDAG`` as the DAG
 ``_serialize_dags`` does, timed separately; a and b alternate. Two modes:
 * warm: repeated parses in one process (operator modules stay imported);
 * fork: as Airflow 3's DAG processor does it: every parse in a child forked from a parent that
-  called gc.freeze() (else a ~180 ms full GC of the inherited heap lands in the child) and pre-imported only the ``airflow.*`` modules the files import ([dag_processor]
-  parsing_pre_import_modules), so every parse imports ``airflow_ft_provider`` again.
+  called gc.freeze() (else a ~180 ms full GC of the inherited heap lands in the child) and
+  pre-imported only the ``airflow.*`` modules the files import ([dag_processor]
+  parsing_pre_import_modules), so every parse imports ``airflow_ft_provider``'s operator modules again.
 Byte code is cached (in a temporary PYTHONPYCACHEPREFIX), as for installed packages; --no-bytecode-cache
 compiles every import from source, as in a PYTHONDONTWRITEBYTECODE environment.
 Writes bench/results/parse_cost.json.
