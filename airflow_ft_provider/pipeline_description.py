@@ -147,15 +147,6 @@ class PipelineDescription:
         return description
 
     # -- questions about the pipeline ---------------------------------------------------------------
-    @property
-    def store_url(self) -> str | None:
-        """This pipeline's store, else the cluster default ``[ft_provider] partition_store_url``."""
-        if self.store:
-            return self.store
-        from airflow.sdk import conf
-
-        return conf.get("ft_provider", "partition_store_url", fallback=None) or None
-
     @cached_property
     def regions(self) -> list[frozenset[str]]:
         return pipelined_regions(self.graph)
