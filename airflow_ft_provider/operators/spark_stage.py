@@ -204,7 +204,7 @@ class SparkStageOperator(BaseOperator):
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         if self.pipeline.store_url:
-            self._wait_for_restart_time(context, map_index)
+            self._wait_for_restart_time(context, map_index, resumed=event is not None)
         run = RunRef(self.dag_id, context["run_id"])
         task = self.description.core_task_id(self.task_id, map_index)
         faults = [f for f in faults_for(context, task) if ti.try_number <= f.times]
@@ -234,12 +234,13 @@ class SparkStageOperator(BaseOperator):
         ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
         return committed
 
-    def _wait_for_restart_time(self, context: Any, map_index: int | None) -> None:
+    def _wait_for_restart_time(self, context: Any, map_index: int | None, *, resumed: bool) -> None:
         """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
         ti = context["ti"]
         failover = self.description.region_failover(context["run_id"])
-        failover.journal.save_description(self.description)  # for the UI plugin and airflow-ft
-        context["ti"].xcom_push(key=STORE_XCOM_KEY, value=failover.journal.store_pointer(self.description.aws_conn_id))
+        if not resumed:  # once per try: a resumed deferral is the same try, its XCom and S3 copy stand
+            failover.journal.save_description(self.description)  # for the UI plugin and airflow-ft
+            ti.xcom_push(key=STORE_XCOM_KEY, value=failover.journal.store_pointer(self.description.aws_conn_id))
         restart_at = failover.before_work(self.task_id, map_index, ti.try_number)
         if restart_at is None:
             return
