@@ -29,7 +29,7 @@ from airflow_ft_provider.failover import (
     FAILOVER_STRATEGY_KEY,
     RESTART_STRATEGY_KEYS,
     StageGraph,
-    load_failover_strategy,
+    failover_strategy_name,
     load_restart_strategy,
 )
 from airflow_ft_provider.pipeline_description import PipelineDescription, PipelineWiringError, StageDeclaration
@@ -50,7 +50,7 @@ def cluster_restart_config() -> dict[str, object]:
             config[key] = value
     try:
         load_restart_strategy(config, partitions_persisted=True)
-        load_failover_strategy(config, StageGraph())
+        failover_strategy_name(config)
     except ValueError as err:
         raise ValueError(f"{err} (set in [ft_provider] of airflow.cfg)") from None
     return config
@@ -185,7 +185,7 @@ class FailoverPipeline:
             producer = self.graph.results[consumption.result].producer
             tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
         self.regions = self.description.regions
-        self.description.failover_strategy()  # validates the key
+        self.description.check_failover_strategy()
         if self.group_regions:
             self._group_regions(tasks_by_id)
         self._declare_assets(tasks_by_id)

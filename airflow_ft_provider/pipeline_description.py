@@ -20,6 +20,7 @@ from airflow_ft_provider.failover import (
     DistributionPattern,
     ResultPartitionType,
     StageGraph,
+    failover_strategy_name,
     load_failover_strategy,
     load_restart_strategy,
     pipelined_regions,
@@ -153,6 +154,10 @@ class PipelineDescription:
 
     def failover_strategy(self):
         return load_failover_strategy(self.restart_config, self.graph)
+
+    def check_failover_strategy(self) -> None:
+        """Fail at parse time on an unknown failover strategy, without building the strategy."""
+        failover_strategy_name(self.restart_config)
 
     def restart_strategy(self, **kwargs: Any):
         return load_restart_strategy(self.restart_config, partitions_persisted=True, **kwargs)

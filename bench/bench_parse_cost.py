@@ -10,7 +10,8 @@ chain with two pipelined exchanges), 9 merge stages fanning in the chain ends, o
 (b) SparkSubmitOperators wired with ``>>``. A fresh interpreter (own AIRFLOW_HOME, no examples)
 imports Airflow once; a parse is ``DagBag(dag_folder=<file>)`` (it executes the file anew each time:
 checked), then ``DagSerialization.to_dict`` + ``LazyDeserializedDAG`` as the DAG processor's
-``_serialize_dags`` does, timed separately; a and b alternate. Two modes:
+``_serialize_dags`` does, timed separately; a and b alternate, and the overhead is the median of the
+per-repeat differences (a parse minus its neighbour of the other variant). Two modes:
 * warm: repeated parses in one process (operator modules stay imported);
 * fork: as Airflow 3's DAG processor does it: every parse in a child forked from a parent that
   called gc.freeze() (else a ~180 ms full GC of the inherited heap lands in the child) and
@@ -20,7 +21,7 @@ Byte code is cached (in a temporary PYTHONPYCACHEPREFIX), as for installed packa
 compiles every import from source, as in a PYTHONDONTWRITEBYTECODE environment.
 Writes bench/results/parse_cost.json.
 
-    python bench/bench_parse_cost.py --repeats 15
+    python bench/bench_parse_cost.py
 """
 
 from __future__ import annotations
@@ -182,7 +183,7 @@ def summary(values: list[float]) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--repeats", type=int, default=15, help="timed parses per variant and mode")
+    parser.add_argument("--repeats", type=int, default=41, help="timed parses per variant and mode")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "parse_cost.json")
     parser.add_argument("--no-bytecode-cache", action="store_true",
                         help="compile every imported module from source (default: a .pyc cache, as installed packages have)")
@@ -215,17 +216,23 @@ def main() -> None:
         figures = {n: {k: summary([r[k] for r in runs]) for k in ("parse", "serialize")}
                    for n, runs in by_variant.items()}
         overhead = {k: round(figures[a][k]["median_ms"] - figures[b][k]["median_ms"], 2) for k in ("parse", "serialize")}
+        # Parse times are bimodal on a shared VM (a fast and a ~1.5x slower state lasting many parses);
+        # the difference of the two medians jumps with the mix, a parse and its neighbour of the other
+        # variant share the state: the median of those paired differences is the figure.
+        paired = {k: round(1000 * statistics.median(x[k] - y[k] for x, y in zip(by_variant[a], by_variant[b])), 2)
+                  for k in ("parse", "serialize")}
         result[mode] = {"tasks": tasks, "edges": edges, **figures, "overhead_median_ms": overhead,
-                        "parse_overhead_ms_per_stage": round(overhead["parse"] / tasks, 3),
-                        "target_met": overhead["parse"] <= 20}
+                        "paired_overhead_median_ms": paired,
+                        "parse_overhead_ms_per_stage": round(paired["parse"] / tasks, 3),
+                        "target_met": paired["parse"] <= 20}
         print(f"\n[{mode}] {tasks} tasks, {edges} edges per DAG; {args.repeats} parses each, alternating")
         for n in VARIANTS:
             print(f"  {n:20s} parse median {figures[n]['parse']['median_ms']:8.1f} ms  p90 "
                   f"{figures[n]['parse']['p90_ms']:8.1f} ms | serialize median {figures[n]['serialize']['median_ms']:7.1f}"
                   f" ms  p90 {figures[n]['serialize']['p90_ms']:7.1f} ms")
-        print(f"  parse overhead {overhead['parse']:+.1f} ms ({overhead['parse'] / tasks:+.3f} ms per stage; "
-              f"target ≤ 20 ms: {'met' if overhead['parse'] <= 20 else 'NOT met'}); "
-              f"serialize overhead {overhead['serialize']:+.1f} ms")
+        print(f"  parse overhead, paired median {paired['parse']:+.1f} ms ({paired['parse'] / tasks:+.3f} ms per stage; "
+              f"target ≤ 20 ms: {'met' if paired['parse'] <= 20 else 'NOT met'}; difference of medians "
+              f"{overhead['parse']:+.1f} ms); serialize overhead {paired['serialize']:+.1f} ms")
     print(f"\n[fork] importing airflow_ft_provider's operator and pipeline modules alone: median "
           f"{result['fork_provider_import']['median_ms']:.1f} ms (not pre-imported: not an airflow.* module)")
     args.output.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ from .failover_strategies import (
     FailoverStrategy,
     RestartAllFailoverStrategy,
     RestartPipelinedRegionFailoverStrategy,
+    failover_strategy_name,
     load_failover_strategy,
 )
 from .graph import DistributionPattern, ResultPartitionType, StageGraph
@@ -41,6 +42,7 @@ __all__ = [
     "ResultPartitionType",
     "StageGraph",
     "SystemClock",
+    "failover_strategy_name",
     "format_duration",
     "load_failover_strategy",
     "load_restart_strategy",

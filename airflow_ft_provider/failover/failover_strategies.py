@@ -195,8 +195,9 @@ class RestartPipelinedRegionFailoverStrategy:
 _FAILOVER_STRATEGIES = {"region": RestartPipelinedRegionFailoverStrategy, "full": RestartAllFailoverStrategy}
 
 
-def load_failover_strategy(config: Mapping[str, object], graph: StageGraph) -> FailoverStrategy:
-    """The strategy named by ``jobmanager.execution.failover-strategy`` (default ``region``)."""
+def failover_strategy_name(config: Mapping[str, object]) -> str:
+    """The validated value of ``jobmanager.execution.failover-strategy`` (default ``region``): a DAG
+    parse checks the key without building the strategy's indexes."""
     value = config.get(FAILOVER_STRATEGY_KEY, "region")
     name = value.strip().lower() if isinstance(value, str) else value
     if name not in _FAILOVER_STRATEGIES:
@@ -204,4 +205,9 @@ def load_failover_strategy(config: Mapping[str, object], graph: StageGraph) -> F
             f"{FAILOVER_STRATEGY_KEY} must be 'region' or 'full', got {value!r}; use 'region' to restart "
             "only the affected regions (default) or 'full' to restart the whole run"
         )
-    return _FAILOVER_STRATEGIES[name](graph)
+    return name
+
+
+def load_failover_strategy(config: Mapping[str, object], graph: StageGraph) -> FailoverStrategy:
+    """The strategy named by ``jobmanager.execution.failover-strategy`` (default ``region``)."""
+    return _FAILOVER_STRATEGIES[failover_strategy_name(config)](graph)

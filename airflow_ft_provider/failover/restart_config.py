@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .clock import Clock, SystemClock
-from .durations import DURATION_HELP, parse_duration
+from .durations import parse_duration
 from .restart_strategies import (
     ExponentialDelayRestartStrategy,
     FailureRateRestartStrategy,

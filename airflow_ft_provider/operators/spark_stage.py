@@ -2,62 +2,22 @@
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import sys
-import tempfile
 import time
 import urllib.parse
-import zipfile
-from dataclasses import dataclass
 from collections.abc import Sequence
 from functools import cached_property
-from pathlib import Path
 from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
-from airflow_ft_provider.exchanges import Output, normalize_inputs, normalize_outputs
-from airflow_ft_provider.faults import InjectedFailure, delete_partitions, faults_for, kill_self
-from airflow_ft_provider.partitions import PartitionRef, Producer, RunRef
-from airflow_ft_provider.partitions.store import new_attempt_id
-from airflow_ft_provider.policies.recovery_journal import STORE_XCOM_KEY
-from airflow_ft_provider.spark.spec import (
-    INJECT_FAILURE_CONF,
-    OUTPUT_MARKER,
-    SPARK_CONF_KEY,
-    InputPartition,
-    InputSpec,
-    OutputSpec,
-    StageSpec,
-)
+from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
 
-PARTITIONS_XCOM_KEY = "ft_partitions"
 FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
 # Shorter restart waits are slept in the worker: a deferral costs seconds by itself, and when the
 # triggerer resumes a task within a few seconds, Airflow 3.3's scheduler may process the deferring
 # process's exit event after the resume and fail the running try ("finished with state success, but
 # the task instance's state attribute is running"), seen on a loaded 2-core machine.
 MIN_DEFERRAL_SECONDS = 5.0
-
-
-@dataclass(frozen=True)
-class _PlannedOutput:
-    output: Output
-    partition_id: str
-    ref: PartitionRef
-    spec: OutputSpec
-    execution: str | None  # pipelined: the execution whose scratch it is
-    attempt: str | None  # direct s3a: the attempt prefix Spark writes into
-
-
-def _local_dir(uri: str) -> Path:
-    return Path(urllib.parse.urlparse(uri).path)
-
-
-class StageOutputMissing(RuntimeError):
-    """The Spark application succeeded but did not write a declared output; nothing is committed."""
 
 
 def failover_page_url(dag_id: str, run_id: str, *, task: str | None = None, section: str = "") -> str:
@@ -109,17 +69,6 @@ def check_spark_connection(conn_id: str) -> None:
             f"define it, e.g. AIRFLOW_CONN_{conn_id.upper()}='{{\"conn_type\": \"spark\", \"host\": \"local[*]\"}}' "
             "or spark://host:7077, or pass spark_conn_id= to the pipeline or the stage"
         ) from None
-
-
-def _runtime_zip(directory: Path) -> str:
-    """The in-application modules as a --py-files zip, so cluster drivers need no install of ours."""
-    package = Path(__file__).resolve().parent.parent
-    target = directory / "airflow_ft_provider_spark.zip"
-    with zipfile.ZipFile(target, "w") as archive:
-        archive.writestr("airflow_ft_provider/__init__.py", "")
-        for module in sorted((package / "spark").glob("*.py")):
-            archive.write(module, f"airflow_ft_provider/spark/{module.name}")
-    return str(target)
 
 
 class SparkStageOperator(BaseOperator):
@@ -176,7 +125,7 @@ class SparkStageOperator(BaseOperator):
         self.spark_name = spark_name
         self.spark_conn_id = spark_conn_id
         self.spark_submit_kwargs = spark_submit_kwargs or {}
-        self._hook: Any = None
+        self._attempt: Any = None  # the running try (a StageAttempt), for on_kill
 
     # -- collaborators ------------------------------------------------------------------------------
     @cached_property
@@ -193,7 +142,8 @@ class SparkStageOperator(BaseOperator):
     def store(self):
         return self.description.partition_store()
 
-    def _spark_hook(self, **kwargs: Any):
+    def spark_hook(self, **kwargs: Any):
+        """The SparkSubmitHook a try submits with (a seam: tests wrap it)."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 
         check_spark_connection(kwargs["conn_id"])
@@ -201,41 +151,20 @@ class SparkStageOperator(BaseOperator):
 
     # -- execution ----------------------------------------------------------------------------------
     def execute(self, context: Any, event: Any = None) -> dict[str, Any]:
+        # Imported here: a DAG parse needs none of a try's machinery (bench/bench_parse_cost.py).
+        from airflow_ft_provider.operators.stage_attempt import StageAttempt
+
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         if self.pipeline.store_url:
             self._wait_for_restart_time(context, map_index, resumed=event is not None)
-        run = RunRef(self.dag_id, context["run_id"])
-        task = self.description.core_task_id(self.task_id, map_index)
-        faults = [f for f in faults_for(context, task) if ti.try_number <= f.times]
-        for fault in faults:
-            delete_partitions(self.store, run, fault.delete, self.log)
-            delete_partitions(self.store, run, fault.truncate, self.log, truncate=True)
-            if fault.mode == "raise":
-                raise InjectedFailure(f"injected failure of {task} on try {ti.try_number} (ft_faults)")
-        direct = self.pipeline.direct_s3a if self.direct_s3a is None else self.direct_s3a
-        workdir = Path(tempfile.mkdtemp(prefix="ft-stage-"))
-        try:
-            inputs = self._resolve_inputs(run, map_index, ti, workdir, direct)
-            outputs = self._plan_outputs(run, map_index, ti.try_number, workdir, direct)
-            spec = StageSpec(
-                pipeline=self.dag_id, run_id=run.run_id, stage=self.task_id, map_index=map_index,
-                try_number=ti.try_number, inputs=inputs, outputs={name: o.spec for name, o in outputs.items()},
-            )
-            self.log.info("stage %s: reading %s, writing %s", task,
-                          {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
-                          sorted(outputs) or "nothing")
-            self._submit(spec, map_index, workdir, fail_in_app=any(f.mode == "app" for f in faults))
-            if any(f.mode == "kill" for f in faults):
-                kill_self()  # a hard crash after the work, before the commit
-            committed = self._commit_outputs(run, map_index, ti.try_number, outputs)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
-        ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
-        return committed
+        self._attempt = StageAttempt(self, context, map_index)
+        return self._attempt.run()
 
     def _wait_for_restart_time(self, context: Any, map_index: int | None, *, resumed: bool) -> None:
         """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
+        from airflow_ft_provider.policies.recovery_journal import STORE_XCOM_KEY
+
         ti = context["ti"]
         failover = self.description.region_failover(context["run_id"])
         if not resumed:  # once per try: a resumed deferral is the same try, its XCom and S3 copy stand
@@ -259,121 +188,6 @@ class SparkStageOperator(BaseOperator):
             return
         self.defer(trigger=DateTimeTrigger(moment=moment), method_name="execute")
 
-    def _resolve_inputs(
-        self, run: RunRef, map_index: int | None, ti: Any, workdir: Path, direct: bool
-    ) -> dict[str, InputSpec]:
-        """Resolve and verify every input partition before any Spark work: PartitionNotFound names it.
-        Staged: fetched to local disk (checksums verified). Direct: s3a URIs of the manifest's objects."""
-        inputs: dict[str, InputSpec] = {}
-        for result, partition_ids in self.description.consumed_partitions(self.task_id, map_index).items():
-            producer = self.description.graph.results[result].producer
-            pipelined = not self.description.graph.results[result].result_type.is_reconsumable
-            executions = self._pipelined_executions(ti, producer) if pipelined else {}
-            partitions = []
-            for number, partition_id in enumerate(partition_ids):
-                ref = run.parse(partition_id)
-                execution = executions.get(partition_id, "t0") if pipelined else None
-                if direct:
-                    _, uris = self.store.remote_files(ref, execution_id=execution)
-                    paths = [uri.replace("s3://", "s3a://", 1) for uri in uris]
-                else:
-                    # Not the partition id: '[' is a glob character in Hadoop paths.
-                    dest = workdir / "in" / f"{result}-{number}"
-                    fetched = (self.store.fetch_scratch(ref, execution, dest) if pipelined
-                               else self.store.fetch(ref, dest))
-                    paths = [p.as_uri() for p in fetched.paths]
-                partitions.append(InputPartition(partition_id, paths))
-            inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
-        return inputs
-
-    def _plan_outputs(
-        self, run: RunRef, map_index: int | None, try_number: int, workdir: Path, direct: bool
-    ) -> dict[str, _PlannedOutput]:
-        """Where the application writes each output: local staging, or the attempt prefix on S3."""
-        parallelism = self.description.graph.stages[self.task_id].parallelism
-        planned = {}
-        for output in self.outputs:
-            partition_id = output.result if parallelism == 1 else f"{output.result}[{map_index}]"
-            ref = run.parse(partition_id)
-            execution = None if output.result_type.is_reconsumable else f"t{try_number}"
-            attempt = new_attempt_id(try_number) if direct else None
-            location = (self.store.attempt_location(ref, attempt, execution_id=execution).replace("s3://", "s3a://", 1)
-                        if direct else (workdir / "out" / output.result).as_uri())
-            spec = OutputSpec(output.result, output.result_type.value, location, compression=output.compression)
-            planned[output.result] = _PlannedOutput(output, partition_id, ref, spec, execution, attempt)
-        return planned
-
-    def _pipelined_executions(self, ti: Any, producer: str) -> dict[str, str]:
-        """A pipelined partition is read from the producer's current execution, named in its XCom."""
-        pulled = ti.xcom_pull(task_ids=producer, key=PARTITIONS_XCOM_KEY, map_indexes=None)
-        entries = pulled if isinstance(pulled, list) else [pulled]
-        return {
-            pid: info["execution"]
-            for entry in entries if isinstance(entry, dict)
-            for pid, info in entry.items() if info.get("type") == "pipelined"
-        }
-
-    def _submit(self, spec: StageSpec, map_index: int | None, workdir: Path, *, fail_in_app: bool = False) -> None:
-        extra = dict(self.spark_submit_kwargs)
-        py_files = ",".join(filter(None, [_runtime_zip(workdir), extra.pop("py_files", None)]))
-        env = {
-            # spark-submit and the driver's Python come from this worker's environment unless set.
-            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
-            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
-            **self.env_vars,
-        }
-        index = "" if map_index is None else f"[{map_index}]"
-        self._hook = self._spark_hook(
-            conf={**self.conf, SPARK_CONF_KEY: spec.encode(), **({INJECT_FAILURE_CONF: "true"} if fail_in_app else {})},
-            conn_id=self.spark_conn_id or self.pipeline.spark_conn_id,
-            name=self.spark_name or f"{self.dag_id}.{self.task_id}{index}",
-            application_args=[str(a) for a in self.application_args],
-            env_vars=env,
-            py_files=py_files,
-            **extra,
-        )
-        self._hook.submit(self.application)
-
-    def _commit_outputs(
-        self, run: RunRef, map_index: int | None, try_number: int, outputs: dict[str, _PlannedOutput]
-    ) -> dict[str, Any]:
-        """Commit each declared output; all must have been written before the first is committed."""
-        markers = {name: self._read_marker(planned) for name, planned in outputs.items()}
-        committed: dict[str, Any] = {}
-        producer = Producer(self.task_id, -1 if map_index is None else map_index, try_number)
-        for name, planned in outputs.items():
-            rows = markers[name]["rows"]
-            options = {"producer": producer, "compression": planned.output.compression, "row_count": rows}
-            if planned.attempt is not None:
-                manifest = self.store.commit_uploaded(planned.ref, planned.attempt, execution_id=planned.execution, **options)
-            elif planned.execution is None:
-                manifest = self.store.commit(planned.ref, _local_dir(planned.spec.location), **options)
-            else:
-                manifest = self.store.commit_scratch(planned.ref, planned.execution, _local_dir(planned.spec.location),
-                                                     **options)
-            self.log.info("committed %s partition %s: %d rows, %d files, %d bytes (attempt %s)",
-                          planned.output.result_type.value, planned.partition_id, rows, len(manifest.files),
-                          manifest.total_size, manifest.attempt_id)
-            committed[planned.partition_id] = {
-                "type": planned.output.result_type.value, "rows": rows, "files": len(manifest.files),
-                "bytes": manifest.total_size, "attempt": manifest.attempt_id, "execution": planned.execution,
-            }
-        return committed
-
-    def _read_marker(self, planned: _PlannedOutput) -> dict[str, Any]:
-        location = planned.spec.location
-        try:
-            if location.startswith("s3a://"):
-                bucket, key = location.removeprefix("s3a://").split("/", 1)
-                body = self.store.client.get_object(Bucket=bucket, Key=key.rstrip("/") + "/" + OUTPUT_MARKER)["Body"]
-                return json.loads(body.read())
-            return json.loads((_local_dir(location) / OUTPUT_MARKER).read_text())
-        except (FileNotFoundError, self.store.client.exceptions.NoSuchKey):
-            raise StageOutputMissing(
-                f"the Spark application of {self.task_id!r} finished without writing declared output "
-                f"{planned.output.result!r}; call stage_io.write({planned.output.result!r}, df) in {self.application}"
-            ) from None
-
     def on_kill(self) -> None:
-        if self._hook is not None:
-            self._hook.on_kill()
+        if self._attempt is not None:
+            self._attempt.kill()

@@ -396,7 +396,7 @@ def clear_through_api(conn_id: str, **conn_fields: Any) -> Callable[[Env], objec
 def spark_submit_with_undefined_connection(env: Env) -> object:
     from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 
-    return SparkStageOperator(task_id="s", application="s.py")._spark_hook(conn_id="ft_spark_never_defined")
+    return SparkStageOperator(task_id="s", application="s.py").spark_hook(conn_id="ft_spark_never_defined")
 
 
 # -- names --------------------------------------------------------------------------------------

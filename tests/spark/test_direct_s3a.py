@@ -76,7 +76,7 @@ def test_direct_s3a_stages_read_and_commit_partitions_on_s3(s3_bucket, monkeypat
     run_id = "manual__2026-11-22T05:00:00+00:00"
     for task_id in ("source", "doubler"):
         operator = dag.task_dict[task_id]
-        operator._spark_hook = lambda **kwargs: SparkWithS3a(s3_bucket.client(), **kwargs)
+        operator.spark_hook = lambda **kwargs: SparkWithS3a(s3_bucket.client(), **kwargs)
         ti = TaskInstance(map_index=-1, try_number=1, pushed={})
         operator.execute({"ti": ti, "run_id": run_id, "dag_run": None, "params": {}})
         assert list(ti.pushed["ft_partitions"]) == [operator.outputs[0].result]

@@ -147,3 +147,41 @@ def test_a_bad_cluster_value_fails_the_parse_and_says_where_it_was_set(cluster_c
             with FailoverPipeline(store="s3://bucket/prefix"):
                 stage("a", outputs=["x"])
 
+
+
+def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path):
+    """The DAG processor imports the operator modules again for every parse: what only a running try
+    needs (partition transfer, Spark spec, recovery journal, fault injection) stays out of a parse."""
+    import json
+    import subprocess
+    import sys
+
+    dag_file = tmp_path / "parse_only.py"
+    dag_file.write_text(
+        "from airflow.sdk import DAG\n"
+        "from airflow_ft_provider.operators.spark_stage import SparkStageOperator\n"
+        "from airflow_ft_provider.pipeline import FailoverPipeline\n"
+        "with DAG('parse_only', schedule=None):\n"
+        "    with FailoverPipeline(store='s3://bucket/prefix'):\n"
+        "        SparkStageOperator(task_id='a', application='a.py', outputs=['raw'])\n"
+        "        SparkStageOperator(task_id='b', application='b.py', inputs=['raw'], outputs={'x': 'pipelined'})\n"
+        "        SparkStageOperator(task_id='c', application='c.py', inputs=['x'])\n"
+    )
+    probe = (
+        "import json, runpy, sys\n"
+        f"runpy.run_path({str(dag_file)!r})\n"
+        "print(json.dumps(sorted(m for m in sys.modules if m.startswith('airflow_ft_provider'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
+    assert {"airflow_ft_provider.pipeline", "airflow_ft_provider.operators.spark_stage"} <= loaded
+    run_time_only = {
+        "airflow_ft_provider.operators.stage_attempt",
+        "airflow_ft_provider.spark.spec",
+        "airflow_ft_provider.faults",
+        "airflow_ft_provider.policies.recovery_journal",
+        "airflow_ft_provider.policies.region_failover",
+        "airflow_ft_provider.failover.recovery",
+        "airflow_ft_provider.hooks.partition_store",
+    }
+    assert loaded & run_time_only == set()
