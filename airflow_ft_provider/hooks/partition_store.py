@@ -124,6 +124,8 @@ class PartitionStoreHook(BaseHook):
                 raise ValueError(f"[{CONFIG_SECTION}] partition_store_checksum: {exc}") from None
         kwargs.setdefault("retention", _seconds("partition_store_retention", DEFAULT_RETENTION))
         kwargs.setdefault("orphan_grace", _seconds("partition_store_orphan_grace", DEFAULT_ORPHAN_GRACE))
+        if self.aws_conn_id:  # error hints name the connection to fix (never its secrets)
+            kwargs.setdefault("credentials", f"the AWS connection {self.aws_conn_id!r}")
         return S3PartitionStore(self.get_client, url, **kwargs)
 
     def test_connection(self) -> tuple[bool, str]:

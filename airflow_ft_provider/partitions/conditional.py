@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from .errors import MISSING_CODES, PartitionStoreError, error_code, s3_errors
+from .errors import DEFAULT_CREDENTIALS, MISSING_CODES, PartitionStoreError, error_code, s3_errors
 
 MAX_OBJECT_BYTES = 1 << 20
 # 412: the condition failed; 409: a concurrent conditional write is in progress (retry);
@@ -56,9 +56,11 @@ class ConditionalJsonStore:
         max_bytes: int = MAX_OBJECT_BYTES,
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
+        credentials: str = DEFAULT_CREDENTIALS,
     ) -> None:
         self._client = client
         self.bucket = bucket
+        self.credentials = credentials  # whose credentials, for error hints
         self.max_bytes = max_bytes
         self._sleep = sleep
         self._rng = rng or random.Random()
@@ -70,7 +72,7 @@ class ConditionalJsonStore:
         rejects them as invalid and may then replace them)."""
         from botocore.exceptions import ClientError
 
-        with s3_errors("GetObject", self.bucket, key):
+        with s3_errors("GetObject", self.bucket, key, credentials=self.credentials):
             try:
                 response = self._client.get_object(Bucket=self.bucket, Key=key)
             except ClientError as exc:
@@ -98,7 +100,7 @@ class ConditionalJsonStore:
         from botocore.exceptions import ClientError
 
         condition = {"IfNoneMatch": "*"} if etag is None else {"IfMatch": etag}
-        with s3_errors("PutObject", self.bucket, key):
+        with s3_errors("PutObject", self.bucket, key, credentials=self.credentials):
             try:
                 response = self._client.put_object(
                     Bucket=self.bucket, Key=key, Body=data, ContentType="application/json", **condition
@@ -178,7 +180,7 @@ class ConditionalJsonStore:
         )
 
     def delete(self, key: str) -> None:
-        with s3_errors("DeleteObject", self.bucket, key):
+        with s3_errors("DeleteObject", self.bucket, key, credentials=self.credentials):
             self._client.delete_object(Bucket=self.bucket, Key=key)
 
 

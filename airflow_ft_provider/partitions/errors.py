@@ -103,12 +103,13 @@ MISSING_CODES = frozenset({"NoSuchKey", "404", "NotFound"})
 
 _HINTS = {
     "NoSuchBucket": "create the bucket or fix the bucket in the partition store URL",
-    "InvalidAccessKeyId": "check the access key of the AWS connection",
-    "SignatureDoesNotMatch": "check the secret key of the AWS connection",
+    "InvalidAccessKeyId": "check the access key of {credentials}",
+    "SignatureDoesNotMatch": "check the secret key of {credentials}",
     "AccessDenied": "grant s3:GetObject, s3:PutObject, s3:DeleteObject and s3:ListBucket on the prefix",
-    "EndpointConnectionError": "check endpoint_url in the connection extra and that the endpoint is up",
-    "NoCredentialsError": "set login/password on the AWS connection or configure the standard AWS chain",
+    "EndpointConnectionError": "check endpoint_url in the extra of {credentials} and that the endpoint is up",
+    "NoCredentialsError": "set login/password on {credentials} or configure the standard AWS chain",
 }
+DEFAULT_CREDENTIALS = "the AWS connection"
 
 
 def error_code(exc: BaseException) -> str | None:
@@ -123,26 +124,30 @@ def error_code(exc: BaseException) -> str | None:
 
 
 @contextlib.contextmanager
-def s3_errors(operation: str, bucket: str, key: str | None = None) -> Iterator[None]:
-    """Turn botocore errors into PartitionStoreError naming bucket, key and S3 code (no credentials)."""
+def s3_errors(
+    operation: str, bucket: str, key: str | None = None, *, credentials: str = DEFAULT_CREDENTIALS
+) -> Iterator[None]:
+    """Turn botocore errors into PartitionStoreError naming bucket, key and S3 code, never a credential.
+    ``credentials`` says whose credentials were used (e.g. "the AWS connection 'lake'"), for the hint."""
     from botocore.exceptions import BotoCoreError, ClientError
 
     try:
         yield
     except ClientError as exc:
         code = error_code(exc) or "Unknown"
-        raise _store_error(
-            operation, bucket, key, code, exc.response.get("Error", {}).get("Message", "")
-        ) from exc
+        detail = exc.response.get("Error", {}).get("Message", "")
+        raise _store_error(operation, bucket, key, code, detail, credentials) from exc
     except BotoCoreError as exc:
         code = type(exc).__name__
         # EndpointConnectionError etc. carry the endpoint URL, never credentials or a signed URL.
-        raise _store_error(operation, bucket, key, code, str(exc)) from exc
+        raise _store_error(operation, bucket, key, code, str(exc), credentials) from exc
 
 
-def _store_error(operation: str, bucket: str, key: str | None, code: str, detail: str) -> PartitionStoreError:
+def _store_error(
+    operation: str, bucket: str, key: str | None, code: str, detail: str, credentials: str
+) -> PartitionStoreError:
     where = f"s3://{bucket}/{key}" if key else f"s3://{bucket}"
-    hint = _HINTS.get(code)
+    hint = _HINTS[code].format(credentials=credentials) if code in _HINTS else None
     message = f"S3 {operation} on {where} failed with {code}"
     if detail:
         message += f": {detail}"

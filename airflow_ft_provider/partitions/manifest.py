@@ -219,6 +219,8 @@ def _format_time(seconds: float) -> str:
 
 
 def _typed(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], *, nullable: bool = False) -> Any:
+    if key not in doc:
+        raise ValueError(f"{key!r} is missing")
     value = doc[key]
     if value is None and nullable:
         return None

@@ -307,21 +307,20 @@ STORE_OPERATIONS: dict[str, Callable[[S3PartitionStore, Env], object]] = {
 
 # problem -> (configure: env -> (aws_conn_id, store URL or None), error, words of the message)
 S3_CONNECTION_PROBLEMS: dict[str, tuple[Callable[[Env], tuple[str, str | None]], type, tuple[str, ...]]] = {
-    # GAP (minor, the first four): the message names bucket, key and S3 code, and says "the AWS
-    # connection", but not which connection (its id), e.g. "S3 PutObject on s3://…/part-0000.bin failed
-    # with SignatureDoesNotMatch: … (check the secret key of the AWS connection)".
     "wrong-secret-key": (
         lambda env: (env.aws_conn("ft_s3_wrong_secret", password=WRONG_SECRET), None),
-        PartitionStoreError, ("SignatureDoesNotMatch", "check the secret key of the AWS connection"),
+        PartitionStoreError,
+        ("SignatureDoesNotMatch", "check the secret key of the AWS connection 'ft_s3_wrong_secret'"),
     ),
     "unknown-access-key": (
         lambda env: (env.aws_conn("ft_s3_wrong_key", login="AKIAWRONGWRONGWRONG1", password=WRONG_SECRET), None),
-        PartitionStoreError, ("InvalidAccessKeyId", "check the access key of the AWS connection"),
+        PartitionStoreError, ("InvalidAccessKeyId", "check the access key of the AWS connection 'ft_s3_wrong_key'"),
     ),
     "unreachable-endpoint": (
         lambda env: (env.aws_conn("ft_s3_unreachable", endpoint_url=f"http://127.0.0.1:{CLOSED_PORT}"), None),
         PartitionStoreError,
-        ("EndpointConnectionError", f"http://127.0.0.1:{CLOSED_PORT}", "check endpoint_url in the connection extra"),
+        ("EndpointConnectionError", f"http://127.0.0.1:{CLOSED_PORT}",
+         "check endpoint_url in the extra of the AWS connection 'ft_s3_unreachable'"),
     ),
     "nonexistent-bucket": (
         lambda env: (env.aws_conn("ft_s3_ok"), f"s3://{MISSING_BUCKET}/p/"),
@@ -336,11 +335,11 @@ S3_CONNECTION_PROBLEMS: dict[str, tuple[Callable[[Env], tuple[str, str | None]],
         lambda env: (env.set_conn("ft_s3_http", conn_type="http", host="example.com"), None),
         ValueError, ("'ft_s3_http'", "has type 'http'", "needs an 'aws' connection", "login = access key id"),
     ),
-    # GAP (minor): does not say which connection ('aws_default') was looked for and not found.
     "aws_default-undefined-and-no-standard-chain": (
         lambda env: (without_aws_credentials(env), None),
         PartitionStoreError,
-        ("NoCredentialsError", "set login/password on the AWS connection or configure the standard AWS chain"),
+        ("NoCredentialsError",
+         "set login/password on the AWS connection 'aws_default' or configure the standard AWS chain"),
     ),
 }
 
@@ -662,8 +661,7 @@ CATALOGUE = [
     bad_manifest("not-json", b"<html>Access denied</html>", "manifest is not JSON"),
     bad_manifest("not-utf8", b"\xff\xfe{}", "manifest is not JSON"),
     bad_manifest("json-array", b"[]", "manifest must be a JSON object, got list"),
-    # GAP: "manifest does not validate: 'schema_version'" (a bare KeyError) -- does not say it is missing.
-    bad_manifest("empty-object", b"{}", "manifest does not validate: 'schema_version'"),
+    bad_manifest("empty-object", b"{}", "manifest does not validate: 'schema_version' is missing"),
     bad_manifest("files-not-a-list", manifest(files="part-0.parquet"), "'files' must be list, got 'part-0.parquet'"),
     bad_manifest("size-is-a-string", manifest(file0__size="100"), "'size' must be int, got '100'"),
     bad_manifest("negative-size", manifest(file0__size=-1), "must be ≥ 0, got -1"),
