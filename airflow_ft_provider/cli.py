@@ -17,13 +17,16 @@ import sys
 
 
 def _pipeline(dag_id: str, dags_folder: str | None):
-    from airflow.dag_processing.dagbag import DagBag
+    from pathlib import Path
+
+    from airflow.dag_processing.dagbag import BundleDagBag
     from airflow.sdk import conf
 
     from airflow_ft_provider.pipeline import pipeline_for
 
     folder = dags_folder or conf.get("core", "dags_folder")
-    bag = DagBag(dag_folder=folder)
+    # As Airflow's own CLI: the folder goes on sys.path, so DAG files can import their neighbours.
+    bag = BundleDagBag(dag_folder=folder, bundle_path=Path(folder))
     if dag_id not in bag.dags:
         raise SystemExit(f"DAG {dag_id!r} not found in {folder}; import errors: {bag.import_errors or 'none'}")
     return pipeline_for(dag_id)

@@ -19,6 +19,7 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from tests.support.airflow_rest import try_numbers
 from tests.support.scenario_runs import SCENARIOS
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
@@ -41,10 +42,6 @@ def finish(live_airflow, runs, name, timeout=1100):
     run = live_airflow.client.wait_for_dag_run(dag_id, run_id, timeout=timeout)
     tis = {(ti["task_id"], ti["map_index"]): ti for ti in live_airflow.client.task_instances(dag_id, run_id)}
     return run, tis, live_airflow.describe_run(dag_id, run_id)
-
-
-def tries(tis):
-    return {(k[0] if k[1] < 0 else f"{k[0]}[{k[1]}]"): ti["try_number"] for k, ti in tis.items()}
 
 
 def values(store, dag_id, run_id, partition_id):
@@ -85,7 +82,7 @@ def test_seed002_failed_consumer_restarts_alone(live_airflow, runs, store):
     run, tis, story = finish(live_airflow, runs, "seed002_c_fails")
     dag_id, run_id = runs["seed002_c_fails"]
     assert run["state"] == "success", story
-    assert tries(tis) == {"A": 1, "B": 1, "C": 2, "D": 1}, story
+    assert try_numbers(tis.values()) == {"A": 1, "B": 1, "C": 2, "D": 1}, story
     assert producer_try(store, dag_id, run_id, "b") == 1  # B's partition was re-read, not rebuilt
     assert values(store, dag_id, run_id, "c") == expected(2)
     assert values(store, dag_id, run_id, "d") == expected(2)
@@ -98,7 +95,7 @@ def test_seed002_lost_partition_backtracks_to_its_producer(live_airflow, runs, s
     run, tis, story = finish(live_airflow, runs, "seed002_b_lost")
     dag_id, run_id = runs["seed002_b_lost"]
     assert run["state"] == "success", story
-    counts = tries(tis)
+    counts = try_numbers(tis.values())
     assert counts["A"] == 1 and counts["B"] == 2 and counts["C"] == 2, story
     assert producer_try(store, dag_id, run_id, "a") == 1
     assert producer_try(store, dag_id, run_id, "b") == 2
@@ -117,7 +114,7 @@ def test_pipelined_region_restarts_as_a_unit(live_airflow, runs, store):
     run, tis, story = finish(live_airflow, runs, "pipelined_t2_fails")
     dag_id, run_id = runs["pipelined_t2_fails"]
     assert run["state"] == "success", story
-    assert tries(tis) == {"S": 1, "T1": 2, "T2": 2, "U": 1}, story
+    assert try_numbers(tis.values()) == {"S": 1, "T1": 2, "T2": 2, "U": 1}, story
     assert producer_try(store, dag_id, run_id, "s") == 1
     assert values(store, dag_id, run_id, "u") == expected(3)
 
@@ -127,7 +124,7 @@ def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store
     run, tis, story = finish(live_airflow, runs, "pipelined_t2_killed")
     dag_id, run_id = runs["pipelined_t2_killed"]
     assert run["state"] == "success", story
-    counts = tries(tis)
+    counts = try_numbers(tis.values())
     assert counts["S"] == 1 and counts["T1"] == 2 and counts["T2"] >= 2, story
     assert producer_try(store, dag_id, run_id, "s") == 1
     assert values(store, dag_id, run_id, "u") == expected(3)
@@ -141,7 +138,7 @@ def test_mapped_stage_restarts_only_the_failed_index_chain(live_airflow, runs, s
     run, tis, story = finish(live_airflow, runs, "mapped_index_1")
     dag_id, run_id = runs["mapped_index_1"]
     assert run["state"] == "success", story
-    assert tries(tis) == {"read[0]": 1, "read[1]": 2, "sink[0]": 1, "sink[1]": 2}, story
+    assert try_numbers(tis.values()) == {"read[0]": 1, "read[1]": 2, "sink[0]": 1, "sink[1]": 2}, story
     # read[1], cleared at once, waits out what is left of the 15 s backoff when its try starts:
     # deferred (no worker slot) if 5 s or more (MIN_DEFERRAL_SECONDS), else in the worker
     restarted = log_of(live_airflow, dag_id, run_id, "read", 2, map_index=1)
@@ -199,7 +196,7 @@ def test_manual_region_restart_reruns_region_and_consumers_only(live_airflow, ru
                                                and ti["state"] == "success", timeout=600)
     run, after, story = finish(live_airflow, runs, "pipelined_t2_fails")
     assert run["state"] == "success", story
-    reruns = {task: count - tries(before)[task] for task, count in tries(after).items()}
+    reruns = {task: count - try_numbers(before.values())[task] for task, count in try_numbers(after.values()).items()}
     assert reruns == {"S": 0, "T1": 1, "T2": 1, "U": 1}, story
     assert producer_try(store, dag_id, run_id, "s") == 1  # the upstream partition was read, not recomputed
     assert values(store, dag_id, run_id, "u") == expected(3)

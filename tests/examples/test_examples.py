@@ -19,6 +19,7 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from tests.support.airflow_rest import try_numbers
 from tests.support.orders_expected import actual_outputs, expected_outputs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -44,9 +45,10 @@ EXPECTED_REGIONS = {
 
 _PARSE = """
 import json
-from airflow.dag_processing.dagbag import DagBag
+from pathlib import Path
+from airflow.dag_processing.dagbag import BundleDagBag  # the folder on sys.path, as in the DAG processor
 from airflow_ft_provider.pipeline import pipeline_for
-bag = DagBag(dag_folder={folder!r})
+bag = BundleDagBag(dag_folder={folder!r}, bundle_path=Path({folder!r}))
 out = {{"errors": {{k: v for k, v in bag.import_errors.items()}}, "dags": {{}}}}
 for dag_id, dag in bag.dags.items():
     p = pipeline_for(dag_id)
@@ -100,9 +102,10 @@ def test_example_regions_are_as_documented(parsed, dag_id):
 
 def test_missing_jobs_folder_is_a_clear_parse_error(tmp_path):
     (tmp_path / "dags").mkdir()
-    (tmp_path / "dags" / "orders_etl.py").write_text((EXAMPLES / "orders_etl.py").read_text())
+    for name in ("orders_etl.py", "example_support.py"):  # copied without jobs/
+        (tmp_path / "dags" / name).write_text((EXAMPLES / name).read_text())
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "FT_EXAMPLES_JOBS"}
-    env.update({"AIRFLOW_HOME": str(tmp_path), "PYTHONPATH": str(REPO)})
+    env.update({"AIRFLOW_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "dags")])})
     code = (f"import runpy\ntry:\n    runpy.run_path({str(tmp_path / 'dags' / 'orders_etl.py')!r})\n"
             "except FileNotFoundError as e:\n    print('ERR', e)\n")
     result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
@@ -144,8 +147,7 @@ def example_store(s3_endpoint, e2e_store_url):
 def finish(live_airflow, example_runs, name, timeout=900):
     dag_id, run_id = example_runs[name]
     run = live_airflow.client.wait_for_dag_run(dag_id, run_id, timeout=timeout)
-    tis = live_airflow.client.task_instances(dag_id, run_id)
-    tries = {(t["task_id"] if t["map_index"] < 0 else f"{t['task_id']}[{t['map_index']}]"): t["try_number"] for t in tis}
+    tries = try_numbers(live_airflow.client.task_instances(dag_id, run_id))
     return run, tries, live_airflow.describe_run(dag_id, run_id)
 
 

@@ -68,6 +68,14 @@ def format_task_instances(tis: Iterable[dict[str, Any]]) -> str:
     return "\n".join(lines) or "  (no task instances)"
 
 
+def try_numbers(tis: Iterable[dict[str, Any]]) -> dict[str, int]:
+    """Try number per task, keyed as the failover core names tasks: ``task`` or ``task[map_index]``."""
+    return {
+        ti["task_id"] + (f"[{ti['map_index']}]" if ti.get("map_index", -1) >= 0 else ""): ti["try_number"]
+        for ti in tis
+    }
+
+
 class AirflowRestClient:
     """Synchronous client for the subset of ``/api/v2`` the end-to-end tests need."""
 
