@@ -1,10 +1,11 @@
 """Chaos, long mode: many seeded runs of the orders ETL example with random faults, counted.
 
-    python bench/bench_chaos.py --runs 12 --seed 7 [--concurrency 3]
+    python bench/bench_chaos.py --runs 12 --seed 7 [--concurrency 3] [--persistent 0.25]
 
 Faults per run (tests/support/chaos.py): 1-3 of exceptions before or inside Spark, SIGKILL of the task
 process, deleted or truncated partition objects, and S3 cut off for a few seconds (a pausable proxy in
-front of the moto server). Prints the counts -- faults injected, recoveries, suppressed runs, data
+front of the moto server); with --persistent p, a run also gets, with probability p, a stage that fails
+on every try (the restart strategy must give up: suppressed, never recovered). Prints the counts -- faults injected, recoveries, suppressed runs, data
 mismatches, damaged partitions, unexplained failures (the last three must be 0) -- and writes
 bench/results/chaos.json.
 """
@@ -34,6 +35,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--concurrency", type=int, default=3, help="runs in flight at once")
+    parser.add_argument("--persistent", type=float, default=0.0,
+                        help="probability that a run also gets a stage failing on every try")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "chaos.json")
     args = parser.parse_args()
     s3 = start_moto_server()
@@ -48,13 +51,14 @@ def main() -> None:
         store = S3PartitionStore(s3.client(), store_url)
         rng, verdicts, started = random.Random(args.seed), [], time.monotonic()
         for batch in range(0, args.runs, args.concurrency):
-            plans = [make_plan(rng, outages=True) for _ in range(min(args.concurrency, args.runs - batch))]
+            plans = [make_plan(rng, outages=True, persistent=args.persistent) for _ in range(min(args.concurrency, args.runs - batch))]
             for verdict in run_plans(airflow, store, plans, proxy=proxy, prefix=f"chaos{batch}"):
                 verdicts.append(verdict)
                 print(f"{verdict.run_id}: {verdict.outcome:10} {verdict.plan.describe()}", flush=True)
                 if verdict.outcome not in ("recovered", "suppressed"):
                     print(f"    {verdict.detail[:2000]}")
-        figures = count(verdicts) | {"seed": args.seed, "wall_s": round(time.monotonic() - started)}
+        figures = count(verdicts) | {"seed": args.seed, "persistent_probability": args.persistent,
+                                     "wall_s": round(time.monotonic() - started)}
         print(json.dumps(figures, indent=2))
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps({"figures": figures, "runs": [

@@ -7,7 +7,8 @@ A plan (from a seeded ``random.Random``) injects 1-3 faults through the run's ``
 exceptions before or inside the Spark application (``raise``/``app``, on 1-2 tries), SIGKILL of the
 task process after its Spark work (``kill``), deleted or truncated data objects of a blocking
 partition just before a consumer reads it -- and, with an S3 proxy, may cut S3 off for a few seconds
-while the run is in flight. The verdict of a finished run is one of:
+while the run is in flight. Optionally a plan also gets a persistent fault (a stage that fails on
+every try), which must exhaust the restart strategy. The verdict of a finished run is one of:
 
 * ``recovered``: success, final partitions equal to the failure-free output, every committed partition
   of the run intact (deep check: objects present, sizes and checksums match the manifests);
@@ -34,6 +35,7 @@ STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "
 BLOCKING_INPUTS = {"clean_orders": "raw_orders", "daily_revenue": "enriched_orders",
                    "customer_aggregates": "enriched_orders"}
 BLOCKING = ("raw_orders", "enriched_orders", "daily_revenue", "customer_aggregates")
+PERSISTENT_TRIES = 99  # more tries than any restart strategy of the example allows
 
 
 @dataclass
@@ -42,12 +44,18 @@ class ChaosPlan:
     outage_after: float | None = None  # seconds after the trigger
     outage_seconds: float = 0.0
 
+    @property
+    def persistent(self) -> bool:
+        """A stage fails on every try: only a suppressed run is a correct outcome."""
+        return any(f.get("times", 1) >= PERSISTENT_TRIES for f in self.faults)
+
     def describe(self) -> str:
         outage = f", S3 down {self.outage_seconds:.1f} s at +{self.outage_after:.0f} s" if self.outage_after else ""
         return f"{self.faults}{outage}"
 
 
-def make_plan(rng: random.Random, *, outages: bool) -> ChaosPlan:
+def make_plan(rng: random.Random, *, outages: bool, persistent: float = 0.0) -> ChaosPlan:
+    """``persistent``: the probability of adding a fault that fails one stage on every try."""
     faults = []
     for _ in range(rng.randint(1, 3)):
         kind = rng.choice(("raise", "app", "kill", "delete", "truncate"))
@@ -57,6 +65,8 @@ def make_plan(rng: random.Random, *, outages: bool) -> ChaosPlan:
         else:
             faults.append({"task": rng.choice(STAGES), "mode": kind,
                            "times": 1 if kind == "kill" else rng.randint(1, 2)})
+    if persistent and rng.random() < persistent:  # no draw when off: seeded plans stay as they were
+        faults.append({"task": rng.choice(STAGES), "mode": "raise", "times": PERSISTENT_TRIES})
     plan = ChaosPlan(faults)
     if outages and rng.random() < 0.5:
         plan.outage_after, plan.outage_seconds = rng.uniform(5, 40), rng.uniform(2, 5)
@@ -115,6 +125,9 @@ def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> 
         if half_written:  # a failed run may leave partitions uncommitted, never committed and broken
             verdict.outcome, verdict.detail = "damaged partition", _describe(half_written)
         return verdict
+    if plan.persistent:  # a stage failing on every try cannot have produced this run's output
+        verdict.outcome, verdict.detail = "unexplained failure", "succeeded despite a persistent fault"
+        return verdict
     if report.unavailable:
         verdict.outcome, verdict.detail = "damaged partition", _describe(report.unavailable)
     elif actual_outputs(store, run_id) != expected_outputs():
@@ -135,6 +148,7 @@ def count(verdicts: list[Verdict]) -> dict[str, int]:
     for v in verdicts:
         by_outcome[v.outcome] = by_outcome.get(v.outcome, 0) + 1
     return {"runs": len(verdicts), "faults_injected": faults, "s3_outages": outages,
+            "persistent_faults": sum(1 for v in verdicts if v.plan.persistent),
             "restarted_tries": sum(n - 1 for v in verdicts for n in v.tries.values() if n > 1),
             "recovered": by_outcome.pop("recovered", 0), "suppressed": by_outcome.pop("suppressed", 0),
             "data_mismatches": by_outcome.pop("wrong data", 0), "damaged_partitions": by_outcome.pop("damaged partition", 0),
