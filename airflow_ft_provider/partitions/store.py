@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from ..failover.clock import Clock, SystemClock
 from .cache import LocalPartitionCache
-from .conditional import ConditionalJsonStore
+from .conditional import ConditionalJsonStore, Versioned
 from .errors import (
     DEFAULT_CREDENTIALS,
     MISSING_CODES,
@@ -580,9 +580,13 @@ class S3PartitionStore:
         """The committed manifest of a blocking partition; PartitionNotFound when missing or invalid."""
         return self._manifest(self._blocking(ref))
 
+    def _manifest_bytes(self, key: str) -> Versioned[bytes] | None:
+        """The object at a manifest key. An oversized one comes back cut short, so that it parses as
+        an invalid manifest (which the next commit replaces) rather than failing the caller."""
+        return self._objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(key, oversized="truncate")
+
     def _manifest(self, loc: _Location) -> Manifest:
-        raw = self._objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(
-            loc.manifest_key, oversized="truncate")
+        raw = self._manifest_bytes(loc.manifest_key)
         if raw is None:
             raise PartitionNotFound(
                 loc.ref.partition_id,
@@ -1051,7 +1055,7 @@ class S3PartitionStore:
         return OrphanReport(run, tuple(sorted(doomed)), tuple(aborted), tuple(sorted(kept)))
 
     def _current_attempt(self, partition_prefix: str) -> str | None:
-        raw = self.json_objects.get_bytes(partition_prefix + MANIFEST_NAME)
+        raw = self._manifest_bytes(partition_prefix + MANIFEST_NAME)
         if raw is None:
             return None
         try:

@@ -716,3 +716,15 @@ def test_a_commit_replaces_an_oversized_manifest(env: Env) -> None:
     manifest = commit_planted(env)
     assert env.store.manifest(PLANTED) == manifest
     assert env.store.check_availability("etl", RUN_ID, [PLANTED], deep=True).available == {"planted[0]"}
+
+
+def test_orphan_clean_up_treats_an_oversized_manifest_as_invalid(env: Env) -> None:
+    """Clean-up reads manifests as readers do: an oversized one references no attempt (like any
+    invalid manifest), so the attempts beside it are orphans -- it does not fail the clean-up."""
+    ref = PartitionRef("etl", f"orphans_{uuid.uuid4().hex[:8]}", "planted", 0)  # a run of its own
+    prefix = env.store.layout.partition_prefix(ref)
+    env.client.put_object(Bucket=env.bucket, Key=prefix + "manifest.json", Body=OVERSIZED)
+    stale = prefix + "attempts/t1-0123456789abcdef/part-0.bin"
+    env.client.put_object(Bucket=env.bucket, Key=stale, Body=b"data of a crashed commit")
+    report = env.store.cleanup_orphans("etl", ref.run_id, grace=0)
+    assert report.deleted_keys == (stale,)
