@@ -9,8 +9,9 @@
     ]}
 
 ``task`` is a core task id (``stage`` or ``stage[i]``); a fault fires while try_number <= ``times``
-(default 1). With ``delete`` or ``truncate`` and no ``mode`` the stage only damages its inputs (``mode:
-none``) and then fails by itself with PartitionNotFound (missing object / size mismatch). Nothing here runs unless a run asks for it.
+(default 1). With ``delete`` or ``truncate`` and no ``mode`` the stage only damages its inputs
+(``mode: none``) and then fails by itself with PartitionNotFound (missing object / size mismatch).
+Nothing here runs unless a run asks for it.
 """
 
 from __future__ import annotations
