@@ -29,6 +29,7 @@ from typing import Any
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from tests.support.airflow_rest import try_numbers
 from tests.support.orders_expected import DAG_ID, actual_outputs, expected_outputs
 
 STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "customer_aggregates")
@@ -107,8 +108,7 @@ def run_plans(live_airflow, store, plans: list[ChaosPlan], *, proxy=None, prefix
 def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> Verdict:
     api = live_airflow.client
     state = api.wait_for_dag_run(DAG_ID, run_id, timeout=timeout, poll=2)["state"]
-    tries = {ti["task_id"]: ti["try_number"] for ti in api.task_instances(DAG_ID, run_id)}
-    verdict = Verdict(run_id, plan, "", tries=tries)
+    verdict = Verdict(run_id, plan, "", tries=try_numbers(api.task_instances(DAG_ID, run_id)))
     run = RunRef(DAG_ID, run_id)
     if state == "failed":
         refusals = [e for e in RecoveryJournal(store, run).events() if e.get("kind") == "failover" and not e["restart"]]

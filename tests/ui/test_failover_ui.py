@@ -22,6 +22,7 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from tests.support.airflow_rest import try_numbers
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -73,7 +74,7 @@ def viewer(web, live_airflow):
 
 
 def tries(live_airflow, run_id):
-    return {ti["task_id"]: ti["try_number"] for ti in live_airflow.client.task_instances(DAG, run_id)}
+    return try_numbers(live_airflow.client.task_instances(DAG, run_id))
 
 
 def endpoints(run_id):
