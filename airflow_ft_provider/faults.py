@@ -1,4 +1,6 @@
-"""Fault injection for demos and chaos tests, driven by the DAG run's conf/params.
+"""Fault injection for demos, tests, chaos runs and benchmarks: off unless the deployment allows it.
+
+A run asks for faults in its conf (or the DAG's params)::
 
     {"ft_faults": [
         {"task": "score", "times": 1},                         # raise before submitting, on try 1
@@ -11,7 +13,10 @@
 ``task`` is a core task id (``stage`` or ``stage[i]``); a fault fires while try_number <= ``times``
 (default 1). With ``delete`` or ``truncate`` and no ``mode`` the stage only damages its inputs
 (``mode: none``) and then fails by itself with PartitionNotFound (missing object / size mismatch).
-Nothing here runs unless a run asks for it.
+
+These faults kill processes and damage data, and anyone allowed to trigger a run can write a run's
+conf: they act only where ``[ft_provider] allow_fault_injection`` is true (test and demo deployments).
+Otherwise a run that asks for them gets a warning in the task log and runs without them.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 FAULTS_KEY = "ft_faults"
+ALLOW_KEY = "allow_fault_injection"
 MODES = ("raise", "app", "kill", "none")
 
 
@@ -38,9 +44,20 @@ class Fault:
     truncate: tuple[str, ...] = ()
 
 
-def faults_for(context: Any, core_task: str) -> list[Fault]:
+def fault_injection_allowed() -> bool:
+    """``[ft_provider] allow_fault_injection`` (default false), read when a try starts."""
+    from airflow.sdk import conf
+
+    return conf.getboolean("ft_provider", ALLOW_KEY, fallback=False)
+
+
+def requested_faults(context: Any) -> object:
     conf = (context.get("dag_run") and context["dag_run"].conf) or {}
-    raw = conf.get(FAULTS_KEY, (context.get("params") or {}).get(FAULTS_KEY, []))
+    return conf.get(FAULTS_KEY, (context.get("params") or {}).get(FAULTS_KEY, []))
+
+
+def parse_faults(raw: object, core_task: str) -> list[Fault]:
+    """The faults of ``raw`` (a run's ``ft_faults``) that name ``core_task``; a malformed list is an error."""
     if not isinstance(raw, list):
         raise ValueError(f"{FAULTS_KEY} must be a list of objects, got {raw!r}")
     faults = []
@@ -54,6 +71,65 @@ def faults_for(context: Any, core_task: str) -> list[Fault]:
             faults.append(Fault(core_task, int(entry.get("times", 1)), mode, tuple(entry.get("delete", ())),
                                 tuple(entry.get("truncate", ()))))
     return faults
+
+
+class NoFaults:
+    """What a stage try does about faults in the normal case: nothing."""
+
+    fails_in_app = False
+
+    def before_work(self) -> None:
+        pass
+
+    def after_work(self) -> None:
+        pass
+
+
+class FaultInjector:
+    """The faults one try of one task was asked for, at the two points a stage try offers."""
+
+    def __init__(self, faults: list[Fault], *, task: str, try_number: int, store: Any, run: Any, log: Any) -> None:
+        self.faults = [f for f in faults if try_number <= f.times]
+        self.task = task
+        self.try_number = try_number
+        self.store = store
+        self.run = run
+        self.log = log
+
+    @property
+    def fails_in_app(self) -> bool:
+        """Whether the Spark application is to fail before its first write."""
+        return any(f.mode == "app" for f in self.faults)
+
+    def before_work(self) -> None:
+        """Damage the inputs named, then fail before anything is submitted if asked to."""
+        for fault in self.faults:
+            delete_partitions(self.store, self.run, fault.delete, self.log)
+            delete_partitions(self.store, self.run, fault.truncate, self.log, truncate=True)
+            if fault.mode == "raise":
+                raise InjectedFailure(f"injected failure of {self.task} on try {self.try_number} (ft_faults)")
+
+    def after_work(self) -> None:
+        """A hard crash after the Spark work, before the commit."""
+        if any(f.mode == "kill" for f in self.faults):
+            kill_self()
+
+
+def injector_for(context: Any, core_task: str, *, store: Any, run: Any, log: Any) -> NoFaults | FaultInjector:
+    """The faults this try must inject: none unless the run asks for them and the deployment allows it."""
+    raw = requested_faults(context)
+    if not raw:
+        return NoFaults()
+    if not fault_injection_allowed():
+        log.warning(
+            "ignoring %s in the run's conf: fault injection is off on this deployment ([ft_provider] %s = "
+            "False). It kills task processes and damages partitions, so enable it only where that is wanted "
+            "(AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION=True on a test or demo deployment).", FAULTS_KEY, ALLOW_KEY)
+        return NoFaults()
+    faults = parse_faults(raw, core_task)
+    if not faults:
+        return NoFaults()
+    return FaultInjector(faults, task=core_task, try_number=context["ti"].try_number, store=store, run=run, log=log)
 
 
 def delete_partitions(store: Any, run: Any, partition_ids: tuple[str, ...], log: Any, *, truncate: bool = False) -> None:

@@ -16,6 +16,7 @@ from typing import Any
 
 from airflow_ft_provider import __version__
 from airflow_ft_provider.failover.durations import format_duration
+from airflow_ft_provider.faults import ALLOW_KEY as ALLOW_FAULT_INJECTION_KEY
 from airflow_ft_provider.failover.failover_strategies import FAILOVER_STRATEGY_KEY
 from airflow_ft_provider.failover.restart_config import OPTIONS, TYPE_KEY
 from airflow_ft_provider.partitions.manifest import CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM
@@ -103,6 +104,16 @@ def _config_options() -> dict[str, dict[str, Any]]:
             "default": str(option.default),
         }
     options.update(_partition_store_options())
+    options[ALLOW_FAULT_INJECTION_KEY] = {
+        "description": "Let a DAG run's 'ft_faults' conf inject failures into pipeline stages (raise, fail "
+        "the Spark application, SIGKILL the task process, delete or truncate partition objects). For test "
+        "and demo deployments only: anyone allowed to trigger a run could otherwise kill tasks and damage "
+        "data. Off: a run asking for faults gets a warning in the task log and runs without them.",
+        "version_added": "0.1.0",
+        "type": "boolean",
+        "example": "True",
+        "default": "False",
+    }
     return options
 
 

@@ -29,7 +29,8 @@ def job(name):
 
 
 def fault_params(example):
-    """Fault injection (airflow_ft_provider/faults.py), off by default; set it in "Trigger DAG"."""
+    """Fault injection (airflow_ft_provider/faults.py): empty by default; set it in "Trigger DAG"."""
     return {"ft_faults": Param([], type="array", title="Injected faults", description=(
+        "Acts only where [ft_provider] allow_fault_injection is True (test and demo deployments). "
         'Each item: {"task": "<stage> or <stage>[i]", "times": 1, "mode": "raise|app|kill", '
         '"delete": ["<partition id>"], "truncate": ["<partition id>"]}. Example: ' + example))}

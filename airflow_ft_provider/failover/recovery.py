@@ -71,9 +71,13 @@ class RecoveryState:
     def restart_not_before(self, task_id: str) -> float | None:
         return self.not_before.get(task_id)
 
+    def ended_through(self, task_id: str) -> int:
+        """The highest try of ``task_id`` whose end is recorded: a handled failure or a clear by failover."""
+        return max(self.handled.get(task_id, 0), self.superseded.get(task_id, 0))
+
     def accounts_for(self, task_id: str, try_number: int) -> bool:
         """Whether the end of ``try_number`` is explained: a handled failure or a clear by failover."""
-        return max(self.handled.get(task_id, 0), self.superseded.get(task_id, 0)) >= try_number
+        return self.ended_through(task_id) >= try_number
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""One try of a pipeline stage: inject test faults, resolve inputs, run the Spark application, commit.
+"""One try of a pipeline stage: resolve inputs, run the Spark application, commit its outputs.
 
 Kept apart from ``SparkStageOperator``'s declaration so that parsing a DAG file imports none of it:
 the DAG processor imports the operator module again for every parse (bench/bench_parse_cost.py).
@@ -18,9 +18,12 @@ from pathlib import Path
 from typing import Any
 
 from airflow_ft_provider.exchanges import Output
-from airflow_ft_provider.faults import InjectedFailure, delete_partitions, faults_for, kill_self
+from airflow_ft_provider.faults import injector_for
+from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.partitions import PartitionRef, Producer, RunRef
+from airflow_ft_provider.partitions.pipelined import PipelinedPartitions, execution_id
 from airflow_ft_provider.partitions.store import new_attempt_id
+from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
 from airflow_ft_provider.spark.spec import (
     INJECT_FAILURE_CONF,
     OUTPUT_MARKER,
@@ -81,12 +84,8 @@ class StageAttempt:
         """Only after the application succeeds are its outputs committed; a failure commits nothing."""
         stage, ti, run, map_index = self.stage, self.ti, self.run_ref, self.map_index
         task = self.description.core_task_id(stage.task_id, map_index)
-        faults = [f for f in faults_for(self.context, task) if ti.try_number <= f.times]
-        for fault in faults:
-            delete_partitions(self.store, run, fault.delete, self.log)
-            delete_partitions(self.store, run, fault.truncate, self.log, truncate=True)
-            if fault.mode == "raise":
-                raise InjectedFailure(f"injected failure of {task} on try {ti.try_number} (ft_faults)")
+        faults = injector_for(self.context, task, store=self.store, run=run, log=self.log)
+        faults.before_work()
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
         workdir = Path(tempfile.mkdtemp(prefix="ft-stage-"))
         try:
@@ -99,9 +98,8 @@ class StageAttempt:
             self.log.info("stage %s: reading %s, writing %s", task,
                           {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
                           sorted(outputs) or "nothing")
-            self._submit(spec, workdir, fail_in_app=any(f.mode == "app" for f in faults))
-            if any(f.mode == "kill" for f in faults):
-                kill_self()  # a hard crash after the work, before the commit
+            self._submit(spec, workdir, fail_in_app=faults.fails_in_app)
+            faults.after_work()
             committed = self._commit_outputs(outputs)
         finally:
             shutil.rmtree(workdir, ignore_errors=True)
@@ -114,24 +112,33 @@ class StageAttempt:
 
     def _resolve_inputs(self, workdir: Path, direct: bool) -> dict[str, InputSpec]:
         """Resolve and verify every input partition before any Spark work: PartitionNotFound names it.
-        Staged: fetched to local disk (checksums verified). Direct: s3a URIs of the manifest's objects."""
+        Staged: fetched to local disk (checksums verified). Direct: s3a URIs of the manifest's objects.
+        A pipelined input is read from the execution its handle names, if that execution is current."""
         inputs: dict[str, InputSpec] = {}
         graph = self.description.graph
-        for result, partition_ids in self.description.consumed_partitions(self.stage.task_id, self.map_index).items():
+        consumed = self.description.consumed_partitions(self.stage.task_id, self.map_index)
+        pipelined_io = PipelinedPartitions(self.store)
+        journal_state = None
+        for result, partition_ids in consumed.items():
+            producer = graph.stages[graph.results[result].producer]
             pipelined = not graph.results[result].result_type.is_reconsumable
-            executions = self._pipelined_executions(graph.results[result].producer) if pipelined else {}
+            if pipelined and journal_state is None:
+                journal_state = RecoveryJournal(self.store, self.run_ref).load()
             partitions = []
             for number, partition_id in enumerate(partition_ids):
                 ref = self.run_ref.parse(partition_id)
-                execution = executions.get(partition_id, "t0") if pipelined else None
+                handle = None
+                if pipelined:
+                    index = max(ref.map_index, 0)
+                    producer_task = subtask_id(producer.name, index, producer.parallelism)
+                    handle = pipelined_io.resolve(ref, ended_through=journal_state.ended_through(producer_task))
                 if direct:
-                    _, uris = self.store.remote_files(ref, execution_id=execution)
+                    _, uris = (pipelined_io.remote_files(ref, handle) if handle is not None else self.store.remote_files(ref))
                     paths = [uri.replace("s3://", "s3a://", 1) for uri in uris]
                 else:
                     # Not the partition id: '[' is a glob character in Hadoop paths.
                     dest = workdir / "in" / f"{result}-{number}"
-                    fetched = (self.store.fetch_scratch(ref, execution, dest) if pipelined
-                               else self.store.fetch(ref, dest))
+                    fetched = pipelined_io.fetch(ref, handle, dest) if handle is not None else self.store.fetch(ref, dest)
                     paths = [p.as_uri() for p in fetched.paths]
                 partitions.append(InputPartition(partition_id, paths))
             inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
@@ -140,27 +147,24 @@ class StageAttempt:
     def _plan_outputs(self, workdir: Path, direct: bool) -> dict[str, _PlannedOutput]:
         """Where the application writes each output: local staging, or the attempt prefix on S3."""
         parallelism = self.description.graph.stages[self.stage.task_id].parallelism
+        try_number = self.ti.try_number
         planned = {}
         for output in self.stage.outputs:
             partition_id = output.result if parallelism == 1 else f"{output.result}[{self.map_index}]"
             ref = self.run_ref.parse(partition_id)
-            execution = None if output.result_type.is_reconsumable else f"t{self.ti.try_number}"
-            attempt = new_attempt_id(self.ti.try_number) if direct else None
-            location = (self.store.attempt_location(ref, attempt, execution_id=execution).replace("s3://", "s3a://", 1)
-                        if direct else (workdir / "out" / output.result).as_uri())
-            spec = OutputSpec(output.result, output.result_type.value, location, compression=output.compression)
+            pipelined = not output.result_type.is_reconsumable
+            attempt = new_attempt_id(try_number) if direct else None
+            if not direct:
+                location = (workdir / "out" / output.result).as_uri()
+            elif pipelined:
+                location = PipelinedPartitions(self.store).attempt_location(ref, attempt, try_number)
+            else:
+                location = self.store.attempt_location(ref, attempt)
+            spec = OutputSpec(output.result, output.result_type.value, location.replace("s3://", "s3a://", 1),
+                              compression=output.compression)
+            execution = execution_id(try_number) if pipelined else None
             planned[output.result] = _PlannedOutput(output, partition_id, ref, spec, execution, attempt)
         return planned
-
-    def _pipelined_executions(self, producer: str) -> dict[str, str]:
-        """A pipelined partition is read from the producer's current execution, named in its XCom."""
-        pulled = self.ti.xcom_pull(task_ids=producer, key=PARTITIONS_XCOM_KEY, map_indexes=None)
-        entries = pulled if isinstance(pulled, list) else [pulled]
-        return {
-            pid: info["execution"]
-            for entry in entries if isinstance(entry, dict)
-            for pid, info in entry.items() if info.get("type") == "pipelined"
-        }
 
     def _submit(self, spec: StageSpec, workdir: Path, *, fail_in_app: bool = False) -> None:
         stage = self.stage
@@ -192,13 +196,15 @@ class StageAttempt:
         for name, planned in outputs.items():
             rows = markers[name]["rows"]
             options = {"producer": producer, "compression": planned.output.compression, "row_count": rows}
-            if planned.attempt is not None:
-                manifest = self.store.commit_uploaded(planned.ref, planned.attempt, execution_id=planned.execution, **options)
-            elif planned.execution is None:
+            pipelined_io = PipelinedPartitions(self.store)
+            if planned.execution is None and planned.attempt is None:
                 manifest = self.store.commit(planned.ref, _local_dir(planned.spec.location), **options)
+            elif planned.execution is None:
+                manifest = self.store.commit_uploaded(planned.ref, planned.attempt, **options)
+            elif planned.attempt is None:
+                manifest = pipelined_io.commit(planned.ref, _local_dir(planned.spec.location), **options)
             else:
-                manifest = self.store.commit_scratch(planned.ref, planned.execution, _local_dir(planned.spec.location),
-                                                     **options)
+                manifest = pipelined_io.commit_uploaded(planned.ref, planned.attempt, **options)
             self.log.info("committed %s partition %s: %d rows, %d files, %d bytes (attempt %s)",
                           planned.output.result_type.value, planned.partition_id, rows, len(manifest.files),
                           manifest.total_size, manifest.attempt_id)

@@ -5,6 +5,7 @@ Layout under ``s3://<bucket>/<prefix>/``::
     <pipeline>/<run>/blocking/<result>/<map-index>/manifest.json          the commit point
     <pipeline>/<run>/blocking/<result>/<map-index>/attempts/<attempt>/…   data files of one attempt
     <pipeline>/<run>/scratch/<execution>/<result>/<map-index>/…           pipelined partitions
+    <pipeline>/<run>/pipelined/<result>/<map-index>.json                 which execution is current
     <pipeline>/<run>/leases/<consumer>.json                               registered consumers
     <pipeline>/<run>/_run/{succeeded,releasing,released}.json             life-cycle markers
 
@@ -226,6 +227,9 @@ class StoreLayout:
 
     def scratch_prefix(self, ref: PartitionRef, execution_id: str) -> str:
         return f"{self.scratch_execution_prefix(ref.run, execution_id)}{ref.result}/{ref.map_index}/"
+
+    def pipelined_handle_key(self, ref: PartitionRef) -> str:
+        return f"{self.run_prefix(ref.run)}pipelined/{ref.result}/{ref.map_index}.json"
 
     def leases_prefix(self, run: RunRef) -> str:
         return f"{self.run_prefix(run)}leases/"

@@ -18,6 +18,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
 from tests.support.airflow_rest import try_numbers
 from tests.support.orders_expected import actual_outputs, expected_outputs
@@ -33,10 +34,11 @@ EXPECTED_REGIONS = {
         [["clean_orders", "enrich_orders"], ["customer_aggregates"], ["daily_revenue"], ["generate_orders"]],
         ["region_clean_orders"],
     ),
-    #   score_shard[0..2] --> merge_shards
+    #   [read_shard[i] ~~> score_shard[i]] (i = 0..2, pointwise) --> merge_shards
     "ft_example_sharded_scoring": (
-        [["merge_shards"], ["score_shard[0]"], ["score_shard[1]"], ["score_shard[2]"]],
-        [],
+        [["merge_shards"], ["read_shard[0]", "score_shard[0]"], ["read_shard[1]", "score_shard[1]"],
+         ["read_shard[2]", "score_shard[2]"]],
+        ["region_read_shard"],
     ),
     "ft_example_restart_fixed_delay": ([["ingest"]], []),
     "ft_example_restart_exponential_delay": ([["ingest"]], []),
@@ -182,15 +184,20 @@ def test_orders_etl_restarts_the_pipelined_region_only(live_airflow, example_run
 @pytest.mark.spark
 @pytest.mark.s3
 def test_sharded_scoring_restarts_only_the_failed_shard(live_airflow, example_runs, example_store):
-    #   score_shard[0] --\
-    #   score_shard[1] ---+--> merge_shards        shard 1 fails once
-    #   score_shard[2] --/
+    #   [read_shard[0] ~~> score_shard[0]] --\
+    #   [read_shard[1] ~~> score_shard[1]] ---+--> merge_shards        score_shard[1] fails once
+    #   [read_shard[2] ~~> score_shard[2]] --/
     run, tries, story = finish(live_airflow, example_runs, "shards")
     dag_id, run_id = example_runs["shards"]
     assert run["state"] == "success", story
-    # Only shard 1 runs again; merge_shards (not started yet) runs once. The other shards' partitions
-    # are pending, not lost, while they run: no backtracking to them.
-    assert tries == {"score_shard[0]": 1, "score_shard[1]": 2, "score_shard[2]": 1, "merge_shards": 1}, story
+    # Only shard 1's pipelined region runs again; merge_shards (not started yet) runs once. The other
+    # shards' partitions are pending, not lost, while they run: no backtracking to them.
+    assert tries == {"read_shard[0]": 1, "read_shard[1]": 2, "read_shard[2]": 1, "score_shard[0]": 1,
+                     "score_shard[1]": 2, "score_shard[2]": 1, "merge_shards": 1}, story
+    # Each shard's score read its pipelined readings from the current execution of its own region.
+    pipelined = PipelinedPartitions(example_store)
+    run_ref = RunRef(dag_id, run_id)
+    assert [pipelined.resolve(run_ref.parse(f"shard_readings[{i}]")).execution for i in range(3)] == ["t1", "t2", "t1"]
     expected = defaultdict(lambda: [0, 0, set()])
     for shard in range(3):
         for i in range(shard, 300, 3):
@@ -203,7 +210,7 @@ def test_sharded_scoring_restarts_only_the_failed_shard(live_airflow, example_ru
         (sensor, a, t, len(s)) for sensor, (a, t, s) in expected.items())
     events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
     assert [e["task"] for e in events] == ["score_shard[1]"]
-    assert ["score_shard[1]"] in events[0]["regions"] and ["merge_shards"] in events[0]["regions"]
+    assert ["read_shard[1]", "score_shard[1]"] in events[0]["regions"] and ["merge_shards"] in events[0]["regions"]
 
 
 @pytest.mark.airflow

@@ -23,8 +23,8 @@ def pipelines(dag_test_home, s3_bucket, tmp_path):
     env = {"FT_TEST_APPS": str(HERE / "apps"), "FT_TEST_STORE_URL": s3_bucket.url, "FT_TEST_MARKERS": str(markers)}
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url)
 
-    def run(dag_id, conf=None):
-        return dag_test_home.run(dag_file, dag_id, conf, env=env)
+    def run(dag_id, conf=None, **settings):
+        return dag_test_home.run(dag_file, dag_id, conf, env={**env, **settings})
 
     return run, store, markers
 
@@ -88,3 +88,21 @@ def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines):
     for shard in range(3):
         assert revenue_rows(store, "ft_mapped", result.run_id, f"revenue[{shard}]") == expected_revenue(orders(shard, 3))
     assert revenue_rows(store, "ft_mapped", result.run_id, "revenue_total") == expected_revenue(orders())
+
+
+def test_faults_asked_for_where_fault_injection_is_off_change_nothing(pipelines):
+    #   generate --orders--> revenue      every kind of fault asked for; the deployment does not allow it
+    run, store, markers = pipelines
+    faults = [{"task": "generate", "mode": "kill"}, {"task": "generate", "mode": "app"},
+              {"task": "revenue", "delete": ["orders"]}, {"task": "revenue", "truncate": ["orders"]},
+              {"task": "revenue", "mode": "raise"}]
+    result = run("ft_two_stages", {"ft_faults": faults}, AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION="False")
+    # Nothing killed (the dag.test process would have died), no application failed, nothing raised:
+    # the run, whose restart strategy is "none", succeeds on the first try of every task.
+    assert result.state == "success", result.errors()
+    assert [(ti["task_id"], ti["try_number"]) for ti in sorted(result.tasks, key=lambda t: t["task_id"])] == [
+        ("generate", 1), ("revenue", 1)]
+    # Nothing deleted or truncated: the orders partition passes a deep (checksum) check.
+    report = store.check_availability("ft_two_stages", result.run_id, ["orders", "revenue"], deep=True)
+    assert report.unavailable == {}
+    assert result.output.count("ignoring ft_faults in the run's conf: fault injection is off") == 2

@@ -78,6 +78,7 @@ def airflow_env(home: Path, *, s3=None, spark_master: str = "local[1]", extra: d
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
         "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://localhost:8080/execution/",
         "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_master}),
+        "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION": "True",  # tests inject faults through ft_faults
         "PYTHONPATH": str(REPO),
     })
     if s3 is not None:

@@ -218,6 +218,8 @@ class LiveAirflow:
                 "AIRFLOW__CORE__PARALLELISM": "16",
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
+                # The scenarios, the demo, chaos and benchmarks inject faults through a run's ft_faults.
+                "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION": "True",
                 # SQLite in WAL mode (set by the bootstrap), default 5 s busy timeout. A longer timeout
                 # makes things worse: under load the API server can stall on the DB lock until the
                 # timeout expires (thread pool exhausted by requests waiting for the lock), and a 30 s

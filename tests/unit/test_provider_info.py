@@ -158,3 +158,10 @@ def test_failover_core_imports_nothing_from_airflow():
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
     assert result.returncode == 0, result.stdout + result.stderr
+
+
+def test_config_declares_fault_injection_off_by_default():
+    from airflow_ft_provider.faults import ALLOW_KEY
+
+    option = get_provider_info()["config"][CONFIG_SECTION]["options"][ALLOW_KEY]
+    assert (ALLOW_KEY, option["type"], option["default"]) == ("allow_fault_injection", "boolean", "False")
