@@ -16,9 +16,9 @@ from typing import Any
 
 from airflow_ft_provider import __version__
 from airflow_ft_provider.failover.durations import format_duration
-from airflow_ft_provider.faults import ALLOW_KEY as ALLOW_FAULT_INJECTION_KEY
 from airflow_ft_provider.failover.failover_strategies import FAILOVER_STRATEGY_KEY
 from airflow_ft_provider.failover.restart_config import OPTIONS, TYPE_KEY
+from airflow_ft_provider.partitions.conditional import ALLOW_UNCONDITIONAL_KEY
 from airflow_ft_provider.partitions.manifest import CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
 
@@ -73,6 +73,16 @@ def _partition_store_options() -> dict[str, dict[str, Any]]:
             "example": "30 min",
             "default": format_duration(DEFAULT_ORPHAN_GRACE),
         },
+        ALLOW_UNCONDITIONAL_KEY: {
+            "description": "UNSAFE. Write to a partition store whose S3 endpoint ignores conditional writes "
+            "(If-None-Match / If-Match), which each process probes before its first write. Off, such a "
+            "store is refused with an error; on, a warning is logged and a zombie try can replace a newer "
+            "partition's manifest and concurrent recovery-journal updates can be lost.",
+            "version_added": "0.1.0",
+            "type": "boolean",
+            "example": "True",
+            "default": "False",
+        },
     }
 
 
@@ -104,7 +114,7 @@ def _config_options() -> dict[str, dict[str, Any]]:
             "default": str(option.default),
         }
     options.update(_partition_store_options())
-    options[ALLOW_FAULT_INJECTION_KEY] = {
+    options["allow_fault_injection"] = {  # read by airflow_ft_provider.faults (not imported: parse cost)
         "description": "Let a DAG run's 'ft_faults' conf inject failures into pipeline stages (raise, fail "
         "the Spark application, SIGKILL the task process, delete or truncate partition objects). For test "
         "and demo deployments only: anyone allowed to trigger a run could otherwise kill tasks and damage "

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 import urllib.parse
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from functools import cached_property
 from typing import Any
 
@@ -74,20 +74,24 @@ def check_spark_connection(conn_id: str) -> None:
 class SparkStageOperator(BaseOperator):
     """Run a PySpark application that reads and writes result partitions.
 
-    Before submitting, every input partition this task reads is resolved through its manifest and
-    verified; a missing or corrupt one raises ``PartitionNotFound`` (which drives backtracking).
-    The application is submitted with the Spark provider's ``SparkSubmitHook`` (master from the
-    ``spark`` connection). Only after it succeeds are its outputs committed to the partition store;
-    a failed application commits nothing.
+    Before any Spark work, every input partition this task reads is resolved through its manifest (or
+    handle) and verified; a missing or corrupt one raises ``PartitionNotFound`` (which drives
+    backtracking). With a ``spark`` connection the application is submitted with the Spark provider's
+    ``SparkSubmitHook``; with a ``spark_connect`` connection it runs in the worker on a session of the
+    Spark Connect server, and pipelined outputs stay in that server. Only after the application
+    succeeds are its outputs committed to the partition store; a failed application commits nothing.
 
     :param application: the PySpark file to run (templated); it uses ``airflow_ft_provider.spark.stage_io``.
+    :param python_callable: instead of ``application`` (Spark Connect only): ``fn(spark, io, *application_args)``
+        gets the session and the stage's ``StageIO``.
     :param inputs: results read, e.g. ``["raw"]`` or ``{"raw": "pointwise"}`` (default all-to-all).
     :param outputs: results written, e.g. ``["cleaned"]`` or ``{"enriched": "pipelined"}`` (default blocking).
     :param application_args: arguments for the application (templated).
     :param conf: extra Spark configuration (templated).
     :param env_vars: environment of spark-submit (templated).
     :param spark_name: Spark application name (templated); default ``<dag>.<task>[<map index>]``.
-    :param spark_conn_id: ``spark`` connection; default: the pipeline's (``spark_default``).
+    :param spark_conn_id: ``spark`` (spark-submit) or ``spark_connect`` connection; default: the
+        pipeline's (``spark_default``).
     :param spark_submit_kwargs: further ``SparkSubmitHook`` arguments (executor_memory, jars, ...).
     :param direct_s3a: Spark reads and writes partitions on S3 itself (``s3a://``; the cluster needs
         hadoop-aws); default: the pipeline's (False: the worker stages partitions on local disk).
@@ -102,7 +106,8 @@ class SparkStageOperator(BaseOperator):
     def __init__(
         self,
         *,
-        application: str,
+        application: str | None = None,
+        python_callable: Callable[..., Any] | None = None,
         inputs: object = None,
         outputs: object = None,
         application_args: list[Any] | None = None,
@@ -115,8 +120,17 @@ class SparkStageOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
+        if (application is None) == (python_callable is None):
+            raise ValueError(
+                f"stage {self.task_id!r}: give either application= (a PySpark file) or python_callable= "
+                f"(a function of the Spark Connect session and the stage's I/O), not "
+                f"{'both' if application is not None else 'neither'}"
+            )
+        if python_callable is not None and not callable(python_callable):
+            raise ValueError(f"stage {self.task_id!r}: python_callable must be callable, got {python_callable!r}")
         self.direct_s3a = direct_s3a
         self.application = application
+        self.python_callable = python_callable
         self.inputs = normalize_inputs(inputs)
         self.outputs = normalize_outputs(outputs)
         self.application_args = application_args or []

@@ -1,10 +1,12 @@
 """Pipelined partitions: which execution of its producer a consumer reads.
 
-A pipelined partition lives for one execution of its failover region. Its producer commits the data
-under the execution's scratch prefix (``<run>/scratch/<execution>/<result>/<map-index>/``, a manifest
-as for a blocking partition), then publishes the partition's **handle**,
-``<run>/pipelined/<result>/<map-index>.json``, naming that execution. A consumer resolves the handle;
-it never guesses an execution, so a mapped producer is found exactly like an unmapped one.
+A pipelined partition lives for one execution of its failover region. Its producer puts the data
+either under the execution's scratch prefix (``<run>/scratch/<execution>/<result>/<map-index>/``,
+committed with a manifest as a blocking partition is) or, on a Spark Connect server, in a cached global
+temporary view; then it publishes the partition's **handle**, ``<run>/pipelined/<result>/<map-index>.json``,
+naming that execution and, for a view, the server and the view. A consumer resolves the handle; it
+never guesses an execution, so a mapped producer is found exactly like an unmapped one. Consumers
+record on the handle that they are done, and the last one releases a view's data.
 
 The handle is replaced by compare-and-swap and fenced by the producer's try number, as a manifest is:
 a zombie try of an older execution cannot take it back. A handle whose try the run's recovery journal
@@ -15,8 +17,10 @@ partition after its region failed.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -38,14 +42,34 @@ def execution_id(try_number: int) -> str:
     return f"t{try_number}"
 
 
+_VIEW = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")  # safe as global_temp.<view> in SQL
+_SERVER = re.compile(r"^sc://[A-Za-z0-9_.:\[\]-]{1,255}\Z")
+
+
+@dataclass(frozen=True)
+class EngineLocation:
+    """A pipelined partition kept by a Spark Connect server as a global temporary view."""
+
+    server: str  # sc://host:port (no credentials)
+    view: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.server, str) or not _SERVER.match(self.server):
+            raise ValueError(f"invalid Spark Connect server {self.server!r}: use sc://host:port")
+        if not isinstance(self.view, str) or not _VIEW.match(self.view):
+            raise ValueError(f"invalid view name {self.view!r}: use letters, digits and '_'")
+
+
 @dataclass(frozen=True)
 class PipelinedHandle:
-    """Where the current execution of one pipelined partition is."""
+    """Where the current execution of one pipelined partition is, and who has consumed it."""
 
     partition_id: str
     execution: str
     producer: Producer
     published_at: float
+    engine: EngineLocation | None = None  # None: S3 scratch of the execution
+    consumed_by: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
         return json.dumps({
@@ -53,6 +77,8 @@ class PipelinedHandle:
             "producer": {"task_id": self.producer.task_id, "map_index": self.producer.map_index,
                          "try_number": self.producer.try_number},
             "published_at": self.published_at,
+            "engine": None if self.engine is None else {"server": self.engine.server, "view": self.engine.view},
+            "consumed_by": list(self.consumed_by),
         }, sort_keys=True).encode()
 
     @classmethod
@@ -67,10 +93,17 @@ class PipelinedHandle:
             producer = doc["producer"]
             if not isinstance(producer, dict):
                 raise ValueError("'producer' must be an object")
+            engine, consumed = doc.get("engine"), doc.get("consumed_by", [])
+            if engine is not None and not isinstance(engine, dict):
+                raise ValueError("'engine' must be an object or null")
+            if not isinstance(consumed, list) or not all(isinstance(c, str) for c in consumed):
+                raise ValueError("'consumed_by' must be a list of task ids")
             handle = cls(
                 partition_id=doc["partition_id"], execution=doc["execution"],
                 producer=Producer(producer["task_id"], producer["map_index"], producer["try_number"]),
                 published_at=float(doc["published_at"]),
+                engine=None if engine is None else EngineLocation(engine["server"], engine["view"]),
+                consumed_by=tuple(consumed),
             )
             if handle.partition_id != expected.partition_id:
                 raise ValueError(f"it names partition {handle.partition_id!r}")
@@ -119,10 +152,10 @@ class PipelinedPartitions:
         self.publish(ref, producer)
         return manifest
 
-    def publish(self, ref: PartitionRef, producer: Producer) -> PipelinedHandle:
+    def publish(self, ref: PartitionRef, producer: Producer, *, engine: EngineLocation | None = None) -> PipelinedHandle:
         """Make ``producer``'s execution the one consumers read; never replaces a newer try's."""
         handle = PipelinedHandle(ref.partition_id, execution_id(producer.try_number), producer,
-                                 round(self.clock.now(), 3))
+                                 round(self.clock.now(), 3), engine)
 
         def change(current: bytes | None) -> bytes:
             if current is not None:
@@ -140,23 +173,50 @@ class PipelinedPartitions:
         return handle
 
     # -- consumer side ------------------------------------------------------------------------------
+    def current(self, ref: PartitionRef) -> PipelinedHandle | None:
+        """The handle as stored (None: never published); invalid ones raise PartitionNotFound."""
+        raw = self.store.json_objects.get_bytes(self.handle_key(ref), oversized="truncate")
+        return None if raw is None else PipelinedHandle.from_json(raw.value, ref)
+
     def resolve(self, ref: PartitionRef, *, ended_through: int = 0) -> PipelinedHandle:
         """The current execution of ``ref``. ``ended_through``: the producer's highest try that the
         run's recovery journal saw end (failed, or cleared by failover); a handle of that try or an
         older one belongs to an execution that failover has replaced."""
-        raw = self.store.json_objects.get_bytes(self.handle_key(ref), oversized="truncate")
+        handle = self.current(ref)
         where = f"s3://{self.store.bucket}/{self.handle_key(ref)}"
-        if raw is None:
+        if handle is None:
             raise PartitionNotFound(
                 ref.partition_id, Unavailable.MISSING_MANIFEST,
                 f"no execution of its region has produced it yet (no {where})", run=str(ref.run))
-        handle = PipelinedHandle.from_json(raw.value, ref)
         if handle.producer.try_number <= ended_through:
             raise PartitionNotFound(
                 ref.partition_id, Unavailable.PIPELINED,
                 f"written by try {handle.producer.try_number} of {handle.producer.task_id}, an execution of "
                 f"its region that failover has since restarted ({where})", run=str(ref.run))
         return handle
+
+    def record_consumer(self, ref: PartitionRef, handle: PipelinedHandle, consumer: str,
+                        consumers: Iterable[str]) -> bool:
+        """Note that ``consumer`` has committed what it read from ``handle``'s execution; True when
+        that makes every one of ``consumers`` done, so the data can be released (Flink releases a
+        pipelined partition once it is fully consumed). A newer execution meanwhile: False."""
+        expected = set(consumers)
+        complete = False
+
+        def change(current: bytes | None) -> bytes | None:
+            nonlocal complete
+            complete = False
+            if current is None:
+                return None
+            stored = PipelinedHandle.from_json(current, ref)
+            if stored.execution != handle.execution or consumer in stored.consumed_by:
+                return None
+            consumed = tuple(sorted({*stored.consumed_by, consumer}))
+            complete = expected <= set(consumed)
+            return dataclasses.replace(stored, consumed_by=consumed).to_json()
+
+        self.store.json_objects.update_raw(self.handle_key(ref), change)
+        return complete
 
     def fetch(self, ref: PartitionRef, handle: PipelinedHandle, dest: Any) -> FetchedPartition:
         return self.store.fetch_scratch(ref, handle.execution, dest)

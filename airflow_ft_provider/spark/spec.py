@@ -1,9 +1,12 @@
 """The stage spec: what the operator tells a Spark application about its inputs and outputs.
 
-It travels as base64 JSON in the Spark conf ``spark.airflow_ft.stage_spec`` (reaches the driver in
-client and cluster deploy modes alike) or, for tests and local runs, the ``FT_STAGE_SPEC``
-environment variable. Stdlib only: this module is shipped to the Spark driver, which may have
-neither Airflow nor boto3.
+It travels as base64 JSON in the Spark conf ``spark.airflow_ft.stage_spec``: on ``spark-submit``'s
+command line (reaches the driver in client and cluster deploy modes alike), or set on the session of a
+Spark Connect stage; for tests and local runs also the ``FT_STAGE_SPEC`` environment variable.
+Stdlib only: this module is shipped to the Spark driver, which may have neither Airflow nor boto3.
+
+A partition's data is either files (``paths``: ``file://`` staging or ``s3a://``) or, for a pipelined
+partition kept by a Spark Connect server, a global temporary view (``view``).
 """
 
 from __future__ import annotations
@@ -19,11 +22,15 @@ OUTPUT_MARKER = "_FT_OUTPUT.json"  # written by stage_io beside an output's data
 INJECT_FAILURE_CONF = "spark.airflow_ft.inject_failure"  # fault injection: fail before the first write
 
 
+VIEW_PREFIX = "view:"  # an output location naming the global temporary view to publish
+
+
 @dataclass(frozen=True)
 class InputPartition:
     partition_id: str  # "result" or "result[i]", as in the failover core
     paths: list[str]  # data files listed by the partition's manifest (file:// or s3a://)
     format: str = "parquet"
+    view: str | None = None  # a pipelined partition held by the Spark Connect server (global_temp.<view>)
 
 
 @dataclass(frozen=True)
@@ -37,7 +44,7 @@ class InputSpec:
 class OutputSpec:
     result: str
     result_type: str
-    location: str  # directory the application writes to (file:// staging or s3a:// attempt prefix)
+    location: str  # file:// staging or s3a:// attempt prefix to write to, or "view:<name>" to publish
     format: str = "parquet"
     compression: str = "snappy"
 

@@ -6,18 +6,27 @@
     orders = io.read("cleaned_orders")          # a declared input, as a DataFrame
     io.write("daily_revenue", revenue_df)       # a declared output, written once
 
-The application only writes data files and a small marker; the operator commits the partition
+The application only writes data and reports how many rows; the operator commits the partition
 through the store afterwards (one manifest PUT), so a crashed application never exposes output.
 Reading an input that is not declared, or writing an output twice, is an error.
+
+The same application runs two ways. Under ``spark-submit`` the spec comes from the Spark conf and each
+output's row count goes into a small marker file beside its data. On a Spark Connect session the
+application runs in the Airflow worker itself: the operator installs the spec in this process
+(``in_process_stage``) and reads the row counts back from it; pipelined outputs may then stay in the
+Spark server as cached global temporary views instead of files.
 """
 
 from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from .spec import ENV_VAR, INJECT_FAILURE_CONF, OUTPUT_MARKER, SPARK_CONF_KEY, StageSpec
+from .spec import ENV_VAR, INJECT_FAILURE_CONF, OUTPUT_MARKER, SPARK_CONF_KEY, VIEW_PREFIX, StageSpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -27,26 +36,63 @@ class StageIOError(RuntimeError):
     """The application used its declared inputs or outputs wrongly."""
 
 
+@dataclass
+class InProcessStage:
+    """A stage whose application runs in this process: its spec, and the rows of each output written."""
+
+    spec: StageSpec
+    fail_before_write: bool = False
+    rows: dict[str, int] = field(default_factory=dict)
+
+
+_current: InProcessStage | None = None
+
+
+@contextmanager
+def in_process_stage(spec: StageSpec, *, fail_before_write: bool = False) -> Iterator[InProcessStage]:
+    """Make ``for_session`` serve ``spec`` to an application run in this process (Spark Connect)."""
+    global _current
+    if _current is not None:
+        raise StageIOError(f"a stage ({_current.spec.stage!r}) is already running in this process")
+    _current = InProcessStage(spec, fail_before_write)
+    try:
+        yield _current
+    finally:
+        _current = None
+
+
 class StageIO:
-    def __init__(self, spark: SparkSession, spec: StageSpec) -> None:
+    def __init__(self, spark: SparkSession, spec: StageSpec, *, in_process: InProcessStage | None = None) -> None:
         self.spark = spark
         self.spec = spec
+        self._in_process = in_process
         self._written: set[str] = set()
 
     @property
     def map_index(self) -> int | None:
         return self.spec.map_index
 
-    def input_paths(self, name: str) -> list[str]:
-        """The data files of every partition of a declared input, exactly as their manifests list them."""
+    def _input(self, name: str):
         if name not in self.spec.inputs:
             raise StageIOError(
                 f"stage {self.spec.stage!r} reads input {name!r}, which it did not declare; declared inputs: "
                 f"{sorted(self.spec.inputs) or 'none'} (add it to the operator's inputs=)"
             )
-        return [path for partition in self.spec.inputs[name].partitions for path in partition.paths]
+        return self.spec.inputs[name]
+
+    def input_paths(self, name: str) -> list[str]:
+        """The data files of every partition of a declared input, exactly as their manifests list them."""
+        return [path for partition in self._input(name).partitions for path in partition.paths]
 
     def read(self, name: str) -> DataFrame:
+        partitions = self._input(name).partitions
+        views = [p.view for p in partitions if p.view]
+        if views:  # pipelined partitions held by the Spark Connect server
+            frames = [self.spark.table(f"global_temp.{view}") for view in views]
+            result = frames[0]
+            for frame in frames[1:]:
+                result = result.unionByName(frame)
+            return result
         paths = self.input_paths(name)
         if not paths:
             raise StageIOError(f"input {name!r} of stage {self.spec.stage!r} has no data files")
@@ -60,14 +106,34 @@ class StageIO:
             )
         if name in self._written:
             raise StageIOError(f"stage {self.spec.stage!r} writes output {name!r} twice; write each output once")
-        if self.spark.sparkContext.getConf().get(INJECT_FAILURE_CONF, "false") == "true":
+        if self._fail_before_write():
             raise RuntimeError(f"injected failure in the Spark application of {self.spec.stage!r} (ft_faults)")
         output = self.spec.outputs[name]
         self._written.add(name)
-        codec = "none" if output.compression in ("none", "uncompressed") else output.compression
-        df.write.mode("errorifexists").option("compression", codec).parquet(output.location)
-        rows = self.spark.read.parquet(output.location).count()  # answered from Parquet footers
-        self._write_marker(output.location, {"result": name, "rows": rows, "format": output.format})
+        if output.location.startswith(VIEW_PREFIX):
+            rows = self._publish_view(df, output.location[len(VIEW_PREFIX):])
+        else:
+            codec = "none" if output.compression in ("none", "uncompressed") else output.compression
+            df.write.mode("error").option("compression", codec).parquet(output.location)
+            rows = self.spark.read.parquet(output.location).count()  # answered from Parquet footers
+        if self._in_process is not None:
+            self._in_process.rows[name] = rows
+        else:
+            self._write_marker(output.location, {"result": name, "rows": rows, "format": output.format})
+
+    def _fail_before_write(self) -> bool:
+        if self._in_process is not None:
+            return self._in_process.fail_before_write
+        return self.spark.conf.get(INJECT_FAILURE_CONF, "false") == "true"
+
+    def _publish_view(self, df: DataFrame, view: str) -> int:
+        """Keep the data in the server (memory, spilling to disk) and name it for the region's consumers."""
+        from pyspark import StorageLevel
+
+        cached = df.persist(StorageLevel.MEMORY_AND_DISK)
+        rows = cached.count()  # materializes the cache: consumers never recompute from our inputs
+        cached.createOrReplaceGlobalTempView(view)
+        return rows
 
     def _write_marker(self, location: str, content: dict) -> None:
         """Through Hadoop's FileSystem, so one code path serves file:// staging and s3a:// alike."""
@@ -84,7 +150,7 @@ class StageIO:
 def load_spec(spark: SparkSession | None = None) -> StageSpec:
     encoded = None
     if spark is not None:
-        encoded = spark.sparkContext.getConf().get(SPARK_CONF_KEY, None)
+        encoded = spark.conf.get(SPARK_CONF_KEY, None)
     encoded = encoded or os.environ.get(ENV_VAR)
     if not encoded:
         raise StageIOError(
@@ -95,4 +161,6 @@ def load_spec(spark: SparkSession | None = None) -> StageSpec:
 
 
 def for_session(spark: SparkSession) -> StageIO:
+    if _current is not None:
+        return StageIO(spark, _current.spec, in_process=_current)
     return StageIO(spark, load_spec(spark))

@@ -6,6 +6,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
 from tests.spark.apps.orders_data import daily_revenue, orders
 
@@ -106,3 +107,33 @@ def test_faults_asked_for_where_fault_injection_is_off_change_nothing(pipelines)
     report = store.check_availability("ft_two_stages", result.run_id, ["orders", "revenue"], deep=True)
     assert report.unavailable == {}
     assert result.output.count("ignoring ft_faults in the run's conf: fault injection is off") == 2
+
+
+def test_stages_on_a_spark_connect_server_keep_pipelined_partitions_in_the_server(pipelines, spark_connect, s3_bucket):
+    #   [ generate[0] ~~orders[0]~~> revenue[0] ]--+
+    #   [ generate[1] ~~orders[1]~~> revenue[1] ]--+--revenue--> total (python_callable)
+    run, store, markers = pipelines
+    result = run("ft_connect", **spark_connect.connection_env("spark_connect_test"))
+    assert result.state == "success", result.errors()
+    assert "Spark-Submit cmd" not in result.output  # no spark-submit, no JVM per stage
+    run_ref = RunRef("ft_connect", result.run_id)
+    for shard in range(2):
+        assert revenue_rows(store, "ft_connect", result.run_id, f"revenue[{shard}]") == expected_revenue(orders(shard, 2))
+        assert (markers / "ran-revenue").exists()
+    totals = read_table(store, run_ref.parse("revenue_total")).to_pylist()
+    assert {r["day"]: (r["revenue"], r["orders"]) for r in totals} == expected_revenue(orders())
+    # The pipelined partitions never reached S3: each is a view of the server, named in its handle,
+    # released by its only consumer once that committed.
+    assert not [key for key in s3_bucket.keys() if "ft_connect" in key and "/scratch/" in key]
+    pipelined = PipelinedPartitions(store)
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.builder.remote(spark_connect.url).create()
+    try:
+        for shard in range(2):
+            handle = pipelined.resolve(run_ref.parse(f"orders[{shard}]"))
+            assert handle.engine is not None and handle.engine.server == spark_connect.url
+            assert handle.consumed_by == (f"revenue[{shard}]",)
+            assert not session.catalog.tableExists(f"global_temp.{handle.engine.view}")
+    finally:
+        session.stop()

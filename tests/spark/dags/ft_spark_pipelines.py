@@ -58,6 +58,28 @@ with DAG("ft_mapped", schedule=None, start_date=datetime(2026, 1, 1)):
                            inputs=["orders"], outputs=["revenue_total"], **SPARK)
 
 
+def total_revenue(spark, io):
+    """A stage as a Python callable (Spark Connect): the session and the stage's I/O are passed in."""
+    from pyspark.sql import functions as F
+
+    totals = io.read("revenue").groupBy("day").agg(F.sum("revenue").alias("revenue"), F.sum("orders").alias("orders"))
+    io.write("revenue_total", totals)
+
+
+#   [ generate[0] ~~orders[0]~~> revenue[0] ]--+
+#   [ generate[1] ~~orders[1]~~> revenue[1] ]--+--revenue--> total (python_callable)
+#   on a Spark Connect server: the pipelined orders stay in the server as views
+with DAG("ft_connect", schedule=None, start_date=datetime(2026, 1, 1)):
+    with FailoverPipeline(store=STORE, restart_strategy=NONE, spark_conn_id="spark_connect_test"):
+        SparkStageOperator.partial(task_id="generate", application=str(APPS / "generate_orders.py"),
+                                   outputs={"orders": "pipelined"}, **SPARK).expand(application_args=[["2"], ["2"]])
+        SparkStageOperator.partial(task_id="revenue", application=str(APPS / "daily_revenue.py"),
+                                   inputs={"orders": "pointwise"}, outputs=["revenue"], **SPARK
+                                   ).expand(application_args=[[MARKERS], [MARKERS]])
+        SparkStageOperator(task_id="total", python_callable=total_revenue, inputs=["revenue"],
+                           outputs=["revenue_total"], **SPARK)
+
+
 def store_run(run_id):
     from airflow_ft_provider.partitions import RunRef
 

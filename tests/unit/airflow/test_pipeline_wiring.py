@@ -177,6 +177,11 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
     assert {"airflow_ft_provider.pipeline", "airflow_ft_provider.operators.spark_stage"} <= loaded
     run_time_only = {
         "airflow_ft_provider.operators.stage_attempt",
+        "airflow_ft_provider.execution.backend",
+        "airflow_ft_provider.execution.connect",
+        "airflow_ft_provider.execution.placement",
+        "airflow_ft_provider.execution.submit",
+        "airflow_ft_provider.partitions.pipelined",
         "airflow_ft_provider.spark.spec",
         "airflow_ft_provider.faults",
         "airflow_ft_provider.policies.recovery_journal",

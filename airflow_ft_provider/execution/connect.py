@@ -1,0 +1,145 @@
+"""ConnectBackend: each try is a session on a long-lived Spark Connect server.
+
+No JVM starts per stage: the application file (or a Python callable) runs in the worker process
+against a remote session, so a stage costs seconds, not a Spark application's start-up. Pipelined
+outputs stay in the server as cached global temporary views, read by the consumers of the same region
+execution, never written to S3. Every try stops its session, also when it fails: an open Connect
+session keeps the Python process alive at exit.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import runpy
+import sys
+import urllib.parse
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+
+from airflow_ft_provider.execution.submit import output_missing
+from airflow_ft_provider.spark import stage_io
+from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
+
+
+def server_identity(url: str) -> str:
+    """``sc://host:port`` of a connection URL: what a handle may record (no user id, no token)."""
+    return f"sc://{urllib.parse.urlparse(url).netloc}"
+
+
+class ConnectBackend:
+    """Runs the stage on a Spark Connect session; keeps pipelined outputs in the server."""
+
+    name = "spark-connect"
+    keeps_pipelined = True
+
+    def __init__(self, stage: Any, *, conn_id: str, log: Any) -> None:
+        from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+        self.stage = stage
+        self.conn_id = conn_id
+        self.log = log
+        self.url = SparkConnectHook(conn_id).get_connection_url()
+        self.server = server_identity(self.url)
+        self.session: Any = None
+        self.rows: dict[str, int] = {}
+
+    # -- session ------------------------------------------------------------------------------------
+    def __enter__(self) -> ConnectBackend:
+        self.open()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def open(self) -> Any:
+        """This try's session (a new one if the application stopped it), with the stage's settings."""
+        if self.session is not None and not self.session.is_stopped:
+            return self.session
+        from pyspark.sql.connect.session import SparkSession
+
+        self.session = SparkSession.builder.remote(self.url).getOrCreate()
+        static = []
+        for key, value in self.stage.conf.items():
+            if self.session.conf.isModifiable(key):
+                self.session.conf.set(key, str(value))
+            else:
+                static.append(key)
+        if static:
+            self.log.info("Spark Connect %s: %s are settings of the server, not of a session; not applied",
+                          self.server, ", ".join(sorted(static)))
+        return self.session
+
+    def close(self) -> None:
+        if self.session is not None:
+            self.session.stop()
+            self.session = None
+
+    # -- pipelined partitions kept in the server ----------------------------------------------------
+    @staticmethod
+    def view_name(partition: str, execution: str) -> str:
+        """A global temporary view name for one execution of one partition (``partition`` names run,
+        result and map index); hashed, as run ids hold characters a view name cannot."""
+        return "ft_" + hashlib.sha256(f"{partition}|{execution}".encode()).hexdigest()[:40]
+
+    def holds(self, view: str) -> bool:
+        return bool(self.open().catalog.tableExists(f"global_temp.{view}"))
+
+    def drop(self, view: str) -> None:
+        """Release a view and its cached data (dropping a cached view uncaches it)."""
+        self.open().catalog.dropGlobalTempView(view)
+
+    # -- the work -----------------------------------------------------------------------------------
+    def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
+        stage, session = self.stage, self.open()
+        args = [str(a) for a in stage.application_args]
+        with stage_io.in_process_stage(spec, fail_before_write=fail_in_app) as running, self._connect_mode():
+            if stage.python_callable is not None:
+                stage.python_callable(session, stage_io.for_session(session), *args)
+            else:
+                self._run_file(stage.application, args)
+        self.rows = dict(running.rows)
+
+    @contextmanager
+    def _connect_mode(self) -> Iterator[None]:
+        """What PySpark reads to act as a Connect client: ``SparkSession.builder.getOrCreate()`` then
+        returns our session and ``pyspark.sql.functions`` build Connect expressions. Plus the stage's
+        ``env_vars``; all restored afterwards."""
+        env = {"SPARK_REMOTE": self.url, "SPARK_CONNECT_MODE_ENABLED": "1", **self.stage.env_vars}
+        saved = {key: os.environ.get(key) for key in env}
+        os.environ.update(env)
+        try:
+            yield
+        finally:
+            for key, value in saved.items():
+                if value is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = value
+
+    @staticmethod
+    def _run_file(path: str, args: list[str]) -> None:
+        """``python app.py args`` in this process."""
+        saved_argv = sys.argv
+        sys.argv = [path, *args]
+        try:
+            runpy.run_path(path, run_name="__main__")
+        except SystemExit as end:
+            if end.code not in (None, 0):
+                raise RuntimeError(f"the application {path} exited with status {end.code!r}") from None
+        finally:
+            sys.argv = saved_argv
+
+    def rows_written(self, output: OutputSpec) -> int:
+        if output.result not in self.rows:
+            raise output_missing(self.stage, output.result)
+        return self.rows[output.result]
+
+    def kill(self) -> None:
+        """Stop the session's running Spark operations (on_kill), then the session."""
+        if self.session is not None and not self.session.is_stopped:
+            try:
+                self.session.interruptAll()
+            finally:
+                self.close()

@@ -1,0 +1,72 @@
+"""Where a stage try reads and writes partition data: the worker's disk, or S3 through Spark itself.
+
+Both end in the same commit: a manifest for a blocking partition, a scratch manifest and a handle for
+a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps are the backend's).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from airflow_ft_provider.execution.submit import local_dir
+from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer
+from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions
+from airflow_ft_provider.partitions.store import new_attempt_id
+
+
+class StagedFiles:
+    """Inputs are fetched to the worker's disk and verified; outputs are written there and uploaded
+    by the store when committed. The Spark driver must share the worker's disk (local Spark, or a
+    Spark Connect server on the same machine)."""
+
+    name = "staged"
+
+    def __init__(self, store: Any, workdir: Path) -> None:
+        self.store = store
+        self.pipelined = PipelinedPartitions(store)
+        self.workdir = workdir
+
+    def input_paths(self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None) -> list[str]:
+        # Not the partition id: '[' is a glob character in Hadoop paths.
+        dest = self.workdir / "in" / f"{result}-{number}"
+        fetched = self.pipelined.fetch(ref, handle, dest) if handle is not None else self.store.fetch(ref, dest)
+        return [p.as_uri() for p in fetched.paths]
+
+    def output_location(self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int) -> tuple[str, str | None]:
+        return (self.workdir / "out" / result).as_uri(), None
+
+    def commit(self, ref: PartitionRef, location: str, attempt: str | None, *, pipelined: bool, producer: Producer,
+               compression: str, rows: int) -> Manifest:
+        options = {"producer": producer, "compression": compression, "row_count": rows}
+        if pipelined:
+            return self.pipelined.commit(ref, local_dir(location), **options)
+        return self.store.commit(ref, local_dir(location), **options)
+
+
+class DirectS3a:
+    """Spark reads the manifest's objects and writes the attempt's files on S3 itself (``s3a://``; the
+    cluster needs hadoop-aws); the commit checksums what was written and publishes it."""
+
+    name = "direct-s3a"
+
+    def __init__(self, store: Any) -> None:
+        self.store = store
+        self.pipelined = PipelinedPartitions(store)
+
+    def input_paths(self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None) -> list[str]:
+        _, uris = self.pipelined.remote_files(ref, handle) if handle is not None else self.store.remote_files(ref)
+        return [uri.replace("s3://", "s3a://", 1) for uri in uris]
+
+    def output_location(self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int) -> tuple[str, str | None]:
+        attempt = new_attempt_id(try_number)
+        location = (self.pipelined.attempt_location(ref, attempt, try_number) if pipelined
+                    else self.store.attempt_location(ref, attempt))
+        return location.replace("s3://", "s3a://", 1), attempt
+
+    def commit(self, ref: PartitionRef, location: str, attempt: str | None, *, pipelined: bool, producer: Producer,
+               compression: str, rows: int) -> Manifest:
+        options = {"producer": producer, "compression": compression, "row_count": rows}
+        if pipelined:
+            return self.pipelined.commit_uploaded(ref, attempt, **options)
+        return self.store.commit_uploaded(ref, attempt, **options)

@@ -1,0 +1,105 @@
+"""SubmitBackend: each try is one ``spark-submit`` (the Spark provider's SparkSubmitHook)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import urllib.parse
+import zipfile
+from pathlib import Path
+from typing import Any
+
+from airflow_ft_provider.spark.spec import INJECT_FAILURE_CONF, OUTPUT_MARKER, SPARK_CONF_KEY, OutputSpec, StageSpec
+
+
+class StageOutputMissing(RuntimeError):
+    """The Spark application succeeded but did not write a declared output; nothing is committed."""
+
+
+def output_missing(stage: Any, result: str) -> StageOutputMissing:
+    where = stage.application or getattr(stage.python_callable, "__name__", "the stage's callable")
+    return StageOutputMissing(
+        f"the Spark application of {stage.task_id!r} finished without writing declared output {result!r}; "
+        f"call stage_io.write({result!r}, df) in {where}"
+    )
+
+
+def local_dir(uri: str) -> Path:
+    return Path(urllib.parse.urlparse(uri).path)
+
+
+def runtime_zip(directory: Path) -> str:
+    """The in-application modules as a --py-files zip, so cluster drivers need no install of ours."""
+    package = Path(__file__).resolve().parent.parent
+    target = directory / "airflow_ft_provider_spark.zip"
+    with zipfile.ZipFile(target, "w") as archive:
+        archive.writestr("airflow_ft_provider/__init__.py", "")
+        for module in sorted((package / "spark").glob("*.py")):
+            archive.write(module, f"airflow_ft_provider/spark/{module.name}")
+    return str(target)
+
+
+class SubmitBackend:
+    """The application runs as its own Spark application; it reports rows in marker files."""
+
+    name = "spark-submit"
+    keeps_pipelined = False  # pipelined partitions go through S3 scratch
+
+    def __init__(self, stage: Any, *, conn_id: str, workdir: Path, store: Any, map_index: int | None) -> None:
+        if stage.application is None:
+            raise ValueError(
+                f"stage {stage.task_id!r} gives python_callable=, which runs only on a Spark Connect session; "
+                f"connection {conn_id!r} is a spark-submit connection: give application= (a PySpark file) or "
+                "use a connection of type spark_connect"
+            )
+        self.stage = stage
+        self.conn_id = conn_id
+        self.workdir = workdir
+        self.store = store
+        self.map_index = map_index
+        self.hook: Any = None
+
+    def __enter__(self) -> SubmitBackend:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+    def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
+        stage = self.stage
+        extra = dict(stage.spark_submit_kwargs)
+        py_files = ",".join(filter(None, [runtime_zip(self.workdir), extra.pop("py_files", None)]))
+        env = {
+            # spark-submit and the driver's Python come from this worker's environment unless set.
+            "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),
+            "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
+            **stage.env_vars,
+        }
+        index = "" if self.map_index is None else f"[{self.map_index}]"
+        self.hook = stage.spark_hook(
+            conf={**stage.conf, SPARK_CONF_KEY: spec.encode(), **({INJECT_FAILURE_CONF: "true"} if fail_in_app else {})},
+            conn_id=self.conn_id,
+            name=stage.spark_name or f"{stage.dag_id}.{stage.task_id}{index}",
+            application_args=[str(a) for a in stage.application_args],
+            env_vars=env,
+            py_files=py_files,
+            **extra,
+        )
+        self.hook.submit(stage.application)
+
+    def rows_written(self, output: OutputSpec) -> int:
+        """From the marker the application wrote beside the output's data (local staging or s3a)."""
+        location = output.location
+        try:
+            if location.startswith("s3a://"):
+                bucket, key = location.removeprefix("s3a://").split("/", 1)
+                body = self.store.client.get_object(Bucket=bucket, Key=key.rstrip("/") + "/" + OUTPUT_MARKER)["Body"]
+                return int(json.loads(body.read())["rows"])
+            return int(json.loads((local_dir(location) / OUTPUT_MARKER).read_text())["rows"])
+        except (FileNotFoundError, self.store.client.exceptions.NoSuchKey):
+            raise output_missing(self.stage, output.result) from None
+
+    def kill(self) -> None:
+        if self.hook is not None:
+            self.hook.on_kill()
