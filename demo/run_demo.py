@@ -6,9 +6,11 @@
 What it does:
 1. starts an S3 endpoint (moto in server mode; or uses FT_DEMO_S3_ENDPOINT / _ACCESS_KEY /
    _SECRET_KEY / _REGION) and creates a fresh bucket for the partitions;
-2. starts a local Airflow (API server + UI, scheduler, DAG processor, triggerer; SQLite, LocalExecutor)
-   in a fresh temporary AIRFLOW_HOME on free ports, with the pipelines of ``dags_examples/``; Spark runs
-   in local mode (``spark_default`` = ``local[1]``);
+2. starts a Spark Connect server (``local[2]``, from the pyspark package's jars) and a local Airflow
+   (API server + UI, scheduler, DAG processor, triggerer; SQLite, LocalExecutor) in a fresh temporary
+   AIRFLOW_HOME on free ports, with the pipelines of ``dags_examples/``; ``spark_default`` is the
+   Connect server, so every stage is a session on it (``--spark-submit``: one local spark-submit per
+   stage instead);
 3. triggers ``ft_example_orders_etl`` twice at once: with faults (``clean_orders`` fails once, and a data
    file of ``enriched_orders`` is deleted before ``customer_aggregates`` reads it) and without;
 4. prints progress, then a recovery report built from the recovery journal in S3, the task tries of
@@ -76,10 +78,12 @@ def ti_name(ti: dict[str, Any]) -> str:
 class Infrastructure:
     """The S3 endpoint and the Airflow instance of one demo run; ``stop()`` is idempotent."""
 
-    def __init__(self, airflow_home: str | None) -> None:
+    def __init__(self, airflow_home: str | None, *, spark_submit: bool = False) -> None:
         self.airflow_home = airflow_home
+        self.spark_submit = spark_submit
         self.s3: Any = None
         self.own_s3 = False
+        self.spark_connect: Any = None
         self.airflow: Any = None
         self.store_url = ""
 
@@ -99,17 +103,30 @@ class Infrastructure:
         self.store_url = f"s3://{bucket}/pipelines/"
         say(f"   partition store: {self.store_url}")
 
+    def start_spark(self) -> None:
+        if self.spark_submit:
+            say("   Spark: one local spark-submit per stage (--spark-submit)")
+            return
+        from tests.support.spark_connect import SparkConnectServer
+
+        self.spark_connect = SparkConnectServer()
+        with Ticker("   starting a Spark Connect server (local[2])"):
+            self.spark_connect.start()
+        say(f"   Spark Connect server at {self.spark_connect.url} (log {self.spark_connect.log})")
+
     def start_airflow(self) -> None:
         from tests.support.live_airflow import LiveAirflow
         from tests.support.spark_cluster import spark_environment
 
         spark = spark_environment()
+        submit = {"conn_type": "spark", "host": "local[1]"}
         env = {
             "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
                 "conn_type": "aws", "login": self.s3.access_key, "password": self.s3.secret_key,
                 "extra": {"endpoint_url": self.s3.url, "region_name": self.s3.region},
             }),
-            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(submit if self.spark_connect is None
+                                                     else self.spark_connect.connection()),
             "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": self.store_url,
             "FT_EXAMPLES_JOBS": str(REPO / "dags_examples" / "jobs"),
             **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")},
@@ -136,6 +153,10 @@ class Infrastructure:
             say("   stopping Airflow ...")
             self.airflow.stop()
             self.airflow = None
+        if self.spark_connect is not None:
+            say("   stopping the Spark Connect server ...")
+            self.spark_connect.stop()
+            self.spark_connect = None
         if self.s3 is not None and self.own_s3:
             from tests.support.s3_server import stop_moto_server
 
@@ -331,8 +352,9 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
         if part.get("type") == "pipelined":
             execution = part.get("execution") or "?"
             verdict = "recomputed" if execution != "t1" else "written once"
+            where = f"kept by Spark Connect as view {part['view']}" if part.get("view") else "S3 scratch"
             add(f"  {pid:22} pipelined {part.get('rows', '?'):>6} rows  {verdict:12} execution {execution} of "
-                f"{part['task']} (pipelined partitions live for one execution of their region)")
+                f"{part['task']}, {where} (pipelined partitions live for one execution of their region)")
             continue
         manifest = store.manifest(run.parse(pid))
         producer = manifest.producer
@@ -394,6 +416,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="exit after the report (default when CI is set or stdin is not a terminal)")
     parser.add_argument("--airflow-home", help="use (and keep) this AIRFLOW_HOME instead of a temporary one")
     parser.add_argument("--timeout", type=float, default=1500, help="seconds to wait for the runs (default 1500)")
+    parser.add_argument("--spark-submit", action="store_true",
+                        help="run each stage as its own spark-submit instead of on a Spark Connect server")
     args = parser.parse_args(argv)
     interactive = not (args.no_wait or os.environ.get("CI") or not sys.stdin.isatty())
 
@@ -402,11 +426,12 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, terminate)
     preflight()
-    infra = Infrastructure(args.airflow_home)
+    infra = Infrastructure(args.airflow_home, spark_submit=args.spark_submit)
     ok = False
     try:
         say("1. Starting the services")
         infra.start_s3()
+        infra.start_spark()
         infra.start_airflow()
         api = infra.airflow.client
         infra.airflow.wait_for_dags([DAG_ID], timeout=120)
@@ -418,7 +443,8 @@ def main(argv: list[str] | None = None) -> int:
         api.trigger_dag_run(DAG_ID, {"ft_faults": []}, run_id=runs["failure-free"])
         say(f"   watch it live: {infra.airflow.base_url}/dags/{DAG_ID}  (login {infra.airflow.username} / "
             f"{infra.airflow.password})")
-        say("3. Waiting for both runs (each stage is a Spark application: about 20-40 s each on a small machine)")
+        say("3. Waiting for both runs" + (" (each stage is a Spark application: about 20-40 s each on a small machine)"
+                                          if args.spark_submit else " (each stage is a session on the Spark Connect server)"))
         finals = wait_with_progress(api, runs, args.timeout)
 
         say("4. Building the recovery report")

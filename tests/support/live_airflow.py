@@ -605,18 +605,22 @@ def e2e_store_url(s3_endpoint) -> str:
     return f"s3://{bucket}/pipelines/"
 
 
-def pipeline_environment(s3_endpoint, store_url: str) -> dict[str, str]:
-    """What pipeline DAGs need in every component: ``aws_default`` on the S3 endpoint, local Spark as
-    ``spark_default``, the partition store URL and the Spark environment of this virtualenv."""
+def pipeline_environment(s3_endpoint, store_url: str, spark_connect=None) -> dict[str, str]:
+    """What pipeline DAGs need in every component: ``aws_default`` on the S3 endpoint, Spark as
+    ``spark_default`` -- the given Spark Connect server, else local ``spark-submit`` -- and local
+    ``spark-submit`` as ``spark_submit`` too, the partition store URL and the Spark environment of
+    this virtualenv."""
     from tests.support.spark_cluster import spark_environment
 
     spark = spark_environment()
+    submit = json.dumps({"conn_type": "spark", "host": "local[1]"})
     return {
         "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
             "conn_type": "aws", "login": s3_endpoint.access_key, "password": s3_endpoint.secret_key,
             "extra": {"endpoint_url": s3_endpoint.url, "region_name": s3_endpoint.region},
         }),
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[1]"}),
+        "AIRFLOW_CONN_SPARK_DEFAULT": submit if spark_connect is None else json.dumps(spark_connect.connection()),
+        "AIRFLOW_CONN_SPARK_SUBMIT": submit,
         "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": store_url,
         "FT_E2E_APPS": str(REPO_ROOT / "tests" / "e2e" / "apps"),
         **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP",
@@ -640,12 +644,14 @@ def s3_proxy(s3_endpoint):
 
 
 @pytest.fixture(scope="session")
-def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, s3_proxy, e2e_store_url) -> LiveAirflow:
+def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, s3_proxy, e2e_store_url,
+                 spark_connect) -> LiveAirflow:
     """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
-    environment of :func:`pipeline_environment`; its components reach S3 through ``s3_proxy``."""
+    environment of :func:`pipeline_environment` (stages on the session's Spark Connect server unless a
+    DAG names ``spark_submit``); its components reach S3 through ``s3_proxy``."""
     sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
     endpoint = dataclasses.replace(s3_endpoint, url=s3_proxy.url) if s3_proxy is not None else s3_endpoint
-    env = pipeline_environment(endpoint, e2e_store_url)
+    env = pipeline_environment(endpoint, e2e_store_url, spark_connect)
     return live_airflow_factory(sources, env=env)
 
 

@@ -3,9 +3,12 @@
 Source (no inputs): keys shard, shard+shards, ... < 40 with value = key * 10 (argv[1] = shards).
 Other stages: the union of their inputs with value + 1, written to every declared output.
 So a task at depth d of a chain outputs value = key * 10 + d: the tests know the right answer.
+An argument ``sleep_on_try=T:S`` makes try T sleep S seconds before its Spark work (a window in which
+a test can take the Spark Connect server away from a running stage).
 """
 
 import sys
+import time
 
 from pyspark.sql import SparkSession, functions as F
 
@@ -13,6 +16,12 @@ from airflow_ft_provider.spark import stage_io
 
 spark = SparkSession.builder.getOrCreate()
 io = stage_io.for_session(spark)
+options = dict(arg.split("=", 1) for arg in sys.argv[1:] if "=" in arg)
+if "sleep_on_try" in options:
+    on_try, seconds = options["sleep_on_try"].split(":")
+    if io.spec.try_number == int(on_try):
+        print(f"stage {io.spec.stage} try {io.spec.try_number}: sleeping {seconds} s before its Spark work", flush=True)
+        time.sleep(float(seconds))
 if io.spec.inputs:
     frames = [io.read(name) for name in sorted(io.spec.inputs)]
     df = frames[0]
@@ -20,7 +29,7 @@ if io.spec.inputs:
         df = df.unionByName(frame)
     df = df.withColumn("value", F.col("value") + 1)
 else:
-    shards = int(sys.argv[1]) if len(sys.argv) > 1 else 1
+    shards = int(sys.argv[1]) if len(sys.argv) > 1 and "=" not in sys.argv[1] else 1
     df = spark.range(io.map_index or 0, 40, shards).withColumnRenamed("id", "key").withColumn("value", F.col("key") * 10)
 for name in io.spec.outputs:
     io.write(name, df)

@@ -36,8 +36,10 @@ with DAG("ft_e2e_seed002", **COMMON):
         stage("D", inputs=["b"], outputs=["d"])
 
 #   S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U
+# On spark-submit (the live fixture's spark_submit connection): the other scenarios run on the Spark
+# Connect server, this one keeps submit mode and pipelined partitions in S3 scratch covered live.
 with DAG("ft_e2e_pipelined", **COMMON):
-    with FailoverPipeline(restart_strategy=FAST_FIXED):
+    with FailoverPipeline(restart_strategy=FAST_FIXED, spark_conn_id="spark_submit"):
         stage("S", outputs=["s"])
         stage("T1", inputs=["s"], outputs={"t1": "pipelined"})
         stage("T2", inputs=["t1"], outputs=["t2"])
