@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
@@ -25,6 +26,7 @@ from airflow_ft_provider.failover import (
     load_restart_strategy,
     pipelined_regions,
 )
+from airflow_ft_provider.safe_json import load_json
 
 DESCRIPTION_VERSION = 1
 MAX_DESCRIPTION_BYTES = 4 * 1024 * 1024
@@ -131,9 +133,10 @@ class PipelineDescription:
         if len(raw) > MAX_DESCRIPTION_BYTES:
             raise ValueError(f"pipeline description is {len(raw)} bytes, more than {MAX_DESCRIPTION_BYTES}")
         try:
-            doc = json.loads(raw)
+            doc = load_json(raw, max_bytes=MAX_DESCRIPTION_BYTES)
             if not isinstance(doc, dict) or doc.get("version") != DESCRIPTION_VERSION:
-                raise ValueError(f"unsupported version {doc.get('version') if isinstance(doc, dict) else doc!r}")
+                found = doc.get("version") if isinstance(doc, dict) else doc
+                raise ValueError(f"unsupported version {reprlib.repr(found)}")
             restart_config = doc["restart_config"]
             if not isinstance(restart_config, dict):
                 raise ValueError("restart_config must be an object")
@@ -143,8 +146,9 @@ class PipelineDescription:
                 airflow_api_conn_id=str(doc["airflow_api_conn_id"]), restart_config=restart_config,
                 per_region_restarts=bool(doc["per_region_restarts"]),
             )
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"invalid pipeline description: {err}") from None
+        except (KeyError, TypeError, ValueError, AttributeError) as err:
+            detail = f"{err!r} is missing" if isinstance(err, KeyError) else str(err)
+            raise ValueError(f"invalid pipeline description: {detail}") from None
         return description
 
     # -- questions about the pipeline ---------------------------------------------------------------

@@ -12,17 +12,21 @@ also finds it when reconciling a hard crash) is counted once.
 from __future__ import annotations
 
 import json
+import math
 import random
+import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..safe_json import InvalidJson, load_json
 from .clock import Clock
 from .failover_strategies import FailoverStrategy
 from .restart_config import load_restart_strategy
 from .durations import format_duration
 
 STATE_VERSION = 1
+MAX_STATE_BYTES = 1 << 20  # the journal's objects are read with this limit too
 RUN_SCOPE = "run"
 
 
@@ -45,27 +49,40 @@ class RecoveryState:
 
     @classmethod
     def from_json(cls, data: bytes | None) -> RecoveryState:
+        """The stored state, validated: anything else is a ValueError (an ``InvalidJson`` when it is
+        not JSON within the limits), never a NaN restart time or a RecursionError."""
         if not data:
             return cls()
         try:
-            doc = json.loads(data)
-        except ValueError as err:
-            raise ValueError(f"the run's recovery state is not JSON ({err}); delete it to start afresh") from None
+            doc = load_json(data, max_bytes=MAX_STATE_BYTES)
+        except InvalidJson as err:
+            message = f"the run's recovery state is not JSON ({err}); delete it to start afresh"
+            raise InvalidJson(message) from None
         if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
-            raise ValueError(
-                f"unsupported recovery state version {doc.get('version') if isinstance(doc, dict) else doc!r}; "
-                f"expected {STATE_VERSION}"
-            )
+            found = reprlib.repr(doc.get("version") if isinstance(doc, dict) else doc)
+            raise ValueError(f"unsupported recovery state version {found}; expected {STATE_VERSION}")
         fields = {"strategies": dict, "not_before": dict, "handled": dict, "decisions": dict, "superseded": dict}
         for name, kind in fields.items():
             if not isinstance(doc.get(name, {}), kind):
-                raise ValueError(f"malformed recovery state: {name} must be an object, got {doc.get(name)!r}")
+                got = reprlib.repr(doc.get(name))
+                raise ValueError(f"malformed recovery state: {name} must be an object, got {got}")
+        for name in ("strategies", "decisions"):
+            for key, value in doc[name].items() if name in doc else ():
+                if not isinstance(value, dict):
+                    raise ValueError(
+                        f"malformed recovery state: {name}[{key!r}] must be an object, "
+                        f"got {reprlib.repr(value)}"
+                    )
+
+        def each(name: str, check: Any) -> dict[str, Any]:
+            return {k: check(v, f"{name}[{k!r}]") for k, v in doc.get(name, {}).items()}
+
         return cls(
             strategies=doc.get("strategies", {}),
-            not_before={k: float(v) for k, v in doc.get("not_before", {}).items()},
-            handled={k: int(v) for k, v in doc.get("handled", {}).items()},
+            not_before=each("not_before", _number),
+            handled=each("handled", _try_number),
             decisions=doc.get("decisions", {}),
-            superseded={k: int(v) for k, v in doc.get("superseded", {}).items()},
+            superseded=each("superseded", _try_number),
         )
 
     def restart_not_before(self, task_id: str) -> float | None:
@@ -78,6 +95,23 @@ class RecoveryState:
     def accounts_for(self, task_id: str, try_number: int) -> bool:
         """Whether the end of ``try_number`` is explained: a handled failure or a clear by failover."""
         return self.ended_through(task_id) >= try_number
+
+
+def _number(value: object, where: str) -> float:
+    # Only JSON numbers: float("nan") of a string would make a restart time that never compares.
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(
+            f"malformed recovery state: {where} must be a time in seconds, got {reprlib.repr(value)}"
+        )
+    return float(value)
+
+
+def _try_number(value: object, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(
+            f"malformed recovery state: {where} must be a try number ≥ 0, got {reprlib.repr(value)}"
+        )
+    return value
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,9 @@ class PartitionStoreHook(BaseHook):
     :param url: ``s3://bucket/prefix/`` of the store; default ``[ft_provider] partition_store_url``.
     :param region_name: overrides the connection's ``region_name``.
     :param cache_dir: local task-recovery cache; default ``[ft_provider] partition_store_cache_dir``.
+
+    The store refuses to write to an endpoint that ignores conditional writes unless
+    ``[ft_provider] partition_store_allow_unconditional_writes`` is on (unsafe).
     """
 
     conn_name_attr = "aws_conn_id"
@@ -124,6 +127,8 @@ class PartitionStoreHook(BaseHook):
                 raise ValueError(f"[{CONFIG_SECTION}] partition_store_checksum: {exc}") from None
         kwargs.setdefault("retention", _seconds("partition_store_retention", DEFAULT_RETENTION))
         kwargs.setdefault("orphan_grace", _seconds("partition_store_orphan_grace", DEFAULT_ORPHAN_GRACE))
+        # Unsafe: write even where the endpoint ignores If-None-Match / If-Match (no fencing).
+        kwargs.setdefault("allow_unconditional_writes", _flag("partition_store_allow_unconditional_writes"))
         if self.aws_conn_id:  # error hints name the connection to fix (never its secrets)
             kwargs.setdefault("credentials", f"the AWS connection {self.aws_conn_id!r}")
         return S3PartitionStore(self.get_client, url, **kwargs)
@@ -141,6 +146,18 @@ def _config(key: str) -> str | None:
     from airflow.sdk import conf
 
     return conf.get(CONFIG_SECTION, key, fallback=None)
+
+
+def _flag(key: str) -> bool:
+    """A boolean setting, default False; a value Airflow cannot read as one is an error naming the key."""
+    from airflow.sdk import conf
+
+    try:
+        return conf.getboolean(CONFIG_SECTION, key, fallback=False)
+    except Exception:  # AirflowConfigException (its module moves between Airflow versions)
+        raise ValueError(
+            f"[{CONFIG_SECTION}] {key} must be True or False, got {_config(key)!r}"
+        ) from None
 
 
 def _seconds(key: str, default: float) -> float:

@@ -5,7 +5,12 @@ builds the client from an Airflow connection. pyarrow is imported only by the Pa
 """
 
 from .cache import LocalPartitionCache
-from .conditional import ConditionalJsonStore, ConditionalWriteConflict, Versioned
+from .conditional import (
+    ConditionalJsonStore,
+    ConditionalWriteConflict,
+    ConditionalWritesUnsupported,
+    Versioned,
+)
 from .errors import (
     ConsumerRegistrationRefused,
     PartitionNotFound,
@@ -36,6 +41,7 @@ __all__ = [
     "AvailabilityReport",
     "ConditionalJsonStore",
     "ConditionalWriteConflict",
+    "ConditionalWritesUnsupported",
     "ConsumerRegistrationRefused",
     "FetchedPartition",
     "FileEntry",

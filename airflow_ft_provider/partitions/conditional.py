@@ -4,18 +4,29 @@ S3 conditional writes do the work: ``PutObject(IfNoneMatch='*')`` creates only i
 ``PutObject(IfMatch=<etag>)`` replaces only the version that was read. A writer that loses the race
 gets 412 (or 409 while another conditional write is in flight) and re-reads. Used for partition
 manifests (fencing of zombie producers) and for any per-run state kept beside the partitions.
+
+Some S3-compatible stores accept both headers and ignore them: every write then wins, and fencing and
+compare-and-swap fail silently. So before its first conditional write a process probes each endpoint
+and bucket once (``require_conditional_writes``) and refuses to go on if the conditions are ignored.
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import random
+import threading
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+from urllib.parse import urlsplit
 
+from ..safe_json import InvalidJson, load_json
 from .errors import DEFAULT_CREDENTIALS, MISSING_CODES, PartitionStoreError, error_code, s3_errors
+
+log = logging.getLogger(__name__)
 
 MAX_OBJECT_BYTES = 1 << 20
 # 412: the condition failed; 409: a concurrent conditional write is in progress (retry);
@@ -23,6 +34,8 @@ MAX_OBJECT_BYTES = 1 << 20
 CONFLICT_CODES = frozenset({"PreconditionFailed", "412", "ConditionalRequestConflict", "409"}) | MISSING_CODES
 
 T = TypeVar("T")
+ALLOW_UNCONDITIONAL_KEY = "partition_store_allow_unconditional_writes"
+PROBE_DIR = ".ft-probe/"  # under the store's prefix; a leading '.' is never a pipeline (DAG id) directory
 
 
 class ConditionalWriteConflict(Exception):
@@ -57,11 +70,15 @@ class ConditionalJsonStore:
         sleep: Callable[[float], None] = time.sleep,
         rng: random.Random | None = None,
         credentials: str = DEFAULT_CREDENTIALS,
+        probe_prefix: str = "",
+        allow_unconditional_writes: bool = False,
     ) -> None:
         self._client = client
         self.bucket = bucket
         self.credentials = credentials  # whose credentials, for error hints
         self.max_bytes = max_bytes
+        self.probe_prefix = probe_prefix  # where the conditional-write probe may put its object
+        self.allow_unconditional_writes = allow_unconditional_writes
         self._sleep = sleep
         self._rng = rng or random.Random()
 
@@ -99,6 +116,10 @@ class ConditionalJsonStore:
         """Create (``etag=None``) or replace the version with ``etag``; returns the new ETag."""
         from botocore.exceptions import ClientError
 
+        require_conditional_writes(
+            self._client, self.bucket, self.probe_prefix,
+            allow_unconditional=self.allow_unconditional_writes, credentials=self.credentials,
+        )
         condition = {"IfNoneMatch": "*"} if etag is None else {"IfMatch": etag}
         with s3_errors("PutObject", self.bucket, key, credentials=self.credentials):
             try:
@@ -117,16 +138,7 @@ class ConditionalJsonStore:
         raw = self.get_bytes(key)
         if raw is None:
             return None
-        try:
-            return Versioned(json.loads(raw.value.decode("utf-8")), raw.etag)
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise PartitionStoreError(
-                f"s3://{self.bucket}/{key} is not valid JSON ({exc}); delete or repair it",
-                bucket=self.bucket,
-                key=key,
-                code="InvalidJson",
-                operation="GetObject",
-            ) from None
+        return Versioned(self._load(key, raw.value), raw.etag)
 
     def create(self, key: str, value: Any) -> str:
         return self.put_bytes(key, _dump(value), etag=None)
@@ -144,9 +156,9 @@ class ConditionalJsonStore:
         """
         return self.update_raw(
             key,
-            lambda raw: None if (new := change(_load(self.bucket, key, raw))) is None else _dump(new),
+            lambda raw: None if (new := change(self._load(key, raw))) is None else _dump(new),
             max_attempts=max_attempts,
-            decode=lambda data: json.loads(data.decode("utf-8")),
+            decode=lambda data: self._load(key, data),
         )
 
     def update_raw(
@@ -179,6 +191,9 @@ class ConditionalJsonStore:
             operation="PutObject",
         )
 
+    def _load(self, key: str, raw: bytes | None) -> Any | None:
+        return _load(self.bucket, key, raw, self.max_bytes)
+
     def delete(self, key: str) -> None:
         with s3_errors("DeleteObject", self.bucket, key, credentials=self.credentials):
             self._client.delete_object(Bucket=self.bucket, Key=key)
@@ -188,12 +203,12 @@ def _dump(value: Any) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def _load(bucket: str, key: str, raw: bytes | None) -> Any | None:
+def _load(bucket: str, key: str, raw: bytes | None, max_bytes: int) -> Any | None:
     if raw is None:
         return None
     try:
-        return json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return load_json(raw, max_bytes=max_bytes)
+    except InvalidJson as exc:
         raise PartitionStoreError(
             f"s3://{bucket}/{key} is not valid JSON ({exc}); delete or repair it",
             bucket=bucket,
@@ -201,3 +216,121 @@ def _load(bucket: str, key: str, raw: bytes | None) -> Any | None:
             code="InvalidJson",
             operation="GetObject",
         ) from None
+
+
+# -- is compare-and-swap real on this endpoint? ------------------------------------------------------
+class ConditionalWritesUnsupported(PartitionStoreError):
+    """The S3 endpoint ignores ``If-None-Match`` / ``If-Match``: fencing and compare-and-swap would
+    silently fail (a zombie commit wins, a journal update is lost)."""
+
+
+# (endpoint, bucket) -> None when conditional writes work, else what the probe found.
+_probed: dict[tuple[str, str], str | None] = {}
+_probe_locks: dict[tuple[str, str], threading.Lock] = {}
+_probe_locks_lock = threading.Lock()
+_STALE_ETAG = '"00000000000000000000000000000000"'
+_PRECONDITION_FAILED = frozenset({"PreconditionFailed", "412"})
+_NOT_IMPLEMENTED = frozenset({"NotImplemented", "501"})
+
+
+def require_conditional_writes(
+    client: Any,
+    bucket: str,
+    prefix: str = "",
+    *,
+    allow_unconditional: bool = False,
+    credentials: str = DEFAULT_CREDENTIALS,
+) -> None:
+    """Probe once per endpoint and bucket in this process that conditional PUTs are enforced.
+
+    Raises ConditionalWritesUnsupported when they are not, unless ``allow_unconditional`` (the
+    ``[ft_provider] partition_store_allow_unconditional_writes`` setting), which logs a warning instead.
+    S3 errors of the probe itself (credentials, permissions) are raised and the probe is tried again
+    at the next write.
+    """
+    endpoint = _endpoint(client)
+    where = (endpoint, bucket)
+    with _probe_locks_lock:
+        lock = _probe_locks.setdefault(where, threading.Lock())
+    with lock:
+        if where not in _probed:
+            problem = _probe(client, bucket, prefix, credentials)
+            _probed[where] = problem
+            if problem is not None and allow_unconditional:
+                log.warning(
+                    "the S3 endpoint %s ignores conditional writes on bucket %s (%s); going on because "
+                    "[ft_provider] %s is on: zombie commits may replace newer partitions and concurrent "
+                    "journal updates may be lost", endpoint, bucket, problem, ALLOW_UNCONDITIONAL_KEY,
+                )
+    problem = _probed[where]
+    if problem is not None and not allow_unconditional:
+        raise ConditionalWritesUnsupported(
+            f"the S3 endpoint {endpoint} ignores conditional writes on bucket {bucket}: {problem}. Without "
+            "them a zombie try can replace a newer partition's manifest and concurrent updates of a run's "
+            "recovery journal are lost, so the partition store refuses to write. Use an endpoint that "
+            "enforces If-None-Match and If-Match on PutObject (AWS S3 does), or accept the risk by setting "
+            f"[ft_provider] {ALLOW_UNCONDITIONAL_KEY} = True",
+            bucket=bucket,
+            code="ConditionalWritesIgnored",
+            operation="PutObject",
+        )
+
+
+def _probe(client: Any, bucket: str, prefix: str, credentials: str) -> str | None:
+    """Create, create again, replace with a stale ETag, replace with the right one; then delete.
+    The second and third PUT must answer 412 Precondition Failed, the others succeed."""
+    from botocore.exceptions import ClientError
+
+    key = f"{prefix}{PROBE_DIR}conditional-writes-{uuid.uuid4().hex}.json"
+    problems: list[str] = []
+
+    def put(body: bytes, **condition: str) -> tuple[str | None, str | None]:
+        """(ETag, None) when the PUT succeeded, (None, code) when the condition refused it or the
+        endpoint does not implement it; any other error (credentials, outage) is raised, no verdict."""
+        with s3_errors("PutObject", bucket, key, credentials=credentials):
+            try:
+                response = client.put_object(Bucket=bucket, Key=key, Body=body, **condition)
+            except ClientError as exc:
+                code = error_code(exc)
+                if code in _PRECONDITION_FAILED or code in _NOT_IMPLEMENTED:
+                    return None, code
+                raise
+        return response["ETag"], None
+
+    try:
+        etag, code = put(b'{"probe": 1}', IfNoneMatch="*")
+        if code is not None:
+            return f"a PutObject with If-None-Match: * of a new object s3://{bucket}/{key} answered {code}"
+        _, code = put(b'{"probe": 2}', IfNoneMatch="*")
+        if code is None:
+            problems.append("a PutObject with If-None-Match: * replaced an existing object instead of "
+                            "answering 412 Precondition Failed")
+            etag = None
+        elif code not in _PRECONDITION_FAILED:
+            problems.append(f"a PutObject with If-None-Match: * over an object answered {code}, not 412")
+        new_etag, code = put(b'{"probe": 3}', IfMatch=_STALE_ETAG)
+        if code is None:
+            problems.append("a PutObject with If-Match: <another ETag> replaced the object instead of "
+                            "answering 412 Precondition Failed")
+            etag = new_etag
+        elif code not in _PRECONDITION_FAILED:
+            problems.append(f"a PutObject with If-Match: <another ETag> answered {code}, not 412")
+        if etag is not None and not problems:
+            _, code = put(b'{"probe": 4}', IfMatch=etag)
+            if code is not None:
+                problems.append(f"a PutObject with If-Match: <the object's own ETag> was refused ({code})")
+    finally:
+        try:
+            client.delete_object(Bucket=bucket, Key=key)
+        except Exception as exc:  # noqa: BLE001 - the verdict matters more than the probe object
+            log.warning("could not delete the conditional-write probe s3://%s/%s: %s", bucket, key, exc)
+    return "; ".join(problems) or None
+
+
+def _endpoint(client: Any) -> str:
+    """The client's endpoint URL without any user info (for the cache key and messages)."""
+    url = str(getattr(getattr(client, "meta", None), "endpoint_url", None) or f"client-{id(client)}")
+    parts = urlsplit(url)
+    if parts.username or parts.password:
+        url = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")).geturl()
+    return url

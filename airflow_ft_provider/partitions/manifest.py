@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..safe_json import InvalidJson, load_json
 from .naming import (
     PartitionRef,
     attempt_dir,
@@ -200,8 +201,8 @@ class Manifest:
                 "producer's next commit replaces it"
             )
         try:
-            doc = json.loads(data.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+            doc = load_json(data, max_bytes=MAX_MANIFEST_BYTES)
+        except InvalidJson as exc:
             raise InvalidManifest(f"manifest is not JSON: {exc}") from None
         try:
             manifest = _parse(doc)
@@ -289,6 +290,7 @@ def _parse(doc: Any) -> Manifest:
                 f"got {checksum!r}"
             )
         files.append(FileEntry(key, size, checksum))
+    _check_no_file_is_a_directory(seen)
     return Manifest(
         pipeline=ref.pipeline,
         run_id=ref.run_id,
@@ -304,6 +306,18 @@ def _parse(doc: Any) -> Manifest:
         created_at=created_at.timestamp(),
         schema_version=version,
     )
+
+
+def _check_no_file_is_a_directory(keys: set[str]) -> None:
+    """``a`` and ``a/b`` cannot both be files on a disk: the reader would fail with a raw OSError."""
+    for key in sorted(keys):
+        parts = key.split("/")
+        for end in range(3, len(parts)):  # directories below attempts/<attempt>/
+            directory = "/".join(parts[:end])
+            if directory in keys:
+                raise ValueError(
+                    f"file key {directory!r} is also the directory of {key!r}; a partition cannot hold both"
+                )
 
 
 def check_codec(kind: str, value: str) -> str:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ..failover.clock import Clock, SystemClock
+from ..safe_json import load_json
 from .errors import PartitionNotFound, StaleCommitError, Unavailable
 from .manifest import Manifest, Producer
 from .naming import PartitionRef
@@ -85,9 +86,7 @@ class PipelinedHandle:
     def from_json(cls, raw: bytes, expected: PartitionRef) -> PipelinedHandle:
         """A stored handle, validated; anything else is an invalid one (the next publish replaces it)."""
         try:
-            if len(raw) > MAX_HANDLE_BYTES:
-                raise ValueError(f"{len(raw)} bytes, more than {MAX_HANDLE_BYTES}")
-            doc = json.loads(raw)
+            doc = load_json(raw, max_bytes=MAX_HANDLE_BYTES)
             if not isinstance(doc, dict) or doc.get("version") != HANDLE_VERSION:
                 raise ValueError(f"unsupported version {doc.get('version') if isinstance(doc, dict) else doc!r}")
             producer = doc["producer"]
@@ -109,7 +108,7 @@ class PipelinedHandle:
                 raise ValueError(f"it names partition {handle.partition_id!r}")
             if handle.execution != execution_id(handle.producer.try_number):
                 raise ValueError(f"execution {handle.execution!r} is not try {handle.producer.try_number}'s")
-        except (KeyError, TypeError, ValueError, RecursionError) as err:
+        except (KeyError, TypeError, ValueError) as err:
             detail = f"{err!r}" if isinstance(err, KeyError) else str(err)
             raise PartitionNotFound(expected.partition_id, Unavailable.INVALID_MANIFEST,
                                     f"invalid pipelined-partition handle: {detail}", run=str(expected.run)) from None

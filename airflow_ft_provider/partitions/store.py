@@ -9,8 +9,10 @@ The producer's try number fences zombies: a commit never replaces a manifest of 
 from __future__ import annotations
 
 import logging
+import math
 import os
 import queue
+import reprlib
 import shutil
 import threading
 import uuid
@@ -21,8 +23,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..failover.clock import Clock, SystemClock
+from ..safe_json import load_json
 from .cache import LocalPartitionCache
-from .conditional import ConditionalJsonStore, Versioned
+from .conditional import ConditionalJsonStore, Versioned, require_conditional_writes
 from .errors import (
     DEFAULT_CREDENTIALS,
     MISSING_CODES,
@@ -70,6 +73,7 @@ log = logging.getLogger(__name__)
 MiB = 1 << 20
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 DEFAULT_ORPHAN_GRACE = 3600.0
+MAX_MARKER_BYTES = 64 * 1024  # leases and run markers are a few hundred bytes
 StepHook = Callable[[str, Mapping[str, Any]], None]
 
 
@@ -272,9 +276,16 @@ class S3PartitionStore:
         on_step: StepHook | None = None,
         max_workers: int = 8,
         credentials: str = DEFAULT_CREDENTIALS,
+        allow_unconditional_writes: bool = False,
     ) -> None:
         self.layout = StoreLayout.from_url(url)
         self.credentials = credentials  # whose credentials the client uses, named in error hints
+        if not isinstance(allow_unconditional_writes, bool):
+            raise ValueError(
+                f"allow_unconditional_writes must be True or False, got {allow_unconditional_writes!r}"
+            )
+        # Unsafe: go on when the endpoint ignores If-None-Match / If-Match (see require_conditional_writes).
+        self.allow_unconditional_writes = allow_unconditional_writes
         self._client_or_factory = client
         self._client: Any = None
         self._client_lock = threading.Lock()
@@ -313,7 +324,18 @@ class S3PartitionStore:
         return self._objects()
 
     def _objects(self, **kwargs: Any) -> ConditionalJsonStore:
-        return ConditionalJsonStore(self.client, self.bucket, credentials=self.credentials, **kwargs)
+        return ConditionalJsonStore(
+            self.client, self.bucket, credentials=self.credentials, probe_prefix=self.layout.prefix,
+            allow_unconditional_writes=self.allow_unconditional_writes, **kwargs,
+        )
+
+    def require_conditional_writes(self) -> None:
+        """Fail (ConditionalWritesUnsupported) unless the endpoint enforces conditional PUTs; probed once
+        per endpoint and bucket per process, with an object under the store's prefix that is removed."""
+        require_conditional_writes(
+            self.client, self.bucket, self.layout.prefix,
+            allow_unconditional=self.allow_unconditional_writes, credentials=self.credentials,
+        )
 
     def _s3_errors(self, operation: str, key: str | None) -> Any:
         return s3_errors(operation, self.bucket, key, credentials=self.credentials)
@@ -442,23 +464,43 @@ class S3PartitionStore:
 
         Each object is read back once to checksum it (S3 ETags of multipart uploads are not content
         hashes); names starting with '_' or '.' are skipped, as Hadoop does. Same fencing as commit().
+        A file name readers would reject is a ValueError before anything is published or deleted.
         """
         loc = self._location(ref, execution_id)
+        objects = self._uploaded_objects(loc.prefix + attempt_dir(attempt_id))
         return self._publish_attempt(
-            loc, attempt_id, lambda: self._checksum_uploaded(loc.prefix, attempt_id), producer, format,
-            compression, row_count,
+            loc, attempt_id, lambda: self._checksum_uploaded(loc.prefix, attempt_id, objects), producer,
+            format, compression, row_count,
         )
 
-    def _checksum_uploaded(self, prefix: str, attempt_id: str) -> list[FileEntry]:
-        attempt_prefix = prefix + attempt_dir(attempt_id)
-        entries = []
+    def _uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
+        """The data objects of an attempt, each name checked with the rule manifests are read with."""
         with self._s3_errors("ListObjectsV2", attempt_prefix):
             pages = self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=attempt_prefix)
             objects = [o for page in pages for o in page.get("Contents", ())]
+        data = []
         for obj in sorted(objects, key=lambda o: o["Key"]):
             name = obj["Key"][len(attempt_prefix):]
             if "/" in name or name.startswith(("_", ".")):
                 continue
+            try:
+                check_relative_path("file name", name)
+            except ValueError as exc:
+                raise ValueError(
+                    f"cannot publish s3://{self.bucket}/{obj['Key']}: {exc}. Readers would reject the "
+                    "partition, so nothing was published; make the writer name its files that way (or delete "
+                    "this object) and commit again"
+                ) from None
+            data.append(obj)
+        return data
+
+    def _checksum_uploaded(
+        self, prefix: str, attempt_id: str, objects: list[dict[str, Any]]
+    ) -> list[FileEntry]:
+        attempt_prefix = prefix + attempt_dir(attempt_id)
+        entries = []
+        for obj in objects:
+            name = obj["Key"][len(attempt_prefix):]
             hasher = new_hasher(self.checksum)
             with self._s3_errors("GetObject", obj["Key"]):
                 body = self.client.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"]
@@ -477,6 +519,7 @@ class S3PartitionStore:
         """Write (or checksum) an attempt's files, then publish its manifest; a failure before the
         manifest PUT removes the attempt's data, a stale try's too."""
         attempt_prefix = loc.prefix + attempt_dir(attempt_id)
+        self.require_conditional_writes()  # before any data goes up: the manifest PUT needs it
         publishing = False
         try:
             entries = write_files()
@@ -631,6 +674,9 @@ class S3PartitionStore:
         if dest is None and self.cache is None:
             raise ValueError("fetch needs dest= (a directory) when the store has no local cache")
         dest_dir = Path(dest) if dest is not None else None
+        # Checked before anything is written: every file lands inside dest (names are validated, but
+        # a symlink already in dest could still point elsewhere).
+        targets = [_inside(dest_dir, entry.name) for entry in manifest.files] if dest_dir is not None else []
         paths: list[Path | None] = [None] * len(manifest.files)
         todo: list[tuple[int, FileEntry, str, Path]] = []
         hits = 0
@@ -644,8 +690,7 @@ class S3PartitionStore:
                     continue
                 temp = self.cache.temp_path(self.bucket, key)
             else:
-                assert dest_dir is not None
-                final = dest_dir / entry.name
+                final = targets[i]
                 final.parent.mkdir(parents=True, exist_ok=True)
                 temp = final.with_name(f".{final.name}.{uuid.uuid4().hex[:8]}.tmp")
             todo.append((i, entry, key, temp))
@@ -670,21 +715,19 @@ class S3PartitionStore:
                             raise PartitionNotFound(
                                 loc.ref.partition_id, problem[0], problem[1], run=str(loc.ref.run)
                             )
-            for i, entry, key, temp in todo:
+            for i, _, key, temp in todo:
                 if self.cache is not None:
                     paths[i] = self.cache.install(temp, self.bucket, key)
                 else:
-                    assert dest_dir is not None
-                    paths[i] = dest_dir / entry.name
-                    os.replace(temp, paths[i])  # type: ignore[arg-type]
+                    paths[i] = targets[i]
+                    os.replace(temp, targets[i])
         finally:
             for writer, (_, _, _, temp) in zip(writers, todo):
                 writer.close()
                 temp.unlink(missing_ok=True)
 
         if dest_dir is not None and self.cache is not None:
-            for i, entry in enumerate(manifest.files):
-                target = dest_dir / entry.name
+            for i, target in enumerate(targets):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.unlink(missing_ok=True)
                 try:
@@ -879,7 +922,7 @@ class S3PartitionStore:
         now = self._clock.now()
         leases = []
         for key in sorted(self._list(prefix)):
-            raw = self.json_objects.get_bytes(key)
+            raw = self.json_objects.get_bytes(key, oversized="truncate")  # too big: invalid, so blocking
             if raw is None:
                 continue
             lease = _parse_lease(raw.value, fallback=_decode_lease_name(key[len(prefix) :]))
@@ -968,9 +1011,13 @@ class S3PartitionStore:
             if "succeeded.json" not in markers:
                 outcomes.append(RetentionOutcome(run, False, "run has not succeeded (or was not marked)"))
                 continue
-            doc = self.json_objects.get(markers["succeeded.json"])
-            succeeded_at = float(doc.value["at"]) if doc is not None else now
-            left = succeeded_at + self.retention - now
+            try:
+                succeeded_at = self._marker_time(markers["succeeded.json"])
+            except ValueError as exc:
+                # One damaged marker must neither release its run early nor stop the sweep.
+                outcomes.append(RetentionOutcome(run, False, str(exc)))
+                continue
+            left = (now if succeeded_at is None else succeeded_at) + self.retention - now
             if left > 0:
                 outcomes.append(RetentionOutcome(run, False, f"retention not over ({left:.0f} s left)"))
                 continue
@@ -982,6 +1029,22 @@ class S3PartitionStore:
                 outcomes.append(RetentionOutcome(run, True, "retention passed"))
         return outcomes
 
+    def _marker_time(self, key: str) -> float | None:
+        """The ``at`` of a life-cycle marker (None if it is gone); ValueError naming the key if invalid."""
+        raw = self.json_objects.get_bytes(key, oversized="truncate")
+        if raw is None:
+            return None
+        try:
+            doc = load_json(raw.value, max_bytes=MAX_MARKER_BYTES)
+            if not isinstance(doc, dict):
+                raise ValueError(f"expected an object, got {type(doc).__name__}")
+            return _finite(doc.get("at"), "at")
+        except ValueError as exc:
+            raise ValueError(
+                f"run marker s3://{self.bucket}/{key} is invalid ({exc}); not releasing the run: write "
+                '{"at": <seconds since the epoch>} there, or delete it and mark the run succeeded again'
+            ) from None
+
     def _refuse_if_leased(self, run: RunRef, pids: tuple[str, ...] | None) -> None:
         blocking = [
             lease.consumer for lease in self.consumers(run.pipeline, run.run_id) if lease.covers(pids)
@@ -992,15 +1055,16 @@ class S3PartitionStore:
     def _refuse_if_releasing(self, run: RunRef, consumer: str, pids: tuple[str, ...] | None) -> None:
         store = self.json_objects
         for marker in ("released", "releasing"):
-            doc = store.get(self.layout.marker_key(run, marker))
-            if doc is None:
+            key = self.layout.marker_key(run, marker)
+            raw = store.get_bytes(key, oversized="truncate")
+            if raw is None:
                 continue
-            released = doc.value.get("partitions") if isinstance(doc.value, dict) else None
+            released = _released_partitions(raw.value)  # None: all (also when the marker is damaged)
             if marker == "released" or released is None or pids is None or set(released) & set(pids):
                 raise ConsumerRegistrationRefused(
                     f"consumer {consumer!r} cannot register on run {run}: its partitions "
-                    f"{'were' if marker == 'released' else 'are being'} released; re-run the producers "
-                    "(a new run) instead"
+                    f"{'were' if marker == 'released' else 'are being'} released (s3://{self.bucket}/{key}); "
+                    "re-run the producers (a new run) instead"
                 )
 
     # -- clean-up ---------------------------------------------------------------------------------
@@ -1181,6 +1245,18 @@ def _source_files(source: Any) -> list[tuple[str, Path]]:
     return sorted(files)
 
 
+def _inside(root: Path, name: str) -> Path:
+    """``root / name``, refused when it resolves outside ``root``."""
+    path = root / name
+    resolved, base = path.resolve(), root.resolve()
+    if not resolved.is_relative_to(base):
+        raise ValueError(
+            f"refusing to write partition file {name!r} to {path}: it resolves to {resolved}, outside {base} "
+            "(a symlink in the destination?); remove it or fetch into an empty directory"
+        )
+    return path
+
+
 def _decode_lease_name(name: str) -> str:
     try:
         return decode_segment(name.removesuffix(".json"))
@@ -1188,18 +1264,44 @@ def _decode_lease_name(name: str) -> str:
         return name
 
 
+def _finite(value: object, name: str) -> float:
+    """A JSON number that is a finite float (not a bool, not a string such as "nan")."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ValueError(f"{name!r} must be a number of seconds since the epoch, got {reprlib.repr(value)}")
+    return float(value)
+
+
+def _names(value: object, name: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ValueError(f"{name!r} must be null or a list of partition ids, got {reprlib.repr(value)}")
+    return tuple(value)
+
+
+def _released_partitions(data: bytes) -> tuple[str, ...] | None:
+    """What a release marker says is being released; None (everything) when it says so or is damaged."""
+    try:
+        doc = load_json(data, max_bytes=MAX_MARKER_BYTES)
+        partitions = doc.get("partitions") if isinstance(doc, dict) else None
+        return None if partitions is None else _names(partitions, "partitions")
+    except ValueError:
+        return None
+
+
 def _parse_lease(data: bytes, *, fallback: str) -> Lease:
     """A lease that does not parse still blocks release (safe side), under its key's name."""
-    import json
-
     try:
-        doc = json.loads(data.decode("utf-8"))
+        doc = load_json(data, max_bytes=MAX_MARKER_BYTES)
+        if not isinstance(doc, dict) or not isinstance(doc.get("consumer"), str):
+            raise ValueError("expected an object with a 'consumer' string")
         partitions = doc.get("partitions")
+        expires_at = doc.get("expires_at")
         return Lease(
-            consumer=str(doc["consumer"]),
-            partitions=None if partitions is None else tuple(str(p) for p in partitions),
-            registered_at=float(doc.get("registered_at") or 0.0),
-            expires_at=None if doc.get("expires_at") is None else float(doc["expires_at"]),
+            consumer=doc["consumer"],
+            partitions=None if partitions is None else _names(partitions, "partitions"),
+            registered_at=_finite(doc.get("registered_at", 0.0), "registered_at"),
+            expires_at=None if expires_at is None else _finite(expires_at, "expires_at"),
         )
-    except (ValueError, KeyError, TypeError, AttributeError):
+    except ValueError as exc:
+        log.warning("lease %r does not parse (%s); it blocks every release of its run until deleted",
+                    fallback, exc)
         return Lease(fallback, None, 0.0, None)

@@ -15,6 +15,8 @@ updates (two regions failing at once) safe: the loser re-reads and decides again
 from __future__ import annotations
 
 import json
+import math
+import reprlib
 import time
 import uuid
 from collections.abc import Callable
@@ -23,9 +25,20 @@ from typing import Any, TypeVar
 from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.pipeline_description import PipelineDescription
+from airflow_ft_provider.safe_json import load_json
 
 T = TypeVar("T")
 STORE_XCOM_KEY = "ft_store"
+MAX_EVENT_BYTES = 256 * 1024
+# Fields of recorded events and the JSON types they must have (absent is fine).
+_EVENT_FIELDS: dict[str, tuple[type, ...]] = {
+    **dict.fromkeys(("kind", "task", "failed_task", "cause", "reason", "strategy", "scope", "user"), (str,)),
+    **dict.fromkeys(("delay", "restart_at"), (int, float)),
+    **dict.fromkeys(("restart", "new_attempt"), (bool,)),
+    **dict.fromkeys(("regions", "tasks", "cleared", "unavailable"), (list,)),
+    "try_number": (int,),
+    "strategy_state": (dict, type(None)),
+}
 
 
 class RecoveryJournal:
@@ -74,12 +87,48 @@ class RecoveryJournal:
                                      ContentType="application/json")
 
     def events(self) -> list[dict[str, Any]]:
-        """Every recorded event, oldest first."""
+        """Every recorded event, oldest first. One that does not parse or has fields of the wrong type
+        is listed as ``{"kind": "invalid", "key": …, "reason": …}`` at its object's time, so a damaged
+        event neither hides the others nor breaks the history page or ``airflow-ft history``."""
         client = self.store.client
-        keys = [
-            item["Key"]
+        items = [
+            item
             for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.store.bucket, Prefix=self.events_prefix)
             for item in page.get("Contents", ())
         ]
-        events = [json.loads(client.get_object(Bucket=self.store.bucket, Key=k)["Body"].read()) for k in keys]
-        return sorted(events, key=lambda e: e.get("time", 0))
+        events = []
+        for item in items:
+            raw = self.store.json_objects.get_bytes(item["Key"], oversized="truncate")
+            if raw is not None:
+                stored_at = item["LastModified"].timestamp()
+                events.append(_event(raw.value, item["Key"], stored_at, self.store.bucket))
+        return sorted(events, key=lambda e: e["time"])
+
+
+def _event(data: bytes, key: str, stored_at: float, bucket: str) -> dict[str, Any]:
+    """One stored event, checked field by field; an invalid one is marked, with the reason and the fix."""
+    try:
+        event = load_json(data, max_bytes=MAX_EVENT_BYTES)
+        if not isinstance(event, dict):
+            raise ValueError(f"expected an object, got {type(event).__name__}")
+        when = event.get("time")
+        if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when):
+            raise ValueError(f"'time' must be seconds since the epoch, got {reprlib.repr(when)}")
+        for name, kinds in _EVENT_FIELDS.items():
+            value = event.get(name)
+            wrong = not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds
+            if name in event and wrong:
+                raise ValueError(f"{name!r} has the wrong type: {reprlib.repr(value)}")
+        for name in ("regions", "tasks", "cleared", "unavailable"):
+            items = event.get(name, [])
+            inner = (list,) if name == "regions" else (str,)
+            if not all(isinstance(item, inner) for item in items) or name == "regions" and not all(
+                isinstance(task, str) for region in items for task in region
+            ):
+                raise ValueError(f"{name!r} has the wrong shape: {reprlib.repr(items)}")
+        return event
+    except ValueError as exc:
+        return {
+            "time": stored_at, "kind": "invalid", "key": key,
+            "reason": f"recovery journal event s3://{bucket}/{key} is invalid ({exc}); delete or repair it",
+        }

@@ -71,6 +71,22 @@ def test_not_json_and_oversized_descriptions_are_refused():
         PipelineDescription.from_json(b" " * (4 * 1024 * 1024 + 1))
 
 
+@pytest.mark.parametrize(
+    "raw, says",
+    [
+        (b"[" * 100_000 + b"]" * 100_000, "nested deeper than 32 levels"),
+        (b'{"version": 1, "stages": [{"parallelism": 1' + b"0" * 4999 + b"}]}", "does not fit 64 bits"),
+        (b'{"version": 1, "restart_config": {"restart-strategy.fixed-delay.delay": NaN}}', "NaN"),
+        (b'{"version": 1, "version": 1}', "key 'version' appears twice"),
+    ],
+    ids=["deeply-nested", "5000-digit-parallelism", "NaN", "duplicate-key"],
+)
+def test_hostile_json_is_a_clear_error_not_a_recursion_error(raw, says):
+    with pytest.raises(ValueError, match="invalid pipeline description") as err:
+        PipelineDescription.from_json(raw)
+    assert says in str(err.value)
+
+
 def test_unknown_tasks_are_named():
     with pytest.raises(PipelineWiringError, match="'nope' is not a task of pipeline 'sharded'"):
         sharded().airflow_key("nope")

@@ -90,11 +90,12 @@ def test_config_declares_every_partition_store_key_the_hook_reads():
     import airflow_ft_provider.hooks.partition_store as hook_module
 
     source = Path(hook_module.__file__).read_text()
-    read = set(re.findall(r'(?:_config|_seconds)\(\s*"([a-z_]+)"', source))
+    read = set(re.findall(r'(?:_config|_seconds|_flag)\(\s*"([a-z_]+)"', source))
     options = get_provider_info()["config"][CONFIG_SECTION]["options"]
     assert read == {
         "partition_store_url", "partition_store_cache_dir", "partition_store_checksum",
         "partition_store_retention", "partition_store_orphan_grace",
+        "partition_store_allow_unconditional_writes",
     }
     assert read <= set(options)
     # The declared defaults are the ones the hook falls back to.
@@ -165,3 +166,21 @@ def test_config_declares_fault_injection_off_by_default():
 
     option = get_provider_info()["config"][CONFIG_SECTION]["options"][ALLOW_KEY]
     assert (ALLOW_KEY, option["type"], option["default"]) == ("allow_fault_injection", "boolean", "False")
+
+
+def test_config_declares_unconditional_writes_unsafe_and_off_by_default():
+    from airflow_ft_provider.partitions.conditional import ALLOW_UNCONDITIONAL_KEY
+
+    option = get_provider_info()["config"][CONFIG_SECTION]["options"][ALLOW_UNCONDITIONAL_KEY]
+    assert (ALLOW_UNCONDITIONAL_KEY, option["type"], option["default"]) == (
+        "partition_store_allow_unconditional_writes", "boolean", "False")
+    assert option["description"].startswith("UNSAFE.")
+
+
+def test_restart_option_descriptions_state_the_ranges_the_loader_enforces():
+    options = get_provider_info()["config"][CONFIG_SECTION]["options"]
+    for key, option in OPTIONS.items():
+        assert options[key]["description"].endswith(f"Must be {option.requirement}."), key
+    # Flink's checkArgument(backoffMultiplier > 1, ...), not "≥ 1"
+    assert options["restart-strategy.exponential-delay.backoff-multiplier"]["description"].endswith("Must be > 1.")
+    assert "restart-strategy, is still read" in options["restart-strategy.type"]["description"]
