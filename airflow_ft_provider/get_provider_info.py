@@ -90,7 +90,8 @@ def _config_options() -> dict[str, dict[str, Any]]:
     options: dict[str, dict[str, Any]] = {
         TYPE_KEY: {
             "description": "Default restart strategy: none (off, disable), fixed-delay, failure-rate or "
-            "exponential-delay. Unset: exponential-delay when a partition store is configured, else none.",
+            "exponential-delay. Unset: exponential-delay when a partition store is configured, else none. "
+            "Flink's deprecated name of this key, restart-strategy, is still read (with a warning).",
             "version_added": "0.1.0",
             "type": "string",
             "example": "exponential-delay",
@@ -107,7 +108,8 @@ def _config_options() -> dict[str, dict[str, Any]]:
     }
     for option in OPTIONS.values():
         options[option.key] = {
-            "description": option.description,
+            # The range the loader enforces, from the same table: "Must be > 1."
+            "description": f"{option.description} Must be {option.requirement}.",
             "version_added": "0.1.0",
             "type": {"int": "integer", "float": "float"}.get(option.kind, "string"),
             "example": None,

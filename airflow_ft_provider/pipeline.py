@@ -16,6 +16,7 @@ one. Edges to and from other tasks (sensors, notifications) are untouched.
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -32,6 +33,8 @@ from airflow_ft_provider.failover import (
     failover_strategy_name,
     load_restart_strategy,
 )
+from airflow_ft_provider.failover.restart_config import DEPRECATED_TYPE_KEY, resolve_deprecated_keys
+from airflow_ft_provider.partitions.naming import check_name
 from airflow_ft_provider.pipeline_description import PipelineDescription, PipelineWiringError, StageDeclaration
 
 _PIPELINES: dict[str, FailoverPipeline] = {}
@@ -44,10 +47,11 @@ def cluster_restart_config() -> dict[str, object]:
     from airflow.sdk import conf
 
     config = {}
-    for key in (*RESTART_STRATEGY_KEYS, FAILOVER_STRATEGY_KEY):
+    for key in (*RESTART_STRATEGY_KEYS, DEPRECATED_TYPE_KEY, FAILOVER_STRATEGY_KEY):
         value = conf.get("ft_provider", key, fallback=None)
         if value not in (None, ""):
             config[key] = value
+    config = resolve_deprecated_keys(config, source="[ft_provider] of airflow.cfg")
     try:
         load_restart_strategy(config, partitions_persisted=True)
         failover_strategy_name(config)
@@ -64,6 +68,51 @@ def pipeline_for(dag_id: str) -> FailoverPipeline:
             f"DAG {dag_id!r} has no FailoverPipeline; create stage operators inside "
             "'with FailoverPipeline(...):' in the DAG file"
         ) from None
+
+
+def _own_retry_settings(task: Any) -> dict[str, object]:
+    """``retries`` / ``retry_policy`` as the DAG author gave them: as arguments, through default_args
+    (the DAG's, a TaskGroup's or the task's) or to ``.partial()``; Airflow's defaults are not listed.
+
+    A plain operator records the arguments it got, default_args included, in ``__init_kwargs``. A
+    mapped one keeps only the merged ``partial_kwargs``, so there a value equal to the operator's
+    default (``[core] default_task_retries``, usually 0) cannot be told apart from no value.
+    """
+    if isinstance(task, MappedOperator):
+        kwargs = task.partial_kwargs
+        default = _default_retries(task.operator_class)
+        found = {"retries": kwargs["retries"]} if kwargs.get("retries", default) != default else {}
+    else:
+        kwargs = getattr(task, "_BaseOperator__init_kwargs", {})
+        found = {"retries": kwargs["retries"]} if "retries" in kwargs else {}
+    if kwargs.get("retry_policy") is not None:
+        found["retry_policy"] = kwargs["retry_policy"]
+    return found
+
+
+def _default_retries(operator_class: type) -> object:
+    """The ``retries`` an operator class gets when nobody sets it (Airflow's rule for .partial())."""
+    for cls in operator_class.__mro__:
+        init = cls.__dict__.get("__init__")
+        if init is None:
+            continue
+        parameter = inspect.signature(init).parameters.get("retries")
+        if parameter is not None and parameter.default is not inspect.Parameter.empty:
+            return parameter.default
+    return None
+
+
+def _origin(task: Any, name: str, value: object) -> str:
+    """Where a retry setting most likely came from, for the error message."""
+    group = getattr(task, "task_group", None)
+    group_args = getattr(group, "default_args", None) or {}
+    if name in group_args and group_args[name] == value:
+        return f"from default_args of TaskGroup {group.group_id!r}"
+    dag = getattr(task, "dag", None)
+    dag_args = (dag.default_args or {}) if dag is not None else {}
+    if name in dag_args and dag_args[name] == value:
+        return f"from default_args of DAG {dag.dag_id!r}"
+    return "as an argument of the stage" + (" or its .partial()" if isinstance(task, MappedOperator) else "")
 
 
 def _parse_time_parallelism(task: MappedOperator) -> int:
@@ -119,7 +168,10 @@ class FailoverPipeline:
         self.aws_conn_id = aws_conn_id
         self.spark_conn_id = spark_conn_id
         # Flink's layering: the cluster's [ft_provider] keys, overridden key by key by the pipeline's.
-        self.restart_config: dict[str, object] = {**cluster_restart_config(), **dict(restart_strategy or {})}
+        # The deprecated 'restart-strategy' is resolved within each layer, so a pipeline's old key
+        # still overrides the cluster's new one (Flink reads a job's option with its deprecated keys).
+        own = resolve_deprecated_keys(restart_strategy or {}, source="restart_strategy= of FailoverPipeline")
+        self.restart_config: dict[str, object] = {**cluster_restart_config(), **own}
         if failover_strategy is not None:
             self.restart_config[FAILOVER_STRATEGY_KEY] = failover_strategy
         # Validate now, when the DAG is parsed, not at the first failure.
@@ -152,6 +204,15 @@ class FailoverPipeline:
             raise PipelineWiringError("FailoverPipeline must be used inside a DAG: 'with DAG(...):' first")
         if self.dag.dag_id in _PIPELINES and _PIPELINES[self.dag.dag_id].dag is self.dag:
             raise PipelineWiringError(f"DAG {self.dag.dag_id!r} already has a FailoverPipeline; use one per DAG")
+        try:
+            # The DAG id names the run's prefix in the partition store: the store's rule, checked now
+            # rather than in every stage at run time. Airflow itself also allows '-etl' or 'état'.
+            check_name("pipeline name", self.dag.dag_id)
+        except ValueError as err:
+            raise PipelineWiringError(
+                f"DAG id {self.dag.dag_id!r} cannot name a failover pipeline: {err}; rename the DAG "
+                "(e.g. 'orders_etl')"
+            ) from None
         self._tasks_before = set(self.dag.task_dict)
         return self
 
@@ -175,6 +236,8 @@ class FailoverPipeline:
         )
         self.graph = self.description.graph
         tasks_by_id = {t.task_id: t for t in tasks}
+        if self.store_url:
+            self._refuse_own_retry_settings(tasks_by_id)
         self._check_explicit_edges(tasks_by_id)
         if cycle := self.graph.find_cycle():
             raise PipelineWiringError(
@@ -192,6 +255,23 @@ class FailoverPipeline:
         if self.store_url:
             self._install_retry_policy(tasks_by_id)
         _PIPELINES[self.dag.dag_id] = self
+
+    def _refuse_own_retry_settings(self, tasks_by_id: dict[str, Any]) -> None:
+        """A stage's own ``retries`` or ``retry_policy`` would be replaced by the restart strategy's
+        policy below: refuse them rather than drop them without a word."""
+        for stage in self.stages:
+            task = tasks_by_id[stage]
+            own = _own_retry_settings(task)
+            if not own:
+                continue
+            name, value = next(iter(own.items()))
+            raise PipelineWiringError(
+                f"stage {stage!r} sets {name}={value!r} ({_origin(task, name, value)}), but in a "
+                "FailoverPipeline with a partition store the restart strategy decides whether and when a "
+                f"stage runs again; remove {name} from the stage (default_args apply to every task: set "
+                "it on the tasks that are not stages instead) and configure restarts with restart_strategy=, "
+                "e.g. {'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.attempts': 3}"
+            )
 
     def _install_retry_policy(self, tasks_by_id: dict[str, Any]) -> None:
         """The restart strategy, not Airflow's retry count, decides when to stop: a policy cannot grant

@@ -16,7 +16,7 @@ from .failover_strategies import (
 from .graph import DistributionPattern, ResultPartitionType, StageGraph
 from .regions import pipelined_regions
 from .restart_config import KNOWN_KEYS as RESTART_STRATEGY_KEYS
-from .restart_config import load_restart_strategy, restart_strategy_type
+from .restart_config import DeprecatedConfigKeyWarning, load_restart_strategy, restart_strategy_type
 from .restart_strategies import (
     ExponentialDelayRestartStrategy,
     FailureRateRestartStrategy,
@@ -29,6 +29,7 @@ __all__ = [
     "FAILOVER_STRATEGY_KEY",
     "RESTART_STRATEGY_KEYS",
     "Clock",
+    "DeprecatedConfigKeyWarning",
     "DistributionPattern",
     "ExponentialDelayRestartStrategy",
     "FailoverStrategy",

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import difflib
 import math
+import os
 import random
+import sys
+import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .clock import Clock, SystemClock
-from .durations import parse_duration
+from .durations import parse_duration, whole_millis
 from .restart_strategies import (
     ExponentialDelayRestartStrategy,
     FailureRateRestartStrategy,
@@ -24,6 +27,8 @@ from .restart_strategies import (
 )
 
 TYPE_KEY = "restart-strategy.type"
+# Flink: RestartStrategyOptions.RESTART_STRATEGY = key("restart-strategy.type").withDeprecatedKeys("restart-strategy")
+DEPRECATED_TYPE_KEY = "restart-strategy"
 _PREFIX = "restart-strategy."
 
 TYPE_ALIASES: dict[str, str] = {
@@ -73,7 +78,7 @@ OPTIONS: dict[str, Option] = {
                "Backoff of the first restart attempt."),
         Option(_ED + "max-backoff", "1 min", "duration", _at_least(0.001), _POSITIVE_DURATION,
                "Upper bound of the backoff."),
-        Option(_ED + "backoff-multiplier", 1.5, "float", _at_least(1), "≥ 1",
+        Option(_ED + "backoff-multiplier", 1.5, "float", lambda v: v > 1, "> 1",
                "Factor applied to the backoff after every attempt."),
         Option(_ED + "reset-backoff-threshold", "1 h", "duration", _at_least(0.001), _POSITIVE_DURATION,
                "Failure-free time after the scheduled restart that resets backoff and attempt count."),
@@ -96,7 +101,8 @@ def _fail(key: str, raw: object, requirement: str, detail: str = "") -> ValueErr
 def _convert(option: Option, raw: object) -> float:
     if option.kind == "duration":
         try:
-            return parse_duration(raw)
+            # Whole milliseconds, as Flink's strategies get them (Duration.toMillis truncates).
+            return whole_millis(parse_duration(raw)) / 1000
         except ValueError as err:
             raise _fail(option.key, raw, option.requirement, str(err)) from None
     text = raw.strip().lower() if isinstance(raw, str) else raw
@@ -132,9 +138,54 @@ def _check_keys(config: Mapping[str, object]) -> None:
             raise ValueError(f"unknown restart-strategy key {key!r} (value {config[key]!r}); {hint}")
 
 
-def restart_strategy_type(config: Mapping[str, object], *, partitions_persisted: bool = False) -> str:
-    """The canonical type named by the config; unset means exponential-delay when partitions are
-    persisted and none otherwise (Flink's rule, with persisted partitions in place of checkpoints)."""
+class DeprecatedConfigKeyWarning(FutureWarning):
+    """A deprecated Flink key that is still honoured under its new name.
+
+    A FutureWarning, not a DeprecationWarning: Python (and so Airflow's DAG processor, which records
+    the warnings of a DAG file's import) ignores DeprecationWarnings raised outside ``__main__``, and
+    this one is meant for the DAG author, not for a Python developer.
+    """
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+
+
+def _outside_caller() -> int:
+    """The ``stacklevel`` of the first frame outside this package: the DAG file's line."""
+    frame, level = sys._getframe(1), 1
+    while frame.f_back is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE_DIR):
+        frame, level = frame.f_back, level + 1
+    return level
+
+
+def resolve_deprecated_keys(config: Mapping[str, object], *, source: str = "") -> dict[str, object]:
+    """A copy of ``config`` with the deprecated ``restart-strategy`` read as ``restart-strategy.type``.
+
+    Flink keeps the old key as a deprecated alias of the new one; the new key wins when both are set.
+    Without this, a configuration copied from an older Flink job would silently get no restarts.
+    ``source`` (e.g. "[ft_provider] of airflow.cfg") says where the configuration was written.
+    """
+    resolved = dict(config)
+    if DEPRECATED_TYPE_KEY not in resolved:
+        return resolved
+    old = resolved.pop(DEPRECATED_TYPE_KEY)
+    where = f" in {source}" if source else ""
+    if TYPE_KEY in resolved:
+        message = (
+            f"the deprecated key {DEPRECATED_TYPE_KEY!r}{where} is ignored because {TYPE_KEY!r} is also set "
+            f"({resolved[TYPE_KEY]!r} wins over {old!r}); remove {DEPRECATED_TYPE_KEY!r}"
+        )
+    else:
+        resolved[TYPE_KEY] = old
+        message = (
+            f"the key {DEPRECATED_TYPE_KEY!r}{where} is deprecated (as in Flink) and read as {TYPE_KEY!r}: "
+            f"{old!r}; rename it to {TYPE_KEY!r}"
+        )
+    warnings.warn(message, DeprecatedConfigKeyWarning, stacklevel=_outside_caller())
+    return resolved
+
+
+def _type(config: Mapping[str, object], partitions_persisted: bool, key: str = TYPE_KEY) -> str:
     _check_keys(config)
     raw = config.get(TYPE_KEY)
     if raw is None or (isinstance(raw, str) and not raw.strip()):
@@ -145,8 +196,21 @@ def restart_strategy_type(config: Mapping[str, object], *, partitions_persisted:
             "exponential-delay (exponentialdelay)"
         close = difflib.get_close_matches(str(name), TYPE_ALIASES, n=1)
         hint = f"did you mean {TYPE_ALIASES[close[0]]!r}? " if close else ""
-        raise ValueError(f"{TYPE_KEY}: unknown restart strategy {raw!r}; {hint}use one of: {choices}")
+        raise ValueError(f"{key}: unknown restart strategy {raw!r}; {hint}use one of: {choices}")
     return TYPE_ALIASES[name]
+
+
+def restart_strategy_type(config: Mapping[str, object], *, partitions_persisted: bool = False) -> str:
+    """The canonical type named by the config; unset means exponential-delay when partitions are
+    persisted and none otherwise (Flink's rule, with persisted partitions in place of checkpoints)."""
+    return _type(resolve_deprecated_keys(config), partitions_persisted, _type_key_label(config))
+
+
+def _type_key_label(config: Mapping[str, object]) -> str:
+    """The key a bad type value came from, as the user wrote it."""
+    if DEPRECATED_TYPE_KEY in config and TYPE_KEY not in config:
+        return f"{DEPRECATED_TYPE_KEY} (deprecated name of {TYPE_KEY})"
+    return TYPE_KEY
 
 
 def load_restart_strategy(
@@ -157,7 +221,9 @@ def load_restart_strategy(
     partitions_persisted: bool = False,
 ) -> RestartStrategy:
     """Build the restart strategy described by Flink-style ``config`` keys (others are ignored)."""
-    kind = restart_strategy_type(config, partitions_persisted=partitions_persisted)
+    label = _type_key_label(config)
+    config = resolve_deprecated_keys(config)
+    kind = _type(config, partitions_persisted, label)
     clock = clock if clock is not None else SystemClock()
     if kind == "none":
         return NoRestartStrategy()
@@ -192,5 +258,3 @@ def load_restart_strategy(
         clock=clock,
         rng=rng if rng is not None else random.Random(),
     )
-
-

@@ -13,8 +13,8 @@ from collections import deque
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from .clock import Clock
-from .durations import format_duration
+from .clock import Clock, now_millis
+from .durations import JAVA_LONG_MAX, format_duration, whole_millis
 
 
 class RestartStrategy(Protocol):
@@ -87,6 +87,7 @@ class FixedDelayRestartStrategy:
     def __init__(self, attempts: int, delay: float) -> None:
         self.attempts = attempts
         self.delay = delay
+        self._delay_ms = whole_millis(delay)
         self._failures = 0
 
     def notify_failure(self) -> bool:
@@ -97,7 +98,7 @@ class FixedDelayRestartStrategy:
         return self._failures <= self.attempts
 
     def backoff_seconds(self) -> float:
-        return self.delay
+        return self._delay_ms / 1000
 
     def export_state(self) -> dict[str, Any]:
         return {"type": self.type_name, "failures": self._failures}
@@ -123,34 +124,37 @@ class FailureRateRestartStrategy:
         self.max_failures_per_interval = max_failures_per_interval
         self.interval = interval
         self.delay = delay
+        self._interval_ms = whole_millis(interval)
+        self._delay_ms = whole_millis(delay)
         self._clock = clock
-        self._failures: deque[float] = deque(maxlen=max_failures_per_interval + 1)
+        # Flink keeps the last max-failures-per-interval + 1 failure times, in milliseconds.
+        self._failures: deque[int] = deque(maxlen=max_failures_per_interval + 1)
 
     def notify_failure(self) -> bool:
-        self._failures.append(self._clock.now())
+        self._failures.append(now_millis(self._clock))
         return True
 
     def can_restart(self) -> bool:
         if len(self._failures) < self._failures.maxlen:  # type: ignore[operator]
             return True
-        return self._clock.now() - self._failures[0] > self.interval
+        return now_millis(self._clock) - self._failures[0] > self._interval_ms
 
     def backoff_seconds(self) -> float:
-        return self.delay
+        return self._delay_ms / 1000
 
     def export_state(self) -> dict[str, Any]:
-        return {"type": self.type_name, "failure_times": list(self._failures)}
+        return {"type": self.type_name, "failure_times": [t / 1000 for t in self._failures]}
 
     def restore_state(self, state: Mapping[str, Any]) -> None:
         _check_state(self, state, {"failure_times": list})
         times = state.get("failure_times", [])
-        if not all(isinstance(t, (int, float)) and not isinstance(t, bool) for t in times):
+        if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) for t in times):
             raise ValueError(f"malformed failure-rate restart-strategy state: failure_times={times!r}")
-        self._failures = deque((float(t) for t in times), maxlen=self.max_failures_per_interval + 1)
+        self._failures = deque((round(t * 1000) for t in times), maxlen=self.max_failures_per_interval + 1)
 
     def remaining_budget(self) -> str:
-        now = self._clock.now()
-        recent = sum(1 for t in self._failures if now - t <= self.interval)
+        now = now_millis(self._clock)
+        recent = sum(1 for t in self._failures if now - t <= self._interval_ms)
         left = max(0, self.max_failures_per_interval - recent)
         return (f"{left} more failures allowed within {format_duration(self.interval)} "
                 f"({recent} of {self.max_failures_per_interval} in the last {format_duration(self.interval)})")
@@ -165,9 +169,12 @@ class FailureRateRestartStrategy:
 class ExponentialDelayRestartStrategy:
     """Backoff grows by a multiplier per attempt, with jitter, up to a maximum; resets after quiet time.
 
-    As in Flink 1.19+: failures at or before the scheduled restart time are merged into that restart
-    (concurrent failures of one incident count once); when at least reset-backoff-threshold passed
-    since the scheduled restart, the attempt counter starts again from one.
+    As Flink's ExponentialDelayRestartBackoffTimeStrategy (1.19+), in whole milliseconds: the backoff
+    of attempt k (from 0) is ``(long) (initial · multiplier^k)``, not capped; a whole-millisecond
+    jitter drawn uniformly from ``±(long) (backoff · jitter-factor)`` is added, and only then the sum is
+    clamped to [initial-backoff, max-backoff]. Failures at or before the scheduled restart time are
+    merged into that restart (concurrent failures of one incident count once); when at least
+    reset-backoff-threshold passed since the scheduled restart, the attempt counter starts again.
     """
 
     type_name = "exponential-delay"
@@ -190,67 +197,80 @@ class ExponentialDelayRestartStrategy:
         self.reset_backoff_threshold = reset_backoff_threshold
         self.jitter_factor = jitter_factor
         self.attempts_before_reset_backoff = attempts_before_reset_backoff
+        self._initial_ms = whole_millis(initial_backoff)
+        self._max_ms = whole_millis(max_backoff)
+        self._reset_ms = whole_millis(reset_backoff_threshold)
+        _require(self._initial_ms >= 1, "initial-backoff must be at least 1 ms", initial_backoff)
+        _require(self._max_ms >= self._initial_ms, "max-backoff must be ≥ initial-backoff", max_backoff)
+        _require(backoff_multiplier > 1, "backoff-multiplier must be > 1", backoff_multiplier)
+        _require(self._reset_ms >= 1, "reset-backoff-threshold must be at least 1 ms", reset_backoff_threshold)
+        _require(0 <= jitter_factor <= 1, "jitter-factor must be between 0 and 1", jitter_factor)
+        _require(attempts_before_reset_backoff >= 1, "attempts-before-reset-backoff must be ≥ 1",
+                 attempts_before_reset_backoff)
         self._clock = clock
         self._rng = rng
-        # Beyond this exponent initial·multiplier^k ≥ max-backoff: capping it avoids float overflow.
-        if backoff_multiplier > 1 and max_backoff > initial_backoff:
-            self._max_exponent = math.ceil(math.log(max_backoff / initial_backoff, backoff_multiplier))
-        else:
-            self._max_exponent = 0
         self._attempt = 0
-        self._backoff = 0.0
-        self._failed_at: float | None = None
-        self._restart_at: float | None = None
+        self._backoff_ms = 0  # the backoff drawn for the current attempt (shown in the run's state)
+        self._failed_at_ms: int | None = None
+        self._restart_at_ms: int | None = None  # Flink's nextRestartTimestamp; None before any failure
 
     @property
     def attempt(self) -> int:
         return self._attempt
 
     def notify_failure(self) -> bool:
-        now = self._clock.now()
-        if self._restart_at is not None:
-            if now <= self._restart_at:
-                return False
-            if now - self._restart_at >= self.reset_backoff_threshold:
+        now = now_millis(self._clock)
+        if self._restart_at_ms is not None:
+            if now <= self._restart_at_ms:
+                return False  # merged into the restart already scheduled
+            if now - self._restart_at_ms >= self._reset_ms:
                 self._attempt = 0
+        self._backoff_ms = self._next_backoff_ms()
+        self._failed_at_ms = now
+        self._restart_at_ms = now + self._backoff_ms
         self._attempt += 1
-        self._backoff = self._next_backoff()
-        self._failed_at = now
-        self._restart_at = now + self._backoff
         return True
 
-    def _next_backoff(self) -> float:
-        exponent = min(self._attempt - 1, self._max_exponent)
-        backoff = min(self.initial_backoff * self.backoff_multiplier**exponent, self.max_backoff)
-        if self.jitter_factor > 0:
-            spread = backoff * self.jitter_factor
-            backoff += self._rng.uniform(-spread, spread)
-        return max(self.initial_backoff, min(backoff, self.max_backoff))
+    def _next_backoff_ms(self) -> int:
+        try:
+            raw = self._initial_ms * self.backoff_multiplier**self._attempt
+        except OverflowError:  # Java's Math.pow gives Infinity here
+            raw = math.inf
+        backoff = _java_long(raw)
+        jitter = 0
+        if self.jitter_factor != 0:
+            offset = _java_long(backoff * self.jitter_factor)
+            jitter = self._rng.randint(-offset, offset)
+        # Python integers do not wrap around where Java's long addition would (backoffs near 2^63 ms).
+        return max(self._initial_ms, min(backoff + jitter, self._max_ms))
 
     def can_restart(self) -> bool:
         return self._attempt <= self.attempts_before_reset_backoff
 
     def backoff_seconds(self) -> float:
-        if self._failed_at is None:
-            return 0.0
-        return max(0.0, self._backoff - (self._clock.now() - self._failed_at))
+        if self._restart_at_ms is None:
+            raise RuntimeError(
+                "exponential-delay backoff asked before any failure: call notify_failure() first "
+                "(Flink: 'Please call notifyFailure first.')"
+            )
+        return max(0, self._restart_at_ms - now_millis(self._clock)) / 1000
 
     def export_state(self) -> dict[str, Any]:
         return {
             "type": self.type_name,
             "attempt": self._attempt,
-            "backoff": self._backoff,
-            "failed_at": self._failed_at,
-            "restart_at": self._restart_at,
+            "backoff": self._backoff_ms / 1000,
+            "failed_at": None if self._failed_at_ms is None else self._failed_at_ms / 1000,
+            "restart_at": None if self._restart_at_ms is None else self._restart_at_ms / 1000,
         }
 
     def restore_state(self, state: Mapping[str, Any]) -> None:
         number = (int, float)
         _check_state(self, state, {"attempt": int, "backoff": number, "failed_at": number, "restart_at": number})
         self._attempt = int(state.get("attempt", 0))
-        self._backoff = float(state.get("backoff", 0.0))
-        self._failed_at = None if state.get("failed_at") is None else float(state["failed_at"])
-        self._restart_at = None if state.get("restart_at") is None else float(state["restart_at"])
+        self._backoff_ms = _millis_of(state.get("backoff")) or 0
+        self._failed_at_ms = _millis_of(state.get("failed_at"))
+        self._restart_at_ms = _millis_of(state.get("restart_at"))
 
     def remaining_budget(self) -> str:
         quiet = format_duration(self.reset_backoff_threshold)
@@ -271,3 +291,22 @@ class ExponentialDelayRestartStrategy:
             f"attempts-before-reset-backoff={'infinite' if math.isinf(attempts) else int(attempts)})"
         )
 
+
+def _java_long(value: float) -> int:
+    """Java's ``(long)`` cast of a non-negative double: truncated, saturating at Long.MAX_VALUE."""
+    return JAVA_LONG_MAX if value >= JAVA_LONG_MAX else int(value)
+
+
+def _millis_of(seconds: float | None) -> int | None:
+    """A time stored in the run's state (seconds, JSON) back in the strategy's whole milliseconds."""
+    if seconds is None:
+        return None
+    if not math.isfinite(seconds):
+        raise ValueError(f"malformed exponential-delay restart-strategy state: time {seconds!r}")
+    return round(seconds * 1000)
+
+
+def _require(condition: bool, requirement: str, value: object) -> None:
+    """Flink's checkArgument in the strategy's constructor (the loader names the key and the fix)."""
+    if not condition:
+        raise ValueError(f"restart-strategy.exponential-delay.{requirement}, got {value!r}")

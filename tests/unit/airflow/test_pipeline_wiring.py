@@ -88,7 +88,8 @@ def test_miswired_pipelines_fail_at_parse_time(build, message):
 
 
 def test_invalid_restart_strategy_fails_at_parse_time():
-    with pytest.raises(ValueError, match=r"backoff-multiplier must be ≥ 1, got 0.5"):
+    # Flink's checkArgument(backoffMultiplier > 1, ...): "≥ 1" was the old, non-Flink rule.
+    with pytest.raises(ValueError, match=r"backoff-multiplier must be > 1, got 0.5"):
         with DAG("wiring_bad_strategy", schedule=None):
             with FailoverPipeline(restart_strategy={
                 "restart-strategy.type": "exponential-delay",
@@ -190,3 +191,163 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
         "airflow_ft_provider.hooks.partition_store",
     }
     assert loaded & run_time_only == set()
+
+
+# -- A stage's own retries / retry_policy: refused when the restart strategy owns retries -----------
+class OwnPolicy:
+    """Stands in for a user's RetryPolicy: only its presence matters here."""
+
+    def __repr__(self):
+        return "OwnPolicy()"
+
+
+@pytest.mark.parametrize(
+    "dag_args, build, message",
+    [
+        # as an argument of the operator
+        ({}, lambda: stage("a", retries=3), r"stage 'a' sets retries=3 \(as an argument of the stage\)"),
+        ({}, lambda: stage("a", retries=0), r"stage 'a' sets retries=0 \(as an argument of the stage\)"),
+        ({}, lambda: stage("a", retry_policy=OwnPolicy()), r"stage 'a' sets retry_policy=OwnPolicy\(\)"),
+        # through default_args: the DAG's, or the task's own
+        ({"default_args": {"retries": 2}}, lambda: stage("a"), r"sets retries=2 \(from default_args of DAG 'own_retries_\d+'\)"),
+        ({"default_args": {"retry_policy": OwnPolicy()}}, lambda: stage("a"), r"sets retry_policy=OwnPolicy\(\) \(from default_args"),
+        ({}, lambda: stage("a", default_args={"retries": 4}), r"stage 'a' sets retries=4"),
+        # in .partial() of a mapped stage, directly or through default_args
+        ({}, lambda: SparkStageOperator.partial(task_id="m", application="m.py", retries=5).expand(
+            application_args=[["x"], ["y"]]), r"stage 'm' sets retries=5 \(as an argument of the stage or its .partial\(\)\)"),
+        ({}, lambda: SparkStageOperator.partial(task_id="m", application="m.py", retry_policy=OwnPolicy()).expand(
+            application_args=[["x"]]), r"stage 'm' sets retry_policy=OwnPolicy\(\)"),
+        ({"default_args": {"retries": 6}}, lambda: SparkStageOperator.partial(task_id="m", application="m.py").expand(
+            application_args=[["x"]]), r"stage 'm' sets retries=6 \(from default_args of DAG"),
+    ],
+)
+def test_a_stages_own_retries_or_retry_policy_are_refused_at_parse_time(dag_args, build, message):
+    """Issue 13: FailoverPipeline used to overwrite them without a word. The error names the stage, the
+    argument, why (the restart strategy decides) and the fix."""
+    with pytest.raises(PipelineWiringError, match=message) as caught:
+        with DAG(f"own_retries_{abs(hash(message))}", schedule=None, **dag_args):
+            with FailoverPipeline(store="s3://bucket/prefix"):
+                build()
+    assert "the restart strategy decides whether and when a stage runs again" in str(caught.value)
+    assert "configure restarts with restart_strategy=" in str(caught.value)
+
+
+def test_airflows_defaults_and_other_tasks_retries_are_left_alone():
+    from airflow.providers.standard.operators.empty import EmptyOperator
+
+    from airflow_ft_provider.pipeline import RETRY_BUDGET
+
+    with DAG("own_retries_defaults", schedule=None) as dag:
+        notify = EmptyOperator(task_id="notify", retries=2)  # not a stage: its retries stay
+        with FailoverPipeline(store="s3://bucket/prefix"):
+            a = stage("a", outputs=["x"])
+            SparkStageOperator.partial(task_id="m", application="m.py", inputs=["x"]).expand(
+                application_args=[["x"], ["y"]])
+        a >> notify
+    assert dag.task_dict["a"].retries == RETRY_BUDGET
+    assert dag.task_dict["m"].partial_kwargs["retries"] == RETRY_BUDGET
+    assert type(dag.task_dict["a"].retry_policy).__name__ == "FailoverRetryPolicy"
+    assert dag.task_dict["notify"].retries == 2
+
+
+def test_without_a_partition_store_a_stage_keeps_airflows_own_retries():
+    # No store: no region failover and no retry policy installed (README), so nothing is overwritten.
+    with DAG("own_retries_no_store", schedule=None) as dag:
+        with FailoverPipeline():
+            stage("a", retries=3)
+    assert dag.task_dict["a"].retries == 3 and dag.task_dict["a"].retry_policy is None
+
+
+# -- DAG ids the partition store cannot use ----------------------------------------------------------
+@pytest.mark.parametrize("dag_id", ["-etl", "état", ".hidden", "naïve_etl"])
+def test_dag_ids_the_store_rejects_are_refused_at_parse_time(dag_id):
+    """Issue 18: Airflow accepts these DAG ids, the partition store does not: every stage used to fail
+    at run time. Refused when the pipeline is declared, with the value and the allowed characters."""
+    with pytest.raises(PipelineWiringError, match=(
+        rf"DAG id {dag_id!r} cannot name a failover pipeline: invalid pipeline name {dag_id!r}: use letters, "
+        r"digits, '_', '.' or '-', starting with a letter, digit or '_'.*rename the DAG"
+    )):
+        with DAG(dag_id, schedule=None):
+            with FailoverPipeline():
+                stage("a")
+
+
+# -- The deprecated key 'restart-strategy' -------------------------------------------------------
+def one_stage_pipeline(dag_id, **pipeline_kwargs):
+    """A DAG file's ``with DAG(dag_id): with FailoverPipeline(store=..., **pipeline_kwargs): stage("a")``."""
+    with DAG(dag_id, schedule=None):
+        with FailoverPipeline(store="s3://bucket/prefix", **pipeline_kwargs):
+            stage("a")
+    return pipeline_for(dag_id)
+
+
+def test_deprecated_restart_strategy_key_of_a_pipeline_is_honoured_with_a_warning():
+    from airflow_ft_provider.failover.restart_config import DeprecatedConfigKeyWarning
+
+    old_style = {"restart-strategy": "fixed-delay", "restart-strategy.fixed-delay.attempts": 4}
+    with pytest.warns(DeprecatedConfigKeyWarning, match=(
+        r"the key 'restart-strategy' in restart_strategy= of FailoverPipeline is deprecated \(as in Flink\) "
+        r"and read as 'restart-strategy.type': 'fixed-delay'; rename it")) as record:
+        pipeline = one_stage_pipeline("deprecated_key", restart_strategy=old_style)
+    assert record[0].filename == __file__  # points at the DAG author's line, not into the provider
+    assert repr(pipeline.description.restart_strategy()) == "FixedDelay(attempts=4, delay=1 s)"
+    assert "restart-strategy" not in pipeline.restart_config  # stored under the new key only
+
+
+def test_deprecated_key_in_airflow_cfg_is_honoured_and_the_pipelines_key_still_wins(cluster_config):
+    from airflow_ft_provider.failover.restart_config import DeprecatedConfigKeyWarning
+
+    cluster_config("restart-strategy", "none")
+    with pytest.warns(DeprecatedConfigKeyWarning, match=r"'restart-strategy' in \[ft_provider\] of airflow.cfg"):
+        pipeline = one_stage_pipeline("deprecated_cluster_key")
+    assert repr(pipeline.description.restart_strategy()) == "NoRestart()"
+    with pytest.warns(DeprecatedConfigKeyWarning):
+        pipeline = one_stage_pipeline("deprecated_cluster_key_overridden",
+                                      restart_strategy={"restart-strategy.type": "fixed-delay"})
+    assert repr(pipeline.description.restart_strategy()).startswith("FixedDelay")
+
+
+def test_a_pipelines_deprecated_key_overrides_the_clusters_new_key(cluster_config):
+    # Flink reads a job's option together with its deprecated keys before falling back to the cluster.
+    cluster_config("restart-strategy.type", "fixed-delay")
+    with pytest.warns(FutureWarning):
+        pipeline = one_stage_pipeline("deprecated_job_key", restart_strategy={"restart-strategy": "none"})
+    assert repr(pipeline.description.restart_strategy()) == "NoRestart()"
+
+
+def test_the_deprecation_warning_reaches_the_dag_processor(tmp_path):
+    """What a DAG author sees at parse time: Airflow's DagBag records the warnings a DAG file raises
+    while it is imported (and logs them in the DAG processor's log). Under Python's default warning
+    filters it never sees a DeprecationWarning raised outside __main__, which is why the warning is a
+    FutureWarning. Run in a fresh interpreter: pytest's own filters would show DeprecationWarnings."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    dag_file = tmp_path / "old_flink_key.py"
+    dag_file.write_text(
+        "from airflow.sdk import DAG\n"
+        "from airflow_ft_provider.operators.spark_stage import SparkStageOperator\n"
+        "from airflow_ft_provider.pipeline import FailoverPipeline\n"
+        "with DAG('old_flink_key', schedule=None):\n"
+        "    with FailoverPipeline(store='s3://bucket/prefix', restart_strategy={'restart-strategy': 'fixeddelay'}):\n"
+        "        SparkStageOperator(task_id='a', application='a.py')\n"
+    )
+    probe = (
+        "import json, logging, warnings\n"
+        "logging.disable(logging.CRITICAL)\n"
+        "warnings.simplefilter('ignore', UserWarning)  # DagBag re-emits what it recorded as UserWarnings\n"
+        "from airflow.dag_processing.dagbag import DagBag\n"
+        f"bag = DagBag(dag_folder={str(tmp_path)!r})\n"
+        "print(json.dumps({'dags': bag.dag_ids, 'errors': bag.import_errors,\n"
+        "                  'warnings': {k: list(v) for k, v in bag.captured_warnings.items()}}))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env, timeout=300)
+    parsed = json.loads(out.stdout.strip().splitlines()[-1])
+    assert parsed["errors"] == {} and "old_flink_key" in parsed["dags"]
+    recorded = parsed["warnings"].get(str(dag_file), [])
+    assert len(recorded) == 1, f"the DAG processor recorded {recorded}"
+    assert recorded[0].startswith(f"{dag_file}:5: airflow_ft_provider.failover.restart_config.DeprecatedConfigKeyWarning")
+    assert "'restart-strategy'" in recorded[0] and "rename it to 'restart-strategy.type'" in recorded[0]

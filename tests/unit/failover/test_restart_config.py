@@ -55,7 +55,10 @@ def test_durations_format_back_to_flink_notation(seconds, text):
         ({"restart-strategy.type": "fixed-delay", FD + "delay": "soon"}, r"cannot parse 'soon' as a duration.*\"10 s\""),
         ({"restart-strategy.type": "failure-rate", FR + "max-failures-per-interval": 0}, r"max-failures-per-interval must be an integer ≥ 1, got 0"),
         ({"restart-strategy.type": "failure-rate", FR + "failure-rate-interval": "0 s"}, r"failure-rate-interval must be a duration ≥ 1 ms, got '0 s'"),
-        ({"restart-strategy.type": "exponential-delay", ED + "backoff-multiplier": 0.5}, r"backoff-multiplier must be ≥ 1, got 0.5; set it to ≥ 1 \(default 1.5\)"),
+        # Flink: checkArgument(backoffMultiplier > 1, ...); 1 would never grow the backoff.
+        ({"restart-strategy.type": "exponential-delay", ED + "backoff-multiplier": 0.5}, r"backoff-multiplier must be > 1, got 0.5; set it to > 1 \(default 1.5\)"),
+        ({"restart-strategy.type": "exponential-delay", ED + "backoff-multiplier": 1}, r"backoff-multiplier must be > 1, got 1;"),
+        ({"restart-strategy.type": "exponential-delay", ED + "backoff-multiplier": "1.0"}, r"backoff-multiplier must be > 1, got '1.0'"),
         ({"restart-strategy.type": "exponential-delay", ED + "jitter-factor": 1.5}, r"jitter-factor must be between 0 and 1, got 1.5"),
         ({"restart-strategy.type": "exponential-delay", ED + "jitter-factor": -0.1}, r"jitter-factor must be between 0 and 1, got -0.1"),
         ({"restart-strategy.type": "exponential-delay", ED + "jitter-factor": "nan"}, r"jitter-factor must be between 0 and 1, got 'nan'"),
@@ -85,3 +88,46 @@ def test_keys_of_other_strategies_and_other_sections_are_ignored():
 def test_infinite_attempts_spelled_out():
     strategy = load_restart_strategy({"restart-strategy.type": "exponential-delay", ED + "attempts-before-reset-backoff": "infinite"})
     assert strategy.attempts_before_reset_backoff == float("inf")
+
+
+# -- The deprecated key 'restart-strategy' (Flink: restart-strategy.type .withDeprecatedKeys(...)) -----
+def test_deprecated_type_key_is_honoured_with_a_warning_at_the_callers_line():
+    from airflow_ft_provider.failover.restart_config import DeprecatedConfigKeyWarning
+
+    with pytest.warns(DeprecatedConfigKeyWarning, match=(
+        r"the key 'restart-strategy' is deprecated \(as in Flink\) and read as 'restart-strategy.type': "
+        r"'fixeddelay'; rename it to 'restart-strategy.type'")) as record:
+        strategy = load_restart_strategy({"restart-strategy": "fixeddelay", FD + "attempts": 3})
+    assert repr(strategy) == "FixedDelay(attempts=3, delay=1 s)"
+    assert [w.filename for w in record] == [__file__]
+    assert issubclass(DeprecatedConfigKeyWarning, FutureWarning)  # shown by default, unlike DeprecationWarning
+
+
+def test_old_configs_no_longer_lose_their_restarts():
+    """Issue 13: a config copied from an older Flink job used to get *no* restarts (the key was ignored)."""
+    with pytest.warns(FutureWarning):
+        strategy = load_restart_strategy({"restart-strategy": "exponential-delay", ED + "jitter-factor": 0})
+    assert strategy.can_restart() and strategy.type_name == "exponential-delay"
+
+
+def test_new_type_key_wins_over_the_deprecated_one():
+    with pytest.warns(FutureWarning, match=(
+        r"the deprecated key 'restart-strategy' is ignored because 'restart-strategy.type' is also set "
+        r"\('none' wins over 'fixed-delay'\); remove 'restart-strategy'")):
+        strategy = load_restart_strategy({"restart-strategy": "fixed-delay", "restart-strategy.type": "none"})
+    assert repr(strategy) == "NoRestart()"
+
+
+def test_a_bad_value_under_the_deprecated_key_names_the_key_as_written():
+    with pytest.warns(FutureWarning), pytest.raises(ValueError, match=(
+        r"^restart-strategy \(deprecated name of restart-strategy.type\): unknown restart strategy 'fixd-delay'; "
+        r"did you mean 'fixed-delay'\?")):
+        load_restart_strategy({"restart-strategy": "fixd-delay"})
+
+
+def test_configs_without_the_deprecated_key_raise_no_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        load_restart_strategy({"restart-strategy.type": "fixed-delay"})
