@@ -60,3 +60,29 @@ def test_two_stage_pipeline_runs_on_the_standalone_cluster(
     executors = {d.name for d in cluster.work_dir.iterdir() if d.is_dir()}
     worker_log = cluster.worker_log.read_text()[-3000:]
     assert {app["id"] for app in ours.values()} <= executors, (executors, worker_log)
+
+
+def test_stages_on_a_spark_connect_server_of_the_standalone_cluster(
+    dag_test_home, spark_standalone_cluster, s3_bucket, tmp_path
+):
+    #   [ generate[0] ~~orders[0]~~> revenue[0] ]--+
+    #   [ generate[1] ~~orders[1]~~> revenue[1] ]--+--revenue--> total      on a Connect server
+    #   whose master is the standalone cluster: its executors run on the cluster's worker
+    from tests.support.spark_connect import SparkConnectServer
+
+    cluster = spark_standalone_cluster
+    dag_file = dag_test_home.add_dag(HERE / "dags" / "ft_spark_pipelines.py")
+    with SparkConnectServer(master=cluster.url, log_dir=tmp_path) as server:
+        env = {"FT_TEST_APPS": str(HERE / "apps"), "FT_TEST_STORE_URL": s3_bucket.url, "FT_TEST_MARKERS": str(tmp_path),
+               **server.connection_env("spark_connect_test")}
+        result = dag_test_home.run(dag_file, "ft_connect", env=env)
+        apps = httpx.get(f"{cluster.master_web_ui}/json/", timeout=10).json()
+    assert result.state == "success", result.output[-6000:]
+    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url)
+    totals = read_table(store, RunRef("ft_connect", result.run_id).parse("revenue_total")).to_pylist()
+    assert {r["day"]: r["revenue"] for r in totals} == daily_revenue(orders())
+    # One application -- the Connect server -- ran on the cluster, with an executor on its worker.
+    running = [app for app in apps["activeapps"] if app["name"] != "" and app["state"] == "RUNNING"]
+    assert len(running) == 1, apps
+    executors = {d.name for d in cluster.work_dir.iterdir() if d.is_dir()}
+    assert running[0]["id"] in executors, (executors, apps)

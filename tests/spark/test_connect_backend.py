@@ -1,0 +1,131 @@
+"""ConnectBackend against a real Spark Connect server: sessions end with the try, on_kill interrupts."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from types import SimpleNamespace
+
+import pytest
+
+from airflow_ft_provider.execution.connect import ConnectBackend, server_identity
+from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
+
+pytestmark = pytest.mark.spark
+
+
+class Log:
+    def __init__(self):
+        self.lines = []
+
+    def info(self, message, *args):
+        self.lines.append(message % args)
+
+
+@pytest.fixture
+def connection(spark_connect, monkeypatch):
+    monkeypatch.setenv("AIRFLOW_CONN_FT_CONNECT_TEST", json.dumps({**spark_connect.connection(), "login": "etl"}))
+    return "ft_connect_test"
+
+
+def stage(python_callable, **overrides):
+    fields = {"task_id": "probe", "conf": {}, "env_vars": {}, "application": None, "application_args": [],
+              "python_callable": python_callable}
+    return SimpleNamespace(**{**fields, **overrides})
+
+
+def spec(**outputs):
+    return StageSpec(pipeline="p", run_id="r", stage="probe", map_index=None, try_number=1, outputs=outputs)
+
+
+def test_the_handle_names_the_server_without_credentials(spark_connect, monkeypatch):
+    # A token makes the client insist on TLS, which the test server does not speak: never opened here.
+    conn = {**spark_connect.connection(), "login": "etl", "password": "s3cret-token"}
+    monkeypatch.setenv("AIRFLOW_CONN_FT_CONNECT_TOKEN", json.dumps(conn))
+    backend = ConnectBackend(stage(print), conn_id="ft_connect_token", log=Log())
+    assert backend.server == server_identity(backend.url) == spark_connect.url
+    assert "s3cret-token" in backend.url and "s3cret-token" not in backend.server
+
+
+def test_session_settings_apply_and_server_settings_are_named_not_applied(connection):
+    seen = {}
+
+    def probe(spark, io):
+        seen["partitions"] = spark.conf.get("spark.sql.shuffle.partitions")
+
+    log = Log()
+    backend = ConnectBackend(stage(probe, conf={"spark.sql.shuffle.partitions": "3", "spark.driver.memory": "1g"}),
+                             conn_id=connection, log=log)
+    with backend:
+        backend.run(spec())
+    assert seen == {"partitions": "3"}
+    assert any("spark.driver.memory are settings of the server" in line for line in log.lines), log.lines
+    assert backend.session is None  # the try's session ends with it
+
+
+def test_a_failing_callable_still_stops_its_session(connection):
+    def broken(spark, io):
+        spark.range(3).count()
+        raise ValueError("boom")
+
+    backend = ConnectBackend(stage(broken), conn_id=connection, log=Log())
+    with pytest.raises(ValueError, match="boom"), backend:
+        backend.run(spec())
+    assert backend.session is None
+
+
+def test_rows_come_from_the_outputs_written_and_a_missing_output_is_named(connection):
+    def write_one(spark, io):
+        io.write("kept", spark.range(7))
+
+    outputs = {"kept": OutputSpec("kept", "pipelined", "view:ft_test_rows_kept"),
+               "forgotten": OutputSpec("forgotten", "pipelined", "view:ft_test_rows_forgotten")}
+    backend = ConnectBackend(stage(write_one), conn_id=connection, log=Log())
+    with backend:
+        backend.run(spec(**outputs))
+        assert backend.rows_written(outputs["kept"]) == 7
+        assert backend.holds("ft_test_rows_kept")
+        backend.drop("ft_test_rows_kept")
+        assert not backend.holds("ft_test_rows_kept")
+        with pytest.raises(RuntimeError, match="without writing declared output 'forgotten'"):
+            backend.rows_written(outputs["forgotten"])
+
+
+def test_kill_interrupts_the_running_query_and_stops_the_session(connection, spark_connect):
+    started = threading.Event()
+    outcome = {}
+
+    def endless(spark, io):
+        started.set()
+        spark.range(0, 10**13).selectExpr("sum(id * id)").collect()  # hours on two cores
+
+    backend = ConnectBackend(stage(endless), conn_id=connection, log=Log())
+
+    def run():
+        try:
+            with backend:
+                backend.run(spec())
+            outcome["result"] = "finished"
+        except Exception as err:  # noqa: BLE001 (what the interrupted query raises is the point)
+            outcome["result"] = err
+
+    worker = threading.Thread(target=run)
+    worker.start()
+    assert started.wait(60)
+    time.sleep(3)  # the query is on the server now
+    killed_at = time.monotonic()
+    backend.kill()
+    worker.join(120)
+    assert not worker.is_alive()
+    assert isinstance(outcome["result"], Exception), outcome
+    assert time.monotonic() - killed_at < 60
+    assert backend.session is None
+    # The server itself is fine: another session runs a query.
+    from pyspark.sql.connect.session import SparkSession
+
+    other = SparkSession.builder.remote(spark_connect.url).create()
+    try:
+        assert other.range(5).count() == 5
+    finally:
+        other.stop()
