@@ -91,6 +91,21 @@ def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines):
     assert revenue_rows(store, "ft_mapped", result.run_id, "revenue_total") == expected_revenue(orders())
 
 
+def test_mapped_stages_joined_by_a_pipelined_pointwise_exchange_with_spark_submit(pipelines, s3_bucket):
+    #   shard[i] ~~orders[i]~~> shard_revenue[i], i = 0, 1      (pipelined partitions in S3 scratch)
+    run, store, _ = pipelines
+    result = run("ft_mapped_pipelined")
+    assert result.state == "success", result.errors()
+    run_ref = RunRef("ft_mapped_pipelined", result.run_id)
+    pipelined = PipelinedPartitions(store)
+    for shard in range(2):
+        assert revenue_rows(store, "ft_mapped_pipelined", result.run_id, f"revenue[{shard}]") == expected_revenue(
+            orders(shard, 2))
+        handle = pipelined.resolve(run_ref.parse(f"orders[{shard}]"))
+        assert (handle.execution, handle.engine, handle.producer.map_index) == ("t1", None, shard)
+    assert [k for k in s3_bucket.keys() if "ft_mapped_pipelined" in k and "/scratch/t1/orders/" in k]
+
+
 def test_faults_asked_for_where_fault_injection_is_off_change_nothing(pipelines):
     #   generate --orders--> revenue      every kind of fault asked for; the deployment does not allow it
     run, store, markers = pipelines

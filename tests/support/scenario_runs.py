@@ -13,6 +13,8 @@ from datetime import datetime
 
 import pytest
 
+from tests.e2e.dags.ft_e2e_exchange_matrix import SHAPES as MATRIX_SHAPES
+
 SCENARIOS = {
     # seed 002: C fails once (before submitting) -> only C re-runs
     "seed002_c_fails": ("ft_e2e_seed002", {"ft_faults": [{"task": "C", "times": 1}]}),
@@ -27,6 +29,12 @@ SCENARIOS = {
     "fixed_delay": ("ft_e2e_fixed_delay", {"ft_faults": [{"task": "F", "times": 99}]}),
     "exponential": ("ft_e2e_exponential", {"ft_faults": [{"task": "F", "times": 99}]}),
     "failure_rate": ("ft_e2e_failure_rate", {"ft_faults": [{"task": "F", "times": 99}]}),
+    # every exchange shape (tests/e2e/test_exchange_matrix.py): failure-free, and the first consumer
+    # task of every shape failing once
+    "matrix_clean": ("ft_e2e_exchange_matrix", {"ft_faults": []}),
+    "matrix_faults": ("ft_e2e_exchange_matrix", {"ft_faults": [
+        {"task": f"C_{shape}" if consumers == 1 else f"C_{shape}[0]", "times": 1}
+        for shape, (_, _, consumers, _) in MATRIX_SHAPES.items()]}),
 }
 
 

@@ -57,6 +57,16 @@ with DAG("ft_mapped", schedule=None, start_date=datetime(2026, 1, 1)):
         SparkStageOperator(task_id="total_revenue", application=str(APPS / "daily_revenue.py"),
                            inputs=["orders"], outputs=["revenue_total"], **SPARK)
 
+#   shard[i] ~~orders[i] (pipelined, pointwise)~~> shard_revenue[i], i = 0, 1   (spark-submit: S3 scratch)
+#   the shape that failed on every run while consumers looked for the producer's XCom at map index -1
+with DAG("ft_mapped_pipelined", schedule=None, start_date=datetime(2026, 1, 1)):
+    with FailoverPipeline(store=STORE, restart_strategy=NONE):
+        SparkStageOperator.partial(task_id="shard", application=str(APPS / "generate_orders.py"),
+                                   outputs={"orders": "pipelined"}, **SPARK).expand(application_args=[["2"], ["2"]])
+        SparkStageOperator.partial(task_id="shard_revenue", application=str(APPS / "daily_revenue.py"),
+                                   inputs={"orders": "pointwise"}, outputs=["revenue"], **SPARK
+                                   ).expand(application_args=[[MARKERS], [MARKERS]])
+
 
 def total_revenue(spark, io):
     """A stage as a Python callable (Spark Connect): the session and the stage's I/O are passed in."""

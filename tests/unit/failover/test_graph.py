@@ -73,3 +73,28 @@ def test_pointwise_is_recorded_on_the_consumption():
         (range(0, 1), range(0, 1)),
         (range(1, 2), range(1, 2)),
     ]
+
+
+@pytest.mark.parametrize(("producers", "consumers"), [(1, 1), (1, 2), (2, 1), (1, 5), (5, 1)])
+@pytest.mark.parametrize("kind", [ResultPartitionType.BLOCKING, ResultPartitionType.PIPELINED])
+def test_with_one_task_on_either_side_pointwise_wires_as_all_to_all(producers, consumers, kind):
+    #   P[0..p-1] --x--> C[0..c-1]    with p == 1 or c == 1: every consumer reads every partition either way
+    #   (the live exchange matrix declares each such shape once, on the strength of this)
+    from airflow_ft_provider.failover import pipelined_regions
+    from airflow_ft_provider.failover.graph import subtask_ids
+
+    def wiring(pattern):
+        graph = StageGraph()
+        graph.add_stage("P", producers)
+        graph.add_stage("C", consumers)
+        graph.add_result("x", "P", kind)
+        consumption = graph.consume("C", "x", pattern)
+        reads = {task: set() for task in subtask_ids("C", consumers)}
+        for group in graph.exchange_groups(consumption):
+            for c in group.consumers:
+                reads[subtask_ids("C", consumers)[c]].update(group.partitions)
+        return reads, sorted(map(sorted, pipelined_regions(graph)))
+
+    pointwise, all_to_all = wiring(DistributionPattern.POINTWISE), wiring(DistributionPattern.ALL_TO_ALL)
+    assert pointwise == all_to_all
+    assert all(partitions == set(range(producers)) for partitions in pointwise[0].values())
