@@ -141,6 +141,12 @@ def stage_declaration(task: Any) -> StageDeclaration | None:
                 f"stage {task.task_id!r}: the number of map indexes must be known when the DAG is parsed "
                 "(the failover regions depend on it); expand over a literal list, not an XCom result"
             ) from None
+        if (kwargs.get("application") is None) == (kwargs.get("python_callable") is None):
+            raise PipelineWiringError(
+                f"stage {task.task_id!r}: give .partial() either application= (a PySpark file) or "
+                "python_callable= (a function of the Spark Connect session and the stage's I/O), not "
+                f"{'both' if kwargs.get('application') is not None else 'neither'}"
+            )
         return StageDeclaration(
             task.task_id, parallelism, normalize_inputs(kwargs.get("inputs")),
             normalize_outputs(kwargs.get("outputs")), mapped=True,
@@ -248,6 +254,7 @@ class FailoverPipeline:
             producer = self.graph.results[consumption.result].producer
             tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
         self.regions = self.description.regions
+        self._check_pipelined_connections(tasks_by_id)
         self.description.check_failover_strategy()
         if self.group_regions:
             self._group_regions(tasks_by_id)
@@ -255,6 +262,28 @@ class FailoverPipeline:
         if self.store_url:
             self._install_retry_policy(tasks_by_id)
         _PIPELINES[self.dag.dag_id] = self
+
+    def _check_pipelined_connections(self, tasks_by_id: dict[str, Any]) -> None:
+        """A pipelined partition lives in one engine (a Spark Connect server keeps it in memory): its
+        producer and consumers must run on the same Spark connection."""
+
+        def connection(stage: str) -> str:
+            task = tasks_by_id[stage]
+            own = task.partial_kwargs.get("spark_conn_id") if isinstance(task, MappedOperator) else task.spark_conn_id
+            return own or self.spark_conn_id
+
+        for consumption in self.graph.consumptions:
+            result = self.graph.results[consumption.result]
+            if result.result_type.is_reconsumable:
+                continue
+            producer, consumer = connection(result.producer), connection(consumption.stage)
+            if producer != consumer:
+                raise PipelineWiringError(
+                    f"stages {result.producer!r} and {consumption.stage!r} exchange the pipelined result "
+                    f"{result.name!r} but run on different Spark connections ({producer!r}, {consumer!r}); a "
+                    "pipelined partition lives in one engine for one execution of its region: give both the "
+                    "same spark_conn_id, or make the result blocking"
+                )
 
     def _refuse_own_retry_settings(self, tasks_by_id: dict[str, Any]) -> None:
         """A stage's own ``retries`` or ``retry_policy`` would be replaced by the restart strategy's

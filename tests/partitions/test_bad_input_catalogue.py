@@ -16,13 +16,16 @@ Categories (the first part of every row id):
     wiring              miswired partitions, misuse of FailoverPipeline, bad result names in a DAG
     s3-connection       undefined connection, wrong type, wrong keys, unreachable endpoint, no such
                         bucket -- each tried with a commit (write), a release (delete) and a fetch
+    s3-endpoint         an S3-compatible endpoint that ignores If-None-Match / If-Match
     store-config        bad [ft_provider] settings and store URLs
     airflow-api         undefined or incomplete airflow_api connection, wrong login, unreachable
     spark               undefined spark connection
     name                pipeline/run/result/consumer/execution/attempt/file names with '..', '/',
-                        control characters, overlong names, bad bucket names and map indexes
-    manifest            not JSON, wrong shape, oversized, files outside the partition, another
-                        partition's manifest
+                        control characters, overlong names, bad bucket names and map indexes,
+                        file names another writer uploaded that readers would reject
+    manifest            not JSON, hostile JSON (deep nesting, huge integers, NaN, duplicate keys),
+                        wrong shape, oversized, files outside the attempt (also through the local
+                        cache), a file that is also a directory, another partition's manifest
 
 Rows whose message could be clearer are marked with a comment starting ``GAP:``.
 """
@@ -53,7 +56,9 @@ from airflow_ft_provider.partitions import (
     RunRef,
     S3PartitionStore,
 )
+from airflow_ft_provider.partitions.conditional import ConditionalWritesUnsupported
 from airflow_ft_provider.pipeline_description import PipelineWiringError
+from tests.support.header_proxy import HeaderStrippingProxy
 from tests.support.partition_files import RUN_ID, version_files, write_files
 from tests.support.s3_server import S3Endpoint, free_port
 
@@ -64,6 +69,8 @@ PLANTED = PartitionRef("etl", RUN_ID, "planted", 0)  # where the manifest rows p
 WRONG_SECRET = "wrong-secret-0123456789abcdef"
 WRONG_API_PASSWORD = "not-the-api-password"
 CLOSED_PORT = free_port()  # nothing listens here
+IGNORING_PORT = free_port()  # an endpoint that ignores conditional writes, while a row needs it
+UPLOADED = PartitionRef("etl", RUN_ID, "uploaded", 0)  # where another writer's files go
 MISSING_BUCKET = "ft-catalogue-no-such-bucket"
 
 
@@ -280,6 +287,38 @@ def two_pipelines_in_one_dag(env: Env) -> None:
             stage("b")
 
 
+def dag_with_id(dag_id: str) -> Callable[[Env], object]:
+    """A pipeline DAG whose id Airflow accepts but the partition store cannot use."""
+
+    def provoke(env: Env) -> None:
+        from airflow_ft_provider.pipeline import FailoverPipeline
+
+        with DAG(dag_id, schedule=None):
+            with FailoverPipeline(store=env.url + "parsed/"):
+                one_stage()
+
+    return provoke
+
+
+def dag_with_default_args(**default_args: Any) -> Callable[[Env], object]:
+    """``with DAG(..., default_args=...)``: default_args reach every task, the pipeline's stages too."""
+
+    def provoke(env: Env) -> None:
+        from airflow_ft_provider.pipeline import FailoverPipeline
+
+        with DAG(f"catalogue_{uuid.uuid4().hex[:10]}", schedule=None, default_args=default_args):
+            with FailoverPipeline(store=env.url + "parsed/"):
+                one_stage()
+
+    return provoke
+
+
+def mapped_stage_with_retries() -> None:
+    from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+
+    SparkStageOperator.partial(task_id="m", application="m.py", retries=5).expand(application_args=[["x"], ["y"]])
+
+
 # -- S3 connections -----------------------------------------------------------------------------
 def hook_store(env: Env, conn_id: str | None, url: str | None = None) -> S3PartitionStore:
     from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
@@ -356,6 +395,29 @@ def s3_connection_rows() -> list[Any]:
     return rows
 
 
+def through_an_endpoint_ignoring_conditions(
+    operation: Callable[[S3PartitionStore, Env], object],
+) -> Callable[[Env], object]:
+    """The store reached through an S3-compatible endpoint that accepts If-None-Match / If-Match and
+    ignores them: a proxy in front of the test endpoint that drops both headers."""
+
+    def provoke(env: Env) -> object:
+        proxy = HeaderStrippingProxy(env.s3.url, access_key=env.s3.access_key, secret_key=env.s3.secret_key,
+                                     region=env.s3.region, port=IGNORING_PORT)
+        try:
+            return operation(hook_store(env, env.aws_conn("ft_s3_ignoring", endpoint_url=proxy.url)), env)
+        finally:
+            proxy.close()
+
+    return provoke
+
+
+def journal_update(store: S3PartitionStore, env: Env) -> object:
+    from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+
+    return RecoveryJournal(store, SEEDED.run).update(lambda state: None)
+
+
 def setting(name: str, value: str) -> Callable[[Env], object]:
     """``[ft_provider] <name> = <value>``, then the partition store is built from a good connection."""
 
@@ -410,6 +472,28 @@ def source_with_file(file_name: str) -> Callable[[Env], None]:
     return setup
 
 
+def uploaded(name: str, attempt_id: str) -> tuple[Callable[[Env], None], Callable[[Env], object]]:
+    """(setup, provoke): another writer (Spark with s3a) put a good file and ``name`` under an attempt
+    of UPLOADED; the producer then commits what it uploaded."""
+
+    def setup(env: Env) -> None:
+        prefix = env.store.attempt_location(UPLOADED, attempt_id).removeprefix(f"s3://{env.bucket}/")
+        for key, data in (("part-0.parquet", b"ok"), (name, b"bad")):
+            env.client.put_object(Bucket=env.bucket, Key=prefix + key, Body=data)
+
+    def provoke(env: Env) -> object:
+        return env.store.commit_uploaded(UPLOADED, attempt_id, producer=Producer("extract", 0, 1))
+
+    return setup, provoke
+
+
+def uploaded_file_row(id: str, name: str, attempt_id: str) -> Any:
+    setup, provoke = uploaded(name, attempt_id)
+    return row(id, provoke, ValueError, "cannot publish s3://", f"{attempt_id}/{name}",
+               f"invalid file name {name!r}", "Readers would reject the partition",
+               "make the writer name its files that way", setup=setup)
+
+
 # -- manifests ----------------------------------------------------------------------------------
 def manifest(**changes: Any) -> Callable[[Env], dict[str, Any]]:
     """The seeded (valid) manifest, moved to PLANTED, with ``changes``: ``key=``, ``partition__key=``
@@ -455,6 +539,25 @@ def first_key_plus(suffix: str) -> Callable[[dict[str, Any]], str]:
     return lambda doc: doc["files"][0]["key"] + suffix
 
 
+def fetch_planted_through_cache(env: Env) -> object:
+    """A worker with a local partition cache (task-local recovery) reading PLANTED."""
+    return S3PartitionStore(env.client, env.url, cache=env.tmp / "cache").fetch(PLANTED)
+
+
+def cached_bad_manifest(name: str, content: Callable[[Env], Any], *says: str) -> Any:
+    return row(f"manifest/{name}/through-the-cache", fetch_planted_through_cache, PartitionNotFound,
+               "partition 'planted[0]'", "invalid manifest", *says, setup=plant(content))
+
+
+def also_a_directory(doc: dict[str, Any]) -> list[dict[str, Any]]:
+    """The files plus one inside the first file's name, as if it were a directory."""
+    first = doc["files"][0]
+    return [*doc["files"], {**first, "key": first["key"] + "/inner.bin"}]
+
+
+DEEP = b"[" * 100_000 + b"]" * 100_000
+
+
 OVERSIZED = b'{"schema_version": 1, "padding": "' + b"x" * (1 << 20) + b'"}'  # 1 048 612 bytes
 
 
@@ -494,8 +597,9 @@ CATALOGUE = [
         "restart-strategy.exponential-delay.max-backoff": "1 s",
     }), ValueError, "max-backoff must be ≥ restart-strategy.exponential-delay.initial-backoff",
         "max-backoff '1 s' < initial-backoff '10 s'", "raise max-backoff or lower initial-backoff"),
-    restart("exponential-delay.backoff-multiplier", 0.5, "≥ 1", "(default 1.5)"),
-    restart("exponential-delay.backoff-multiplier", "x2", "≥ 1"),
+    restart("exponential-delay.backoff-multiplier", 0.5, "> 1", "(default 1.5)"),
+    restart("exponential-delay.backoff-multiplier", 1, "> 1", "(default 1.5)"),  # Flink: must be > 1
+    restart("exponential-delay.backoff-multiplier", "x2", "> 1"),
     restart("exponential-delay.reset-backoff-threshold", "0", "a duration ≥ 1 ms", "(default '1 h')"),
     restart("exponential-delay.reset-backoff-threshold", "-1 h", "a duration ≥ 1 ms"),
     restart("exponential-delay.jitter-factor", 1.5, "between 0 and 1", "(default 0.1)"),
@@ -506,7 +610,15 @@ CATALOGUE = [
     restart("exponential-delay.attempts-before-reset-backoff", 2.5, "an integer ≥ 1 (or 'infinite')"),
     row("restart-strategy/type-unset-so-exponential-delay", dag_file(restart_strategy={
         "restart-strategy.exponential-delay.backoff-multiplier": 0.5,
-    }), ValueError, "restart-strategy.exponential-delay.backoff-multiplier", "got 0.5", "set it to ≥ 1"),
+    }), ValueError, "restart-strategy.exponential-delay.backoff-multiplier", "got 0.5", "set it to > 1"),
+    restart("fixed-delay.delay", "100000000000000000 h", "a duration ≥ 0",
+            "overflows a 64-bit count of milliseconds (Flink rejects it too)", "use at most 365000 d"),
+    restart("failure-rate.delay", "2000000000 d", "a duration ≥ 0",
+            "longer than the maximum of 365000 d (about 1000 years)", "use a shorter duration"),
+    restart("exponential-delay.max-backoff", "99999999999999999999 ms", "a duration ≥ 1 ms",
+            "does not fit a 64-bit integer"),
+    row("restart-strategy/deprecated-key-with-unknown-type", dag_file(restart_strategy={"restart-strategy": "sometimes"}),
+        ValueError, "restart-strategy.type", "unknown restart strategy 'sometimes'", "use one of"),
     row("restart-strategy/type=bogus-in-airflow.cfg", restart_strategy_in_airflow_cfg, ValueError,
         "restart-strategy.type", "'bogus'", "use one of", "(set in [ft_provider] of airflow.cfg)"),
     # -- failover-strategy --------------------------------------------------------------------------
@@ -559,10 +671,37 @@ CATALOGUE = [
         "invalid result name 'raw\\x00'", "use 1-250 letters"),
     row("wiring/result-name-overlong", dag_file(lambda: stage("a", outputs=["r" * 251])), ValueError,
         "invalid result name 'rrrr", "use 1-250 letters"),
+    row("wiring/dag-id-starting-with-dash", dag_with_id("-etl"), PipelineWiringError,
+        "DAG id '-etl' cannot name a failover pipeline", "use letters, digits, '_', '.' or '-'",
+        "starting with a letter, digit or '_'", "rename the DAG"),
+    row("wiring/dag-id-non-ascii", dag_with_id("état_ventes"), PipelineWiringError,
+        "DAG id 'état_ventes' cannot name a failover pipeline", "use letters, digits", "rename the DAG"),
+    row("wiring/stage-with-own-retries", dag_file(lambda: stage("a", retries=3)), PipelineWiringError,
+        "stage 'a' sets retries=3 (as an argument of the stage)", "the restart strategy decides",
+        "remove retries from the stage", "configure restarts with restart_strategy="),
+    row("wiring/stage-retries-from-default_args", dag_with_default_args(retries=2), PipelineWiringError,
+        "stage 'a' sets retries=2 (from default_args of DAG", "default_args apply to every task",
+        "set it on the tasks that are not stages"),
+    row("wiring/mapped-stage-retries-in-partial", dag_file(mapped_stage_with_retries), PipelineWiringError,
+        "stage 'm' sets retries=5 (as an argument of the stage or its .partial())", "the restart strategy decides"),
+    row("wiring/stage-with-own-retry_policy", dag_file(lambda: stage("a", retry_policy=object())),
+        PipelineWiringError, "stage 'a' sets retry_policy=<object object", "remove retry_policy from the stage"),
     row("wiring/result-name-with-trailing-newline", dag_file(lambda: stage("a", outputs=["raw\n"])), ValueError,
         "invalid result name 'raw\\n'", "use 1-250 letters"),
     # -- s3-connection ------------------------------------------------------------------------------
     *s3_connection_rows(),
+    # -- s3-endpoint --------------------------------------------------------------------------------
+    # Probed before the first conditional write, with an object under the store's prefix that is
+    # removed again; the commit uploads nothing.
+    *(row(f"s3-endpoint/ignores-conditional-writes/{name}",
+          through_an_endpoint_ignoring_conditions(operation), ConditionalWritesUnsupported,
+          f"the S3 endpoint http://127.0.0.1:{IGNORING_PORT} ignores conditional writes",
+          "If-None-Match: * replaced an existing object instead of answering 412 Precondition Failed",
+          "If-Match: <another ETag> replaced the object",
+          "a zombie try can replace a newer partition's manifest",
+          "Use an endpoint that enforces If-None-Match and If-Match on PutObject",
+          "by setting [ft_provider] partition_store_allow_unconditional_writes = True")
+      for name, operation in (("commit", STORE_OPERATIONS["commit"]), ("journal-update", journal_update))),
     # -- store-config -------------------------------------------------------------------------------
     row("store-config/store-url-without-s3-scheme", dag_file(lambda: stage("a", outputs=["x"]), store="lake/etl"),
         ValueError, "invalid partition store URL 'lake/etl'", "use s3://bucket/prefix/"),
@@ -570,14 +709,20 @@ CATALOGUE = [
         "no partition store URL", "pass url='s3://bucket/prefix/'", "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL"),
     row("store-config/partition_store_retention=7-parsecs", setting("partition_store_retention", "7 parsecs"),
         ValueError, "[ft_provider] partition_store_retention", "'7 parsecs'", "write a number with a unit"),
+    row("store-config/partition_store_retention=2000000000-d", setting("partition_store_retention", "2000000000 d"),
+        ValueError, "[ft_provider] partition_store_retention", "'2000000000 d'",
+        "longer than the maximum of 365000 d", "use a shorter duration"),
     row("store-config/partition_store_orphan_grace=negative", setting("partition_store_orphan_grace", "-1 h"),
         ValueError, "[ft_provider] partition_store_orphan_grace", "'-1 h'", "not negative"),
+    row("store-config/partition_store_allow_unconditional_writes=maybe",
+        setting("partition_store_allow_unconditional_writes", "maybe"), ValueError,
+        "[ft_provider] partition_store_allow_unconditional_writes", "must be True or False, got 'maybe'"),
     row("store-config/partition_store_checksum=md5", setting("partition_store_checksum", "md5"), ValueError,
         "[ft_provider] partition_store_checksum", "unknown checksum algorithm 'md5'",
         "use one of ['crc32', 'crc32c', 'sha256']"),
     # -- airflow-api --------------------------------------------------------------------------------
     row("airflow-api/undefined-connection", clear_through_api("ft_api_never_defined"), AirflowNotFoundException,
-        "connection 'ft_api_never_defined' is not defined", "AIRFLOW_CONN_FT_API_NEVER_DEFINED='http://"),
+        "connection 'ft_api_never_defined' is not defined", "AIRFLOW_CONN_FT_API_NEVER_DEFINED='https://"),
     row("airflow-api/connection-without-login", clear_through_api("ft_api_no_login", host="127.0.0.1", port=8080),
         ValueError, "connection 'ft_api_no_login' needs host and login/password",
         "AIRFLOW_CONN_AIRFLOW_API='http://admin:secret@localhost:8080'"),
@@ -593,6 +738,17 @@ CATALOGUE = [
         clear_through_api("ft_api_unreachable", host="127.0.0.1", port=CLOSED_PORT, login="admin", password="x"),
         AirflowApiUnreachable, f"http://127.0.0.1:{CLOSED_PORT}", "connection 'ft_api_unreachable'",
         "Connection refused", "check host, port and schema"),
+    row("airflow-api/plain-http-to-a-remote-host",
+        clear_through_api("ft_api_plain_http", host="airflow-api.example.com", port=8080, login="admin",
+                          password=WRONG_API_PASSWORD),
+        ValueError, "connection 'ft_api_plain_http' would send the password of 'admin' in clear text over http",
+        "'airflow-api.example.com', which is not a loopback address", "use https",
+        '{"allow_insecure_http": true}'),
+    row("airflow-api/verify-is-not-a-ca-bundle",
+        clear_through_api("ft_api_bad_verify", host="127.0.0.1", port="<fake api port>", schema="https",
+                          login="admin", password=WRONG_API_PASSWORD, extra={"verify": "/no/such/ca.pem"}),
+        ValueError, "connection 'ft_api_bad_verify': extra verify='/no/such/ca.pem'",
+        "neither true/false nor an existing CA bundle", "give the path of the PEM file"),
     # -- spark --------------------------------------------------------------------------------------
     # SparkSubmitHook alone would log "defaulting to yarn" and submit there; the stage refuses first.
     row("spark/undefined-connection", spark_submit_with_undefined_connection, SparkConnectionMissing,
@@ -652,6 +808,9 @@ CATALOGUE = [
         "invalid S3 bucket name 'a..b'", "use 3-63 lowercase letters"),
     row("name/bucket-trailing-newline", lambda env: S3PartitionStore(env.client, f"s3://{env.bucket}\n/p/"),
         ValueError, "invalid S3 bucket name", "use 3-63 lowercase letters"),
+    uploaded_file_row("name/uploaded-file-name-with-space", "part 0.parquet", "t1-0123456789abcdef"),
+    uploaded_file_row("name/uploaded-file-name-with-colon", "part:0.parquet", "t1-0123456789abcde0"),
+    uploaded_file_row("name/uploaded-file-name-starting-with-dash", "-part.parquet", "t1-0123456789abcde1"),
     row("name/store-prefix-dotdot", lambda env: S3PartitionStore(env.client, f"s3://{env.bucket}/../escape/"),
         ValueError, "invalid store prefix '../escape'", "segment '..' is not allowed"),
     # -- manifest -----------------------------------------------------------------------------------
@@ -690,6 +849,31 @@ CATALOGUE = [
     bad_manifest("pipelined-kind-at-blocking-key", manifest(partition__kind="pipelined"),
                  "manifest is for a pipelined partition, expected blocking"),
     bad_manifest("oversized", OVERSIZED, "over the 1048576-byte limit", "the producer's next commit replaces it"),
+    bad_manifest("deeply-nested", DEEP, "manifest is not JSON: nested deeper than 32 levels"),
+    bad_manifest("deeply-nested-inside", b'{"schema_version": 1, "files": ' + DEEP + b"}",
+                 "manifest is not JSON: nested deeper than 32 levels"),
+    bad_manifest("5000-digit-integer", b'{"schema_version": 1' + b"0" * 4999 + b"}",
+                 "manifest is not JSON: integer 10000000000000000000… (5000 digits) does not fit 64 bits"),
+    bad_manifest("NaN", b'{"schema_version": 1, "row_count": NaN}',
+                 "manifest is not JSON: NaN is not a JSON number"),
+    bad_manifest("Infinity", b'{"schema_version": 1, "row_count": -Infinity}',
+                 "-Infinity is not a JSON number"),
+    bad_manifest("duplicate-key", b'{"attempt_id": "t2-a", "attempt_id": "t1-b"}',
+                 "key 'attempt_id' appears twice in one object"),
+    bad_manifest("lone-surrogate", b'{"attempt_id": "\\ud800"}', "holds a lone surrogate"),
+    bad_manifest("file-key-backslash-dotdot", manifest(file0__key=first_key_plus("\\..\\..\\x")),
+                 "invalid file key", "is not allowed"),
+    bad_manifest("file-key-is-the-attempt-directory",
+                 manifest(file0__key=lambda doc: doc["files"][0]["key"].rsplit("/", 1)[0] + "/"),
+                 "invalid file key", "segment '' is not allowed"),
+    bad_manifest("file-is-also-a-directory", manifest(files=also_a_directory), "is also the directory of",
+                 "a partition cannot hold both"),
+    cached_bad_manifest("file-key-escapes-with-dotdot", manifest(file0__key="../../x"),
+                        "invalid file key '../../x'", "segment '..' is not allowed"),
+    cached_bad_manifest("file-key-in-another-attempt", manifest(file0__key="attempts/other/part.bin"),
+                        "file key 'attempts/other/part.bin' is outside the attempt directory"),
+    cached_bad_manifest("file-is-also-a-directory", manifest(files=also_a_directory),
+                        "is also the directory of"),
 ]
 
 

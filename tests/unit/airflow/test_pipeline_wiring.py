@@ -351,3 +351,28 @@ def test_the_deprecation_warning_reaches_the_dag_processor(tmp_path):
     assert len(recorded) == 1, f"the DAG processor recorded {recorded}"
     assert recorded[0].startswith(f"{dag_file}:5: airflow_ft_provider.failover.restart_config.DeprecatedConfigKeyWarning")
     assert "'restart-strategy'" in recorded[0] and "rename it to 'restart-strategy.type'" in recorded[0]
+
+
+def test_stages_joined_by_a_pipelined_exchange_must_share_their_spark_connection():
+    #   extract --raw--> enrich ~~enriched~~> score      enrich on Spark Connect, score on spark-submit
+    with DAG("wiring_two_engines", schedule=None):
+        with pytest.raises(PipelineWiringError) as excinfo:
+            with FailoverPipeline(store="s3://bucket/prefix", spark_conn_id="spark_connect"):
+                stage("extract", outputs=["raw"], spark_conn_id="spark_submit")  # blocking: may differ
+                stage("enrich", inputs=["raw"], outputs={"enriched": "pipelined"})
+                stage("score", inputs=["enriched"], outputs=["scored"], spark_conn_id="spark_submit")
+    message = str(excinfo.value)
+    assert "'enrich' and 'score' exchange the pipelined result 'enriched'" in message
+    assert "('spark_connect', 'spark_submit')" in message and "same spark_conn_id" in message
+
+
+def test_a_stage_needs_exactly_one_of_application_and_python_callable():
+    with DAG("wiring_callable", schedule=None):
+        with pytest.raises(ValueError, match="either application= .* or python_callable=.*not neither"):
+            SparkStageOperator(task_id="nothing", outputs=["x"])
+        with pytest.raises(ValueError, match="not both"):
+            SparkStageOperator(task_id="both", application="a.py", python_callable=print, outputs=["x"])
+    with DAG("wiring_callable_mapped", schedule=None):
+        with pytest.raises(PipelineWiringError, match=r"\.partial\(\) either application=.*not neither"):
+            with FailoverPipeline(store="s3://bucket/prefix"):
+                SparkStageOperator.partial(task_id="m", outputs=["x"]).expand(application_args=[[], []])
