@@ -168,6 +168,7 @@ class FailoverPipeline:
         per_region_restarts: bool = False,
         airflow_api_conn_id: str = "airflow_api",
         direct_s3a: bool = False,
+        pipelined_in_engine: bool = True,
         group_regions: bool = True,
     ) -> None:
         self.store = store
@@ -185,6 +186,7 @@ class FailoverPipeline:
         self.per_region_restarts = per_region_restarts
         self.airflow_api_conn_id = airflow_api_conn_id
         self.direct_s3a = direct_s3a
+        self.pipelined_in_engine = pipelined_in_engine
         self.group_regions = group_regions
         self.dag: Any = None
         self.description: PipelineDescription | None = None  # built on leaving the with block

@@ -8,7 +8,8 @@ local Spark, a live Airflow (LocalExecutor), two stages at a time. Two faults:
 * fail: the last stage of branch 4 (b4_s3) fails once, after doing its work;
 * lose: one data object of b4_s2's output is lost before b4_s3 reads it.
 
-Alternatives: this provider's region failover; Airflow's own retries (retries=1, no delay); "clear the
+Alternatives: this provider's region failover, with each stage a spark-submit and with each stage a
+session on a Spark Connect server; Airflow's own retries (retries=1, no delay); "clear the
 failed task and everything downstream" (done by this script the moment the run fails, as an operator
 would); re-running the whole DAG (a new run); the whole pipeline as one Spark application retried as a
 unit (fail only: it keeps no intermediate data to lose). For each: whether it reached a successful
@@ -40,6 +41,7 @@ from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
 from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration  # noqa: E402
 from tests.support.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
 from tests.support.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from tests.support.spark_connect import SparkConnectServer  # noqa: E402
 
 APPS = REPO / "bench" / "recovery"
 sys.path.insert(0, str(APPS))
@@ -131,8 +133,8 @@ class Bench:
     def plain_outputs(self, dag_id: str, run_id: str) -> list:
         return [fingerprint(pq.read_table(self.data / dag_id / run_id / sink).to_pylist()) for sink in SINKS]
 
-    def ft_outputs(self, run_id: str) -> list:
-        run = RunRef("bench_recovery_ft", run_id)
+    def ft_outputs(self, run_id: str, dag_id: str = "bench_recovery_ft") -> list:
+        run = RunRef(dag_id, run_id)
         return [fingerprint(read_table(self.store, run.parse(sink)).to_pylist()) for sink in SINKS]
 
 
@@ -150,28 +152,41 @@ def main() -> None:
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="ft-bench-recovery-"))
     s3, airflow = start_moto_server(), None
+    server = SparkConnectServer(conf={"spark.driver.memory": "2g"}).start()
     try:
         bucket = "ft-bench-recovery"
         s3.client().create_bucket(Bucket=bucket)
-        env = pipeline_environment(s3, f"s3://{bucket}/pipelines/")
+        env = pipeline_environment(s3, f"s3://{bucket}/pipelines/", server)
         env.update({"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data)})
         airflow = LiveAirflow([APPS / "dags.py"], env=env).start()
-        dags = ["bench_recovery_ft", "bench_recovery_retries", "bench_recovery_plain", "bench_recovery_single_app"]
+        dags = ["bench_recovery_ft", "bench_recovery_ft_connect", "bench_recovery_retries", "bench_recovery_plain",
+                "bench_recovery_single_app"]
         airflow.wait_for_dags(dags, timeout=180)
         bench = Bench(airflow, S3PartitionStore(s3.client(), f"s3://{bucket}/pipelines/"), data)
 
         reference = {"ft": bench.single_run("bench_recovery_ft", "reference", {}),
-                     "plain": bench.single_run("bench_recovery_plain", "reference", {})}
+                     "ft_connect": bench.single_run("bench_recovery_ft_connect", "reference", {}),
+                     "plain": bench.single_run("bench_recovery_plain", "reference", {}),
+                     "single_app": bench.single_run("bench_recovery_single_app", "reference", {},
+                                                    stages_per_task=len(list(stages())))}
         expected = bench.plain_outputs("bench_recovery_plain", reference["plain"]["runs"][0])
         assert bench.ft_outputs(reference["ft"]["runs"][0]) == expected, "the two pipelines compute different data"
-        print(f"failure-free run: provider {reference['ft']['wall_s']} s ({reference['ft']['total_stage_s']} "
-              f"stage-s), plain {reference['plain']['wall_s']} s ({reference['plain']['total_stage_s']} stage-s)")
+        assert bench.ft_outputs(reference["ft_connect"]["runs"][0], "bench_recovery_ft_connect") == expected, (
+            "Spark Connect computes different data")
+        single = reference["single_app"]["wall_s"]
+        reference["ratios_to_single_app"] = {k: round(reference[k]["wall_s"] / single, 2) for k in ("ft", "ft_connect")}
+        print(f"failure-free run: provider on spark-submit {reference['ft']['wall_s']} s "
+              f"({reference['ft']['total_stage_s']} stage-s), on Spark Connect {reference['ft_connect']['wall_s']} s "
+              f"({reference['ft_connect']['total_stage_s']} stage-s), plain {reference['plain']['wall_s']} s "
+              f"({reference['plain']['total_stage_s']} stage-s), one Spark application {single} s; wall time / one "
+              f"application: {reference['ratios_to_single_app']}")
 
         results: dict = {"reference": reference}
         for fault in ("fail", "lose"):
             plain, ft = FAULTS[fault]["plain"], FAULTS[fault]["ft"]
             rows = {
                 "region failover (this provider)": bench.single_run("bench_recovery_ft", f"ft_{fault}", ft),
+                "region failover, Spark Connect": bench.single_run("bench_recovery_ft_connect", f"ftc_{fault}", ft),
                 "Airflow retries (retries=1)": bench.single_run("bench_recovery_retries", f"retries_{fault}", plain),
                 "clear failed task + downstream": bench.clear_downstream(f"clear_{fault}", plain),
                 "re-run the whole DAG": bench.rerun_all(f"rerun_{fault}", plain),
@@ -187,8 +202,8 @@ def main() -> None:
                 row["ratio_to_minimal"] = round(row["re_executed_stages"] / len(minimal), 2)
                 if row["recovered"]:
                     dag_id, last = label_dag(label), row["runs"][-1]
-                    if dag_id == "bench_recovery_ft":
-                        row["output_matches"] = bench.ft_outputs(last) == expected
+                    if dag_id.startswith("bench_recovery_ft"):
+                        row["output_matches"] = bench.ft_outputs(last, dag_id) == expected
                     elif dag_id != "bench_recovery_single_app":
                         row["output_matches"] = bench.plain_outputs(dag_id, last) == expected
                 print(f"  {label:34} {'yes' if row['recovered'] else 'NO':>9} {row['wall_s'] or '-':>7} "
@@ -203,12 +218,15 @@ def main() -> None:
     finally:
         if airflow is not None:
             airflow.stop()
+        server.stop()
         stop_moto_server(s3)
         shutil.rmtree(data, ignore_errors=True)
 
 
 def label_dag(label: str) -> str:
-    return {"region failover (this provider)": "bench_recovery_ft", "Airflow retries (retries=1)": "bench_recovery_retries",
+    return {"region failover (this provider)": "bench_recovery_ft",
+            "region failover, Spark Connect": "bench_recovery_ft_connect",
+            "Airflow retries (retries=1)": "bench_recovery_retries",
             "one Spark application, retried": "bench_recovery_single_app"}.get(label, "bench_recovery_plain")
 
 

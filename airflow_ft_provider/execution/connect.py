@@ -28,6 +28,12 @@ def server_identity(url: str) -> str:
     return f"sc://{urllib.parse.urlparse(url).netloc}"
 
 
+def _import_root(py_file: str) -> str:
+    """What goes on sys.path for a --py-files entry: an archive itself, a module's folder."""
+    full = os.path.abspath(py_file)
+    return full if full.endswith((".zip", ".egg", ".whl")) else os.path.dirname(full)
+
+
 class ConnectBackend:
     """Runs the stage on a Spark Connect session; keeps pipelined outputs in the server."""
 
@@ -118,18 +124,22 @@ class ConnectBackend:
                 else:
                     os.environ[key] = value
 
-    @staticmethod
-    def _run_file(path: str, args: list[str]) -> None:
-        """``python app.py args`` in this process."""
-        saved_argv = sys.argv
+    def _run_file(self, path: str, args: list[str]) -> None:
+        """``python app.py args`` in this process: the application's folder and its ``py_files`` are
+        importable (as under spark-submit), and the py_files are shipped to the server for UDFs."""
+        py_files = [f for f in str(self.stage.spark_submit_kwargs.get("py_files") or "").split(",") if f]
+        if py_files:
+            self.session.addArtifacts(*py_files, pyfile=True)
+        saved_argv, saved_path = sys.argv, list(sys.path)
         sys.argv = [path, *args]
+        sys.path[:0] = [os.path.dirname(os.path.abspath(path)), *map(_import_root, py_files)]
         try:
             runpy.run_path(path, run_name="__main__")
         except SystemExit as end:
             if end.code not in (None, 0):
                 raise RuntimeError(f"the application {path} exited with status {end.code!r}") from None
         finally:
-            sys.argv = saved_argv
+            sys.argv, sys.path[:] = saved_argv, saved_path
 
     def rows_written(self, output: OutputSpec) -> int:
         if output.result not in self.rows:

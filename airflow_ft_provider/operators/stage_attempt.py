@@ -153,7 +153,7 @@ class StageAttempt:
             ref = self.run_ref.parse(partition_id)
             pipelined = not output.result_type.is_reconsumable
             attempt, engine = None, None
-            if pipelined and backend.keeps_pipelined:
+            if pipelined and backend.keeps_pipelined and self.stage.pipeline.pipelined_in_engine:
                 engine = EngineLocation(backend.server, backend.view_name(str(ref), execution_id(try_number)))
                 self._release_superseded(ref, backend)
                 location = VIEW_PREFIX + engine.view

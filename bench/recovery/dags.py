@@ -5,7 +5,8 @@
            \\-> b3_s1 --> ...
            \\-> b4_s1 --> ...
 
-* bench_recovery_ft: this provider (FailoverPipeline, region failover, fixed-delay 0 s).
+* bench_recovery_ft: this provider (FailoverPipeline, region failover, fixed-delay 0 s), each stage a
+  spark-submit; bench_recovery_ft_connect: the same, each stage a session on the Spark Connect server.
 * bench_recovery_retries: plain SparkSubmitOperators with Airflow's retries=1, retry_delay=0.
 * bench_recovery_plain: the same without retries (for "clear failed + downstream" and "re-run all").
 * bench_recovery_single_app: the whole pipeline as one Spark application, retries=1.
@@ -46,15 +47,17 @@ def stages():
             yield f"b{branch}_s{level}", "extract" if level == 1 else f"b{branch}_s{level - 1}"
 
 
-with DAG("bench_recovery_ft", **COMMON):
-    with FailoverPipeline(restart_strategy={"restart-strategy.type": "fixed-delay",
-                                            "restart-strategy.fixed-delay.attempts": 3,
-                                            "restart-strategy.fixed-delay.delay": "0 s"}):
-        for name, upstream in stages():
-            SparkStageOperator(task_id=name, application=str(HERE / "ft_stage.py"),
-                               inputs=[upstream] if upstream else None, outputs=[name],
-                               application_args=[RUN_DIR + "/_faults", FAIL_ONCE],
-                               spark_submit_kwargs={"py_files": SPARK["py_files"]}, conf=SPARK["conf"])
+for dag_id, conn_id in (("bench_recovery_ft", "spark_submit"), ("bench_recovery_ft_connect", "spark_default")):
+    with DAG(dag_id, **COMMON):
+        with FailoverPipeline(restart_strategy={"restart-strategy.type": "fixed-delay",
+                                                "restart-strategy.fixed-delay.attempts": 3,
+                                                "restart-strategy.fixed-delay.delay": "0 s"},
+                              spark_conn_id=conn_id):
+            for name, upstream in stages():
+                SparkStageOperator(task_id=name, application=str(HERE / "ft_stage.py"),
+                                   inputs=[upstream] if upstream else None, outputs=[name],
+                                   application_args=[RUN_DIR + "/_faults", FAIL_ONCE],
+                                   spark_submit_kwargs={"py_files": SPARK["py_files"]}, conf=SPARK["conf"])
 
 
 def plain_dag(dag_id, retries):

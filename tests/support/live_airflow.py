@@ -35,13 +35,13 @@ Using it::
         final = api.wait_for_dag_run("my_dag", run["dag_run_id"], timeout=120)
         assert final["state"] == "success", live_airflow.describe_run("my_dag", run["dag_run_id"])
 
-Inside tasks, the connection ``airflow_api`` (http; host/port/login/password of this API server) is
-available (``AIRFLOW_CONN_AIRFLOW_API``), and ``FT_LIVE_AIRFLOW_SCRATCH`` names a directory shared
+Inside tasks, the connection ``airflow_api`` (http; host/port of this API server, login/password of the
+service account ``ft-failover``, role "user", password ``service_password``) is available (``AIRFLOW_CONN_AIRFLOW_API``), and ``FT_LIVE_AIRFLOW_SCRATCH`` names a directory shared
 with the test (``live_airflow.scratch``). The repository root is on the components' ``PYTHONPATH``,
 so DAGs may ``from tests.support.airflow_rest import AirflowRestClient``.
 
 Test-friendly settings (see :meth:`LiveAirflow.environment`; override any via ``env``): admin/admin and a read-only viewer/viewer,
-DAGs unpaused at creation (so DAGs with a schedule start running too), parallelism 16, new DAG files
+DAGs unpaused at creation (so DAGs with a schedule start running too), parallelism 8, new DAG files
 found within 5 s, ``[scheduler] task_instance_heartbeat_timeout`` 20 s (checked every 2 s), task and
 component logs under the home (``task_log_files()``, ``describe_logs()``, ``describe_run()``).
 ``TaskStateRecorder`` (in ``airflow_rest``) records short-lived TI states in the background.
@@ -151,6 +151,9 @@ class LiveAirflow:
     # A read-only user (SimpleAuthManager role "viewer"): may look at runs, may not clear tasks.
     viewer_username = "viewer"
     viewer_password = "viewer"
+    # The airflow_api connection's account (role "user": may clear task instances), as a deployment
+    # would have one for region failover; its password is made per instance, so tests can look for it.
+    service_username = "ft-failover"
 
     def __init__(
         self,
@@ -177,6 +180,7 @@ class LiveAirflow:
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}"
         self.instance_id = uuid.uuid4().hex
+        self.service_password = f"ft-svc-{secrets.token_hex(12)}"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
         self.logs: dict[str, Path] = {}
         self.timings: dict[str, float] = {}
@@ -199,8 +203,8 @@ class LiveAirflow:
             "host": "127.0.0.1",
             "port": self.port,
             "schema": "http",
-            "login": self.username,
-            "password": self.password,
+            "login": self.service_username,
+            "password": self.service_password,
         }
         env.update(
             {
@@ -215,7 +219,9 @@ class LiveAirflow:
                 "AIRFLOW__CORE__DAGS_FOLDER": str(self.dags_folder),
                 "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
                 "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
-                "AIRFLOW__CORE__PARALLELISM": "16",
+                # Tasks at once: each is a Python process importing Airflow (and PySpark, on Spark
+                # Connect); more than 8 on 2 cores only thrashes.
+                "AIRFLOW__CORE__PARALLELISM": "8",
                 "AIRFLOW__CORE__DAGS_ARE_PAUSED_AT_CREATION": "False",
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
                 # The scenarios, the demo, chaos and benchmarks inject faults through a run's ft_faults.
@@ -229,7 +235,8 @@ class LiveAirflow:
                 "AIRFLOW__CORE__AUTH_MANAGER": (
                     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
                 ),
-                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{self.username}:admin,{self.viewer_username}:viewer",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": (
+                    f"{self.username}:admin,{self.viewer_username}:viewer,{self.service_username}:user"),
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
@@ -255,6 +262,10 @@ class LiveAirflow:
                 # (task heartbeats every 5 s, the default: more often only adds DB write load)
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",
                 "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "30",
+                # The one scheduler must never declare itself dead: when a burst of task starts starves
+                # its loop past the 30 s default, it marks its own job failed, "adopts" and resets every
+                # running task, and its LocalExecutor can hang on shutdown (seen under a 32-task burst).
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "300",
                 "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "2",
             }
         )
@@ -267,7 +278,8 @@ class LiveAirflow:
         for d in (self.dags_folder, self.scratch, self.log_dir, self.task_log_dir):
             d.mkdir(parents=True, exist_ok=True)
         (self.home / "passwords.json").write_text(
-            json.dumps({self.username: self.password, self.viewer_username: self.viewer_password}) + "\n")
+            json.dumps({self.username: self.password, self.viewer_username: self.viewer_password,
+                        self.service_username: self.service_password}) + "\n")
         placed: dict[str, Path] = {}
         for src in self.dag_sources:
             if not src.exists():

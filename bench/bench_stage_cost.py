@@ -1,0 +1,84 @@
+"""Per-stage fixed cost in a live Airflow: a trivial stage on Spark Connect vs as its own spark-submit.
+
+A trivial stage (one row out) end to end -- task start to task end, as Airflow records it: the task
+process, resolving inputs, the Spark work, the commit to S3 -- minus a no-op Python task's duration in
+the same Airflow (what Airflow itself costs per task). The three DAGs (bench/stage_cost/dags.py) run
+one at a time, alternating, --runs times each; the medians are printed and written to
+bench/results/stage_cost.json. The task processes' CPU time is not in Airflow's record: the figure is
+wall time.
+
+    python bench/bench_stage_cost.py --runs 7
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from datetime import datetime
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.support.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
+from tests.support.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from tests.support.spark_connect import SparkConnectServer  # noqa: E402
+
+DAGS = {"noop": ("bench_cost_noop", "noop"), "connect": ("bench_cost_connect", "trivial"),
+        "submit": ("bench_cost_submit", "trivial")}
+
+
+def task_seconds(client, dag_id: str, run_id: str, task_id: str) -> float:
+    ti = client.task_instance(dag_id, run_id, task_id)
+    return (datetime.fromisoformat(ti["end_date"]) - datetime.fromisoformat(ti["start_date"])).total_seconds()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--runs", type=int, default=7)
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "stage_cost.json")
+    args = parser.parse_args()
+    s3, server, airflow = start_moto_server(), SparkConnectServer().start(), None
+    try:
+        bucket = "ft-bench-cost"
+        s3.client().create_bucket(Bucket=bucket)
+        env = {**pipeline_environment(s3, f"s3://{bucket}/pipelines/", server),
+               "FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost")}
+        airflow = LiveAirflow([REPO / "bench" / "stage_cost"], env=env).start()
+        client = airflow.client
+        airflow.wait_for_dags([dag for dag, _ in DAGS.values()], timeout=180)
+        seconds: dict[str, list[float]] = {name: [] for name in DAGS}
+        for n in range(args.runs + 1):  # the first round warms up (imports, caches, the server's JIT)
+            for name, (dag_id, task_id) in DAGS.items():
+                run_id = client.trigger_dag_run(dag_id, run_id=f"cost_{name}_{n}")["dag_run_id"]
+                final = client.wait_for_dag_run(dag_id, run_id, timeout=600)
+                assert final["state"] == "success", airflow.describe_run(dag_id, run_id)
+                if n:
+                    seconds[name].append(task_seconds(client, dag_id, run_id, task_id))
+        medians = {name: statistics.median(values) for name, values in seconds.items()}
+        result = {
+            "runs": args.runs,
+            "task_seconds": {name: {"median": round(medians[name], 2), "all": [round(v, 2) for v in values]}
+                             for name, values in seconds.items()},
+            "fixed_cost_s": {"connect": round(medians["connect"] - medians["noop"], 2),
+                             "submit": round(medians["submit"] - medians["noop"], 2)},
+        }
+        print(f"no-op Python task:            {medians['noop']:.2f} s (median of {args.runs})")
+        print(f"trivial stage, Spark Connect: {medians['connect']:.2f} s -> fixed cost "
+              f"{result['fixed_cost_s']['connect']:.2f} s")
+        print(f"trivial stage, spark-submit:  {medians['submit']:.2f} s -> fixed cost "
+              f"{result['fixed_cost_s']['submit']:.2f} s")
+        args.output.parent.mkdir(parents=True, exist_ok=True)
+        args.output.write_text(json.dumps(result, indent=2))
+        print(f"written to {args.output}")
+    finally:
+        if airflow is not None:
+            airflow.stop()
+        server.stop()
+        stop_moto_server(s3)
+
+
+if __name__ == "__main__":
+    main()
