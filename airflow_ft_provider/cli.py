@@ -13,7 +13,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
+
+_TASK = re.compile(r"^[^\[\]\s]+(?:\[\d+\])?\Z")
+
+
+def _task_argument(value: str) -> str:
+    if not _TASK.match(value):
+        raise argparse.ArgumentTypeError(
+            f"invalid task {value!r}: give a task id, or task_id[i] for map index i (e.g. score or score[3])"
+        )
+    return value
 
 
 def _pipeline(dag_id: str, dags_folder: str | None):
@@ -42,15 +53,28 @@ def main(argv: list[str] | None = None) -> int:
         command.add_argument("--run-id", required=True)
         command.add_argument("--dags-folder", help="default: [core] dags_folder")
         if name == "restart-region":
-            command.add_argument("--task", required=True, help="a task id, with [i] for map index i")
+            command.add_argument("--task", required=True, type=_task_argument,
+                                 help="a task id, with [i] for map index i")
     args = parser.parse_args(argv)
-    failover = _pipeline(args.dag_id, args.dags_folder).description.region_failover(args.run_id)
-    if args.command == "restart-region":
-        cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
-        print(f"restarted: {', '.join(cleared) if cleared else 'nothing had started yet'}")
-    else:
-        for event in failover.journal.events():
-            print(json.dumps(event, sort_keys=True))
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from airflow_ft_provider.hooks.airflow_api import AirflowApiError, AirflowApiOutcomeUnknown, AirflowApiUnreachable
+
+    try:
+        description = _pipeline(args.dag_id, args.dags_folder).description
+        if args.command == "restart-region":
+            if args.task not in (tasks := description.graph.task_ids()):  # said before anything is read
+                raise ValueError(f"{args.task!r} is not a task of pipeline {args.dag_id!r}; tasks: "
+                                 f"{', '.join(tasks[:50])}")
+            failover = description.region_failover(args.run_id)
+            cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
+            print(f"restarted: {', '.join(cleared) if cleared else 'nothing had started yet'}")
+        else:
+            for event in description.region_failover(args.run_id).journal.events():
+                print(json.dumps(event, sort_keys=True))
+    except (ValueError, AirflowNotFoundException, AirflowApiError, AirflowApiOutcomeUnknown,
+            AirflowApiUnreachable) as err:
+        parser.exit(1, f"airflow-ft {args.command}: error: {err}\n")
     return 0
 
 

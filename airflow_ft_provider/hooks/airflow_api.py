@@ -3,13 +3,28 @@
 A task cannot clear other task instances through the execution API; it needs the public REST API
 (``POST /api/v2/dags/{dag_id}/clearTaskInstances``) with a JWT from ``POST /auth/token``.
 
-Connection ``airflow_api`` (type ``http``): host, port and schema (http/https) of the API server,
-login/password of a user allowed to clear task instances. Credentials and tokens are never logged.
+Connection ``airflow_api`` (type ``http`` or ``https``): host and port of the API server, login/password of
+a user allowed to clear task instances. The scheme is ``https`` for an ``https://`` URI or a ``schema`` of
+``https``. Extra (all optional):
+
+* ``verify``: ``true`` (default), ``false``, or the path of a CA bundle (file or directory) to verify the
+  server's certificate with;
+* ``allow_insecure_http``: ``true`` to send the password over plain ``http`` to a host that is not the
+  loopback interface (refused otherwise: anyone on the path could read it).
+
+Every call has a timeout. Only requests whose repetition is harmless are retried: reads, the login, and
+requests that never reached the server. A clear is not (a second clear would restart the new try too);
+when its answer is lost, :class:`AirflowApiOutcomeUnknown` tells the caller to look before clearing again.
+Credentials and tokens are never logged.
 """
 
 from __future__ import annotations
 
+import ipaddress
+import os
+import ssl
 from collections.abc import Iterable
+from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
@@ -17,28 +32,82 @@ import httpx
 import tenacity
 from airflow.sdk import BaseHook
 
+IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
+TOKEN_PATH = "/auth/token"
+_TRUE = {"true", "1", "yes", "on"}
+_FALSE = {"false", "0", "no", "off"}
+
 
 class AirflowApiError(RuntimeError):
     """The REST API refused or failed a request; the message has the method, path and status."""
 
-    def __init__(self, method: str, path: str, status: int, detail: str) -> None:
+    def __init__(self, method: str, path: str, status: int, detail: str, *, retryable: bool = False) -> None:
         super().__init__(f"Airflow REST API {method} {path} answered {status}: {detail[:500]}")
         self.status = status
+        self.retryable = retryable
 
 
 class AirflowApiUnreachable(ConnectionError):
     """The API server of the ``airflow_api`` connection did not answer (after retries)."""
 
 
-def _transient(exc: BaseException) -> bool:
-    # SQLite-backed API servers answer 500 "database is locked" under load; nothing was applied then.
-    return isinstance(exc, httpx.TransportError) or (isinstance(exc, AirflowApiError) and exc.status >= 500)
+class AirflowApiOutcomeUnknown(RuntimeError):
+    """A request that must not be repeated blindly (a clear) reached the server, but its answer was lost
+    (connection dropped, timeout, 5xx): it may or may not have been applied. Read the state to learn which."""
+
+
+def _retryable(exc: BaseException) -> bool:
+    # A request that never left (no connection) is harmless to repeat, whatever its method.
+    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
+        return True
+    return isinstance(exc, httpx.TransportError | AirflowApiError) and getattr(exc, "retryable", False)
+
+
+class _RetryableTransportError(httpx.TransportError):
+    """A transport error of an idempotent request (marked so that tenacity retries it)."""
+
+    retryable = True
+
+
+@dataclass(frozen=True)
+class ApiServer:
+    """Where and as whom: what the hook reads from the connection (``repr`` shows no password)."""
+
+    base_url: str
+    login: str
+    password: str
+    verify: bool | ssl.SSLContext
+
+    def __repr__(self) -> str:
+        return f"ApiServer({self.base_url!r}, login={self.login!r})"
+
+
+def _flag(value: object, *, what: str) -> bool | None:
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
+        return value.strip().lower() in _TRUE
+    if what:
+        raise ValueError(f"{what} must be true or false, got {value!r}")
+    return None
+
+
+def _is_loopback(host: str) -> bool:
+    if host.lower() in ("localhost", "localhost."):
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
 
 
 class AirflowApiHook(BaseHook):
     """Clears and reads task instances of a DAG run through the public REST API.
 
-    :param airflow_api_conn_id: ``http`` connection to the API server (default ``airflow_api``).
+    :param airflow_api_conn_id: ``http``/``https`` connection to the API server (default ``airflow_api``).
+    :param timeout: seconds for connecting, and for each read and write, of every request.
+
+    Use it as a context manager (or call :meth:`close`): it keeps one HTTP connection pool.
     """
 
     conn_name_attr = "airflow_api_conn_id"
@@ -52,69 +121,150 @@ class AirflowApiHook(BaseHook):
         self.timeout = timeout
         self._token: str | None = None
 
+    # -- the connection -----------------------------------------------------------------------------
     @cached_property
-    def _settings(self) -> tuple[str, str, str]:
+    def server(self) -> ApiServer:
         from airflow.sdk.exceptions import AirflowNotFoundException
 
+        conn_id = self.airflow_api_conn_id
         try:
-            conn = self.get_connection(self.airflow_api_conn_id)
+            conn = self.get_connection(conn_id)
         except AirflowNotFoundException:
             raise AirflowNotFoundException(
-                f"connection {self.airflow_api_conn_id!r} is not defined; region failover needs it to restart "
-                f"tasks through the Airflow REST API: AIRFLOW_CONN_{self.airflow_api_conn_id.upper()}="
-                "'http://<user>:<password>@<api-server host>:<port>'"
+                f"connection {conn_id!r} is not defined; region failover needs it to restart "
+                f"tasks through the Airflow REST API: AIRFLOW_CONN_{conn_id.upper()}="
+                "'https://<user>:<password>@<api-server host>:<port>'"
             ) from None
         if not conn.host or not conn.login:
             raise ValueError(
-                f"connection {self.airflow_api_conn_id!r} needs host and login/password of the Airflow API "
+                f"connection {conn_id!r} needs host and login/password of the Airflow API "
                 "server (e.g. AIRFLOW_CONN_AIRFLOW_API='http://admin:secret@localhost:8080'); region "
                 "failover uses it to restart tasks of the failed region's neighbours"
             )
-        host = conn.host if "://" in conn.host else f"{conn.schema or 'http'}://{conn.host}"
-        base = f"{host}:{conn.port}" if conn.port else host
-        return base.rstrip("/"), conn.login, conn.password or ""
+        extra = conn.extra_dejson or {}
+        if "://" in conn.host:  # host given as a whole URL
+            url = httpx.URL(conn.host)
+            scheme, host, port, path = url.scheme, url.host, conn.port or url.port, url.path
+        else:
+            schema = (conn.schema or "").strip("/")
+            if schema.lower() in ("http", "https"):
+                scheme, path = schema.lower(), ""
+            else:  # an https:// URI gives conn_type "https"; a URI's path arrives as the schema
+                scheme, path = ("https" if conn.conn_type == "https" else "http"), schema
+            host, port = conn.host, conn.port
+        if scheme not in ("http", "https"):
+            raise ValueError(f"connection {conn_id!r}: scheme {scheme!r} is not http or https")
+        allow_http = _flag(extra.get("allow_insecure_http", False), what=f"connection {conn_id!r} extra allow_insecure_http")
+        if scheme == "http" and not _is_loopback(host) and not allow_http:
+            raise ValueError(
+                f"connection {conn_id!r} would send the password of {conn.login!r} in clear text over http to "
+                f"{host!r}, which is not a loopback address; use https (e.g. AIRFLOW_CONN_{conn_id.upper()}="
+                f"'https://<user>:<password>@{host}:<port>') or, on a private network you trust, set the extra "
+                '{"allow_insecure_http": true}'
+            )
+        netloc = f"[{host}]" if ":" in host and not host.startswith("[") else host
+        base = f"{scheme}://{netloc}{f':{port}' if port else ''}/{path.strip('/')}".rstrip("/")
+        return ApiServer(base, conn.login, conn.password or "", self._verify(extra.get("verify", True)))
+
+    def _verify(self, value: object) -> bool | ssl.SSLContext:
+        """``verify`` of the extra: on (default), off, or a CA bundle (file or directory)."""
+        flag = _flag(value, what="")
+        if flag is True:
+            return True
+        if flag is False:
+            self.log.warning("TLS certificate verification is off for connection %r: anyone on the network "
+                             "path can impersonate the API server", self.airflow_api_conn_id)
+            return False
+        path = os.path.expanduser(str(value))
+        if not os.path.exists(path):
+            raise ValueError(
+                f"connection {self.airflow_api_conn_id!r}: extra verify={value!r} is neither true/false nor an "
+                "existing CA bundle (file or directory); give the path of the PEM file that signed the API "
+                "server's certificate"
+            )
+        return ssl.create_default_context(**({"capath": path} if os.path.isdir(path) else {"cafile": path}))
 
     @cached_property
     def _http(self) -> httpx.Client:
-        base, _, _ = self._settings
-        self.log.info("Airflow REST API at %s (connection %r)", base, self.airflow_api_conn_id)
-        return httpx.Client(base_url=base, timeout=self.timeout)
+        server = self.server
+        self.log.info("Airflow REST API at %s (connection %r)", server.base_url, self.airflow_api_conn_id)
+        return httpx.Client(base_url=server.base_url, timeout=httpx.Timeout(self.timeout), verify=server.verify,
+                            follow_redirects=False)
+
+    def close(self) -> None:
+        if "_http" in self.__dict__:
+            self.__dict__.pop("_http").close()
+
+    def __enter__(self) -> AirflowApiHook:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- requests -----------------------------------------------------------------------------------
+    def _send(self, method: str, path: str, *, idempotent: bool, **kwargs: Any) -> httpx.Response:
+        try:
+            return self._http.request(method, path, **kwargs)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            raise  # never sent: tenacity may repeat it
+        except httpx.TransportError as err:
+            if idempotent:
+                raise _RetryableTransportError(str(err)) from err
+            raise AirflowApiOutcomeUnknown(
+                f"Airflow REST API {method} {path}: the answer was lost ({type(err).__name__}: {err}); it may "
+                "or may not have been applied"
+            ) from err
 
     def _authenticate(self) -> str:
-        _, user, password = self._settings
-        response = self._http.post("/auth/token", json={"username": user, "password": password})
+        server = self.server
+        # Repeating a login is harmless: it mints another token.
+        response = self._send("POST", TOKEN_PATH, idempotent=True,
+                              json={"username": server.login, "password": server.password})
         if response.status_code not in (200, 201):
-            raise AirflowApiError("POST", "/auth/token", response.status_code,
-                                  f"login of {user!r} refused; check the connection {self.airflow_api_conn_id!r}")
+            raise AirflowApiError("POST", TOKEN_PATH, response.status_code,
+                                  f"login of {server.login!r} refused; check the connection "
+                                  f"{self.airflow_api_conn_id!r}", retryable=response.status_code >= 500)
         self._token = response.json()["access_token"]
         return self._token
 
-    def request(self, method: str, path: str, **kwargs: Any) -> Any:
+    def request(self, method: str, path: str, *, idempotent: bool | None = None, **kwargs: Any) -> Any:
+        """One authenticated call; retried on transport errors and 5xx answers only when ``idempotent``
+        (default: by its method), else :class:`AirflowApiOutcomeUnknown` when its answer is lost."""
+        idempotent = method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
         try:
-            return self._request(method, path, **kwargs)
+            return self._request(method, path, idempotent=idempotent, **kwargs)
         except httpx.TransportError as err:
-            base, _, _ = self._settings
+            cause = err.__cause__ if isinstance(err, _RetryableTransportError) and err.__cause__ else err
             raise AirflowApiUnreachable(
-                f"Airflow REST API at {base} (connection {self.airflow_api_conn_id!r}) is unreachable: {err}; "
-                "check host, port and schema of the connection and that the API server is running"
+                f"Airflow REST API at {self.server.base_url} (connection {self.airflow_api_conn_id!r}) is "
+                f"unreachable: {cause}; check host, port and schema of the connection and that the API server "
+                "is running"
             ) from err
 
     @tenacity.retry(
-        retry=tenacity.retry_if_exception(_transient),
+        retry=tenacity.retry_if_exception(_retryable),
         wait=tenacity.wait_exponential(multiplier=0.5, max=8),
         stop=tenacity.stop_after_attempt(6),
         reraise=True,
     )
-    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
-        for fresh_login in (False, True):
+    def _request(self, method: str, path: str, *, idempotent: bool, **kwargs: Any) -> Any:
+        for fresh_login in (False, True):  # a 401 is answered before anything is applied: repeat once
             token = self._token if self._token and not fresh_login else self._authenticate()
-            response = self._http.request(method, path, headers={"Authorization": f"Bearer {token}"}, **kwargs)
+            response = self._send(method, path, idempotent=idempotent,
+                                  headers={"Authorization": f"Bearer {token}"}, **kwargs)
             if response.status_code != 401:
                 break
+        if response.status_code >= 500 and not idempotent:
+            raise AirflowApiOutcomeUnknown(
+                f"Airflow REST API {method} {path} answered {response.status_code}: {response.text[:300]}; it "
+                "may or may not have been applied"
+            )
         if response.status_code >= 300:
-            raise AirflowApiError(method, path, response.status_code, response.text)
+            raise AirflowApiError(method, path, response.status_code, response.text,
+                                  retryable=response.status_code >= 500)
         return response.json()
 
+    # -- task instances -----------------------------------------------------------------------------
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         instances: list[dict[str, Any]] = []
         while True:
@@ -133,7 +283,11 @@ class AirflowApiHook(BaseHook):
         )
 
     def clear(self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
-        """Clear exactly these (task id, map index) instances of one run, whatever their state."""
+        """Clear exactly these (task id, map index) instances of one run, whatever their state.
+
+        Sent once: raises :class:`AirflowApiOutcomeUnknown` when the answer is lost. Every instance a
+        clear touches gets a new ``id``, which is how a caller learns afterwards whether it happened.
+        """
         body = {
             "dag_run_id": run_id,
             "task_ids": [[task_id, map_index] if map_index >= 0 else task_id for task_id, map_index in task_instances],

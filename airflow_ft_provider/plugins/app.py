@@ -7,19 +7,25 @@
     POST /api/runs/{dag_id}/{run_id}/restart  {"task": "score"}: restart that task's region and its
                                              consumer regions (as ``airflow-ft restart-region``)
 
-Every route requires an Airflow login (JWT cookie of the UI, or a bearer token) through Airflow's own
-``requires_access_dag`` dependencies: reading needs read access to the DAG's runs, restarting needs the
-permission to clear task instances (what ``clearTaskInstances`` requires). Pages render no credential:
-the store is named by URL and connection id only.
+Every route requires an Airflow login (JWT cookie of the UI, or a bearer token) and the DAG-level
+permissions of Airflow's own routes, through Airflow's ``requires_access_dag``: a run's page needs read
+access to the DAG's runs and task instances; a restart needs the permission to clear task instances
+(what ``clearTaskInstances`` requires), is performed in-process as the calling user (plugins/clear.py,
+named in Airflow's audit log), takes JSON only and, when authenticated by the session cookie, only from
+a page of this server (Origin check: no cross-site forgery). The store and the pipeline a run names are
+checked against the DAG's configuration first (plugins/trust.py). Pages render no credential (the store
+by URL only; causes masked), escape everything they show, and may be framed by this origin only.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import secrets
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.responses import HTMLResponse
@@ -29,16 +35,25 @@ from sqlalchemy import select
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.common.db.common import SessionDep
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
+from airflow.api_fastapi.logging.decorators import action_logging
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.plugins.run_view import build_run_view
+from airflow_ft_provider.plugins.trust import RunNotReady, UntrustedRun, run_journal
 from airflow_ft_provider.policies.recovery_journal import STORE_XCOM_KEY, RecoveryJournal
+from airflow_ft_provider.policies.region_failover import mask_secrets
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).with_name("static") / "failover.html"
 RECENT_RUNS = 50
+RESTART_EVENT = "ft_restart_region"  # the audit log's event name for a restart from the page
 
 can_read_runs = Depends(requires_access_dag("GET", DagAccessEntity.RUN))
+can_read_task_instances = Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))
 can_clear_tasks = Depends(requires_access_dag("PUT", DagAccessEntity.TASK_INSTANCE))
+# Only the Airflow UI of this origin may show the pages in a frame (it does, as plugin tabs).
+FRAMING = {"X-Frame-Options": "SAMEORIGIN", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
+PAGE_CSP = ("default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
+            "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
 
 
 class RestartRequest(BaseModel):
@@ -46,8 +61,33 @@ class RestartRequest(BaseModel):
                       min_length=1, max_length=300)
 
 
-def _store_pointer(session, dag_id: str, run_id: str) -> dict[str, str] | None:
-    """Where the run's store is, from the ``ft_store`` XCom its stage tries pushed (None: none ran)."""
+def _own_origins(request: Request) -> set[str]:
+    origins = {f"{request.url.scheme}://{request.headers.get('host', '')}"}
+    from airflow.configuration import conf
+
+    if base := conf.get("api", "base_url", fallback=""):
+        parts = urlsplit(base)
+        origins.add(f"{parts.scheme}://{parts.netloc}")
+    return origins
+
+
+def same_origin_if_cookie(request: Request) -> None:
+    """A browser sends the session cookie with requests from other sites too (SameSite=Lax still does for
+    sibling subdomains), so a cookie-authenticated change must come from a page of this server: browsers
+    send ``Origin`` with every POST. A bearer token is never attached by the browser: nothing to check."""
+    if request.headers.get("authorization", "")[:7].lower() == "bearer ":
+        return  # Airflow's get_user authenticates by the bearer token then, not by the cookie
+    origin = request.headers.get("origin")
+    if origin not in _own_origins(request) or request.headers.get("sec-fetch-site") not in (None, "same-origin"):
+        raise HTTPException(
+            status.HTTP_403_FORBIDDEN,
+            f"cross-site request refused: a restart authenticated by the session cookie must come from a page "
+            f"of this Airflow (Origin {str(origin)[:100]!r}); API clients send 'Authorization: Bearer <token>'",
+        )
+
+
+def _store_pointer(session, dag_id: str, run_id: str) -> object:
+    """What the run's stage tries pushed as the ``ft_store`` XCom (None: no stage started); unverified."""
     from airflow.models.xcom import XComModel
 
     row = session.scalars(
@@ -56,31 +96,55 @@ def _store_pointer(session, dag_id: str, run_id: str) -> dict[str, str] | None:
     ).first()
     value = XComModel.deserialize_value(row) if row is not None else None
     if isinstance(value, str):
-        value = json.loads(value)
-    if not isinstance(value, dict) or not isinstance(value.get("url"), str):
-        return None
+        try:
+            value = json.loads(value)
+        except ValueError:
+            return None
     return value
 
 
-def _journal(session, dag_id: str, run_id: str) -> RecoveryJournal:
+def _dag_run(session, dag_id: str, run_id: str):
+    from airflow.models.dagrun import DagRun
+
+    run = session.scalar(select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id))
+    if run is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {dag_id!r} has no run {run_id!r}")
+    try:
+        RunRef(dag_id, run_id)
+    except ValueError as err:
+        raise HTTPException(status.HTTP_400_BAD_REQUEST,
+                            f"run {run_id!r} of DAG {dag_id!r} cannot be a failover pipeline run: {err}") from None
+    return run
+
+
+def _verified(session, run) -> tuple[RecoveryJournal, Any]:
+    """The run's journal and description, checked against its DAG's configuration (plugins/trust.py)."""
+    from airflow.configuration import conf
+    from airflow.models.dagbag import DBDagBag
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
     from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
 
-    pointer = _store_pointer(session, dag_id, run_id)
-    if pointer is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND,
-                            f"no stage of run {run_id!r} of DAG {dag_id!r} has started yet: nothing to show")
-    store = PartitionStoreHook(str(pointer.get("aws_conn_id") or "aws_default"), url=pointer["url"]).get_store()
-    return RecoveryJournal(store, RunRef(dag_id, run_id))
-
-
-def _description(journal: RecoveryJournal):
+    dag = DBDagBag().get_dag_for_run(run, session=session)
+    if dag is None:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {run.dag_id!r} is not in the metadata DB (not parsed)")
     try:
-        description = journal.description()
-    except ValueError as err:
-        raise HTTPException(status.HTTP_500_INTERNAL_SERVER_ERROR, f"the run's stored pipeline is damaged: {err}")
-    if description is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, "the run has no stored pipeline description yet")
-    return description
+        return run_journal(
+            dag=dag, run_id=run.run_id, pointer=_store_pointer(session, run.dag_id, run.run_id),
+            default_url=conf.get("ft_provider", "partition_store_url", fallback=None) or None,
+            max_parallelism=conf.getint("core", "max_map_length", fallback=1024),
+            store_factory=lambda conn_id, url: PartitionStoreHook(conn_id, url=url).get_store(),
+        )
+    except RunNotReady as err:
+        raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
+    except UntrustedRun as err:
+        log.warning("refused %s/%s: %s", run.dag_id, run.run_id, err)
+        raise HTTPException(status.HTTP_409_CONFLICT, mask_secrets(str(err))) from None
+    except AirflowNotFoundException as err:  # the connection the run's XCom names is not defined here
+        raise HTTPException(status.HTTP_409_CONFLICT, mask_secrets(str(err))) from None
+    except ValueError as err:  # a damaged stored description (the journal's parsers raise ValueError subclasses)
+        raise HTTPException(status.HTTP_409_CONFLICT,
+                            f"the run's stored pipeline is damaged: {mask_secrets(str(err))}") from None
 
 
 def _task_instances(session, dag_id: str, run_id: str) -> list[dict[str, Any]]:
@@ -98,11 +162,15 @@ def _task_instances(session, dag_id: str, run_id: str) -> list[dict[str, Any]]:
     ]
 
 
-def _run_exists(session, dag_id: str, run_id: str) -> None:
-    from airflow.models.dagrun import DagRun
-
-    if session.scalar(select(DagRun.id).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id)) is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {dag_id!r} has no run {run_id!r}")
+def _masked_view(view: dict[str, Any]) -> dict[str, Any]:
+    """Free text from S3 (causes, reasons) passes Airflow's secrets masker before it is shown."""
+    for row in view["history"]:
+        for key in ("cause", "reason", "strategy"):
+            if isinstance(row.get(key), str):
+                row[key] = mask_secrets(row[key])
+    for row in view["partitions"]:
+        row["reason"] = mask_secrets(row["reason"])
+    return view
 
 
 @lru_cache(maxsize=1)
@@ -111,23 +179,34 @@ def _page_template() -> str:
 
 
 def _page(config: dict[str, Any]) -> HTMLResponse:
-    # JSON inside <script>: '<' escaped so that no run id can close the element.
-    data = json.dumps(config).replace("<", "\\u003c")
-    return HTMLResponse(_page_template().replace("__FT_CONFIG__", data))
+    # JSON inside <script>: '<', '>' and '&' escaped so that no run id can close the element or open a comment.
+    data = json.dumps(config).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    nonce = secrets.token_urlsafe(16)
+    html = _page_template().replace("__FT_NONCE__", nonce).replace("__FT_CONFIG__", data)
+    return HTMLResponse(html, headers={"Content-Security-Policy": PAGE_CSP.format(nonce=nonce)})
 
 
 def create_app() -> FastAPI:
     app = FastAPI(title="Failover (airflow-ft-provider)", docs_url=None, redoc_url=None, openapi_url=None)
 
+    @app.middleware("http")
+    async def security_headers(request: Request, call_next):
+        response = await call_next(request)
+        for name, value in FRAMING.items():
+            response.headers.setdefault(name, value)
+        response.headers.setdefault("Content-Security-Policy", "frame-ancestors 'self'")
+        return response
+
     @app.get("/", response_class=HTMLResponse)
     def index(user: GetUserDep) -> HTMLResponse:
         return _page({"view": "runs"})
 
-    @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse, dependencies=[can_read_runs])
+    @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse,
+             dependencies=[can_read_runs, can_read_task_instances])
     def run_page(dag_id: str, run_id: str) -> HTMLResponse:
         return _page({"view": "run", "dag_id": dag_id, "run_id": run_id})
 
-    @app.get("/api/runs")
+    @app.get("/api/runs", dependencies=[can_read_runs])
     def list_runs(user: GetUserDep, session: SessionDep) -> dict[str, Any]:
         from airflow.api_fastapi.app import get_auth_manager
         from airflow.models.dagrun import DagRun
@@ -143,11 +222,10 @@ def create_app() -> FastAPI:
         return {"runs": [{"dag_id": r.dag_id, "run_id": r.run_id, "state": r.state,
                           "start_date": r.start_date.isoformat() if r.start_date else None} for r in rows]}
 
-    @app.get("/api/runs/{dag_id}/{run_id}", dependencies=[can_read_runs])
+    @app.get("/api/runs/{dag_id}/{run_id}", dependencies=[can_read_runs, can_read_task_instances])
     def run_data(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
-        _run_exists(session, dag_id, run_id)
-        journal = _journal(session, dag_id, run_id)
-        description = _description(journal)
+        run = _dag_run(session, dag_id, run_id)
+        journal, description = _verified(session, run)
         try:
             report = journal.store.check_graph(description.graph, dag_id, run_id)
         except Exception as err:  # the page still shows states and history without the store
@@ -156,23 +234,27 @@ def create_app() -> FastAPI:
         view = build_run_view(description, run_id, task_instances=_task_instances(session, dag_id, run_id),
                               state=journal.load(), events=journal.events(), report=report)
         view["store"] = journal.store.layout.url
-        return view
+        return _masked_view(view)
 
-    @app.post("/api/runs/{dag_id}/{run_id}/restart", dependencies=[can_clear_tasks])
+    @app.post("/api/runs/{dag_id}/{run_id}/restart",
+              dependencies=[can_clear_tasks, Depends(same_origin_if_cookie), Depends(action_logging(RESTART_EVENT))])
     def restart_region(dag_id: str, run_id: str, body: RestartRequest, request: Request, user: GetUserDep,
                        session: SessionDep) -> dict[str, Any]:
+        from airflow_ft_provider.plugins.clear import CallerClears
+
         # JSON only: a cross-site form post cannot send it without a CORS preflight (CSRF).
         if not request.headers.get("content-type", "").startswith("application/json"):
             raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send the request body as application/json")
-        _run_exists(session, dag_id, run_id)
-        journal = _journal(session, dag_id, run_id)
-        description = _description(journal)
+        run = _dag_run(session, dag_id, run_id)
+        journal, description = _verified(session, run)
         tasks = description.graph.task_ids()
         if body.task not in tasks:
             raise HTTPException(status.HTTP_400_BAD_REQUEST,
                                 f"{body.task!r} is not a task of pipeline {dag_id!r}; tasks: {', '.join(tasks[:50])}")
-        failover = description.region_failover(run_id, store=journal.store)
         name = user.get_name()
+        # Cleared by this process as the caller, never with the airflow_api connection's account.
+        caller = CallerClears(session=session, user=user, dag_id=dag_id, run_id=run_id)
+        failover = description.region_failover(run_id, store=journal.store, api=caller)
         cleared = failover.restart_regions(body.task, reason=f"restart region from the failover page by {name}",
                                            user=name)
         log.warning("user %s restarted the region of %s in %s/%s: cleared %s", name, body.task, dag_id, run_id,

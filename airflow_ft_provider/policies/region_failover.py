@@ -14,8 +14,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
+
+import tenacity
 
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.recovery import FailoverDecision, RecoveryState, handle_failure
@@ -31,10 +34,29 @@ LOST = {Unavailable.INVALID_MANIFEST, Unavailable.MISSING_OBJECT, Unavailable.SI
         Unavailable.CHECKSUM_MISMATCH, Unavailable.RELEASED}
 FAILED_TRY_STATES = {"failed", "up_for_retry"}
 KILLED_CAUSE = "the previous try ended without a recorded failure: its process was killed (SIGKILL, OOM or a lost worker)"
+# A clear whose answer was lost is looked up and, if it did not happen, sent again: this often at most.
+CLEAR_ATTEMPTS = 4
+CLEAR_WAIT = tenacity.wait_exponential(multiplier=1, max=8)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every secret Airflow's secrets masker knows replaced by ``***``: the connections this
+    process has read (the task SDK's masker, and the core one where the API server has read them). Causes
+    are stored in S3 and shown on the failover page, which Airflow's log masking does not cover."""
+    from airflow.sdk._shared.secrets_masker import redact
+
+    masked = redact(text)
+    try:
+        from airflow._shared.secrets_masker import redact as redact_core
+    except ImportError:  # a worker with the task SDK only
+        return masked
+    return redact_core(masked)
 
 
 def describe_exception(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+    """``Type: first line of the message``, secrets masked (before cutting, so no part of one survives)."""
+    message = mask_secrets(str(exc)).strip()
+    text = message.splitlines()[0] if message else ""
     return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
 
 
@@ -50,13 +72,17 @@ class RegionFailover:
         self.clock = clock or SystemClock()
         self._api = api
 
-    @property
-    def api(self):
-        if self._api is None:
-            from airflow_ft_provider.hooks.airflow_api import AirflowApiHook
+    @contextmanager
+    def _rest(self) -> Iterator[Any]:
+        """The REST client for one operation: the one given, else a hook of the pipeline's ``airflow_api``
+        connection, closed afterwards (a RegionFailover is made per failure; its sockets must not linger)."""
+        if self._api is not None:
+            yield self._api
+            return
+        from airflow_ft_provider.hooks.airflow_api import AirflowApiHook
 
-            self._api = AirflowApiHook(self.pipeline.airflow_api_conn_id)
-        return self._api
+        with AirflowApiHook(self.pipeline.airflow_api_conn_id) as hook:
+            yield hook
 
     # -- failures -----------------------------------------------------------------------------------
     def handle_failure(
@@ -65,7 +91,7 @@ class RegionFailover:
     ) -> FailoverDecision:
         core_task = self.pipeline.core_task_id(task_id, map_index)
         unavailable = self.unavailable_partitions(cause)
-        text = cause if isinstance(cause, str) else describe_exception(cause)
+        text = mask_secrets(cause) if isinstance(cause, str) else describe_exception(cause)
         failover = self.pipeline.failover_strategy()
 
         def decide(state: RecoveryState) -> FailoverDecision:
@@ -112,22 +138,21 @@ class RegionFailover:
         wanted = {self.pipeline.airflow_key(t): t for t in tasks}
         if not wanted:
             return []
-        instances = self.api.task_instances(self.run.pipeline, self.run.run_id)
-        started = {
-            (ti["task_id"], ti["map_index"]): ti["try_number"]
-            for ti in instances
-            if (ti["task_id"], ti["map_index"]) in wanted and ti.get("state") not in NOT_STARTED
-        }
-        if not started:
-            return []
+        with self._rest() as api:
+            instances = api.task_instances(self.run.pipeline, self.run.run_id)
+            listed = [ti for ti in instances
+                      if (ti["task_id"], ti["map_index"]) in wanted and ti.get("state") not in NOT_STARTED]
+            started = {(ti["task_id"], ti["map_index"]): ti["try_number"] for ti in listed}
+            if not started:
+                return []
 
-        def remember(state: RecoveryState) -> None:
-            for key, try_number in started.items():
-                task = wanted[key]
-                state.superseded[task] = max(state.superseded.get(task, 0), try_number)
+            def remember(state: RecoveryState) -> None:
+                for key, try_number in started.items():
+                    task = wanted[key]
+                    state.superseded[task] = max(state.superseded.get(task, 0), try_number)
 
-        self.journal.update(remember)  # before the clear: the new tries must find it
-        cleared = self.api.clear(self.run.pipeline, self.run.run_id, sorted(started))
+            self.journal.update(remember)  # before the clear: the new tries must find it
+            cleared = self._clear_once(api, {(ti["task_id"], ti["map_index"]): ti.get("id") for ti in listed})
         # The listing may be stale: another failover may have restarted a task in between, so the try
         # this clear ended can be newer than the one seen above. The clear's answer names it.
         newer = {key: ti["try_number"] for ti in cleared or ()
@@ -139,6 +164,37 @@ class RegionFailover:
         log.warning("restarted %s (cleared through the Airflow REST API)", ", ".join(names))
         return names
 
+    def _clear_once(self, api: Any, ids: dict[tuple[str, int], str | None]) -> list[dict[str, Any]]:
+        """Clear these instances (key -> the id listed) once, never twice.
+
+        A clear is not idempotent: sent again after it worked, it stops the try it started. So when its
+        answer is lost, the instances are read again, and the clear is repeated only for those that still
+        have the id listed before (a clear gives every instance it touches a new id; so does a new try,
+        which needs no clear either).
+        """
+        from airflow_ft_provider.hooks.airflow_api import AirflowApiOutcomeUnknown
+
+        pending = sorted(ids)
+        for attempt in tenacity.Retrying(retry=tenacity.retry_if_exception_type(AirflowApiOutcomeUnknown),
+                                         wait=CLEAR_WAIT, stop=tenacity.stop_after_attempt(CLEAR_ATTEMPTS),
+                                         reraise=True):
+            with attempt:
+                if attempt.retry_state.attempt_number > 1:
+                    now = {(ti["task_id"], ti["map_index"]): ti.get("id")
+                           for ti in api.task_instances(self.run.pipeline, self.run.run_id)}
+                    done = [key for key in pending if ids[key] is None or now.get(key) != ids[key]]
+                    if done:
+                        log.warning("the lost clear did reach %s", ", ".join(f"{t}[{m}]" for t, m in done))
+                    pending = [key for key in pending if key not in done]
+                    if not pending:
+                        return []
+                try:
+                    return api.clear(self.run.pipeline, self.run.run_id, pending)
+                except AirflowApiOutcomeUnknown as err:
+                    log.warning("%s; reading the task instances to learn whether it did", err)
+                    raise
+        return []  # unreachable: the loop returns or re-raises
+
     # -- the start of a try -------------------------------------------------------------------------
     def before_work(self, task_id: str, map_index: int | None, try_number: int) -> float | None:
         """Reconcile an unhandled previous failure; return the restart time to wait for, if in the future
@@ -148,7 +204,8 @@ class RegionFailover:
         previous = try_number - 1
         if previous >= 1 and not state.accounts_for(core_task, previous):
             key = self.pipeline.airflow_key(core_task)
-            earlier = self.api.task_instance_try(self.run.pipeline, self.run.run_id, key[0], key[1], previous)
+            with self._rest() as api:
+                earlier = api.task_instance_try(self.run.pipeline, self.run.run_id, key[0], key[1], previous)
             if earlier.get("state") in FAILED_TRY_STATES:
                 log.warning("%s try %d: %s; applying region failover now", core_task, previous, KILLED_CAUSE)
                 decision = self.handle_failure(task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task])

@@ -18,7 +18,8 @@ Categories (the first part of every row id):
                         bucket -- each tried with a commit (write), a release (delete) and a fetch
     s3-endpoint         an S3-compatible endpoint that ignores If-None-Match / If-Match
     store-config        bad [ft_provider] settings and store URLs
-    airflow-api         undefined or incomplete airflow_api connection, wrong login, unreachable
+    airflow-api         undefined or incomplete airflow_api connection, wrong login, unreachable,
+                        plain http to another machine, a verify that is no CA bundle
     spark               undefined spark connection
     name                pipeline/run/result/consumer/execution/attempt/file names with '..', '/',
                         control characters, overlong names, bad bucket names and map indexes,

@@ -6,7 +6,9 @@ and restarts a region from it.
                \\--b--> D
 
 The tests share the e2e scenario run ``seed002_c_fails`` (checked by tests/e2e first) and go in file
-order: the browser test at the end restarts B's region, after which B, C and D (not A) have run again.
+order: the browser test at the end restarts B's region, after which B, C and D (not A) have run again,
+cleared by the API server as the logged-in user (Airflow's audit log names them). ``seed002_b_lost`` is
+started alongside for tests/ui/test_no_credentials.py.
 """
 
 from __future__ import annotations
@@ -35,7 +37,7 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 @pytest.fixture(scope="module")
 def run_id(live_airflow, scenario_runs):
     """The e2e scenario run of seed 002 where C failed once (shared: tests/support/scenario_runs.py)."""
-    dag_id, run_id = scenario_runs.start(["seed002_c_fails"])["seed002_c_fails"]
+    dag_id, run_id = scenario_runs.start(["seed002_c_fails", "seed002_b_lost"])["seed002_c_fails"]
     assert dag_id == DAG
     run = live_airflow.client.wait_for_dag_run(DAG, run_id, timeout=900)
     assert run["state"] == "success", live_airflow.describe_run(DAG, run_id)
@@ -164,6 +166,51 @@ def test_bad_restart_requests_are_refused_and_change_nothing(web, admin, live_ai
     assert [e["kind"] for e in journal.events()] == ["failover"]
 
 
+def test_a_cookie_authenticated_restart_from_another_site_is_refused(web, live_airflow, run_id, journal):
+    """What a page on another site could make a logged-in user's browser send: the session cookie, JSON."""
+    before = tries(live_airflow, run_id)
+    session = token(web, live_airflow.username, live_airflow.password)
+    path = f"/ft-failover/api/runs/{DAG}/{run_id}/restart"
+    with httpx.Client(base_url=web.base_url, cookies={"_token": session}, timeout=60) as browser_like:
+        for headers in ({"Origin": "https://evil.example"}, {}):  # browsers send Origin with every POST
+            refused = browser_like.post(path, json={"task": "B"}, headers=headers)
+            assert refused.status_code == 403 and "cross-site request refused" in refused.text, (headers, refused.text)
+        assert browser_like.get(f"/ft-failover/api/runs/{DAG}/{run_id}").status_code == 200  # reading is fine
+    assert tries(live_airflow, run_id) == before
+    assert [e["kind"] for e in journal.events()] == ["failover"]
+
+
+def test_a_store_xcom_written_through_the_rest_api_is_not_trusted(web, admin, live_airflow, run_id, journal):
+    """Anyone who may edit the DAG's XComs could point ``ft_store`` at another store: the page refuses it."""
+    before = tries(live_airflow, run_id)
+
+    def entry(task):
+        return f"/api/v2/dags/{DAG}/dagRuns/{run_id}/taskInstances/{task}/xcomEntries/ft_store"
+
+    originals = {task: web.get(entry(task), headers=admin).json()["value"] for task in "ABCD"}  # as stored
+    try:
+        for task in originals:
+            patched = web.patch(entry(task), headers=admin,
+                                json={"value": {"url": "s3://attacker-bucket/x/", "aws_conn_id": "aws_default"}})
+            assert patched.status_code == 200, patched.text
+        for response in (web.get(f"/ft-failover/api/runs/{DAG}/{run_id}", headers=admin),
+                         web.post(f"/ft-failover/api/runs/{DAG}/{run_id}/restart", headers=admin, json={"task": "B"})):
+            assert response.status_code == 409 and "s3://attacker-bucket/x/" in response.text, response.text
+    finally:
+        for task, value in originals.items():
+            assert web.patch(entry(task), headers=admin, json={"value": value}).status_code == 200
+    assert web.get(f"/ft-failover/api/runs/{DAG}/{run_id}", headers=admin).status_code == 200
+    assert tries(live_airflow, run_id) == before
+    assert [e["kind"] for e in journal.events()] == ["failover"]
+
+
+def test_the_pages_may_be_framed_by_airflows_own_origin_only(web, admin, run_id):
+    for path in (f"/ft-failover/runs/{DAG}/{run_id}", f"/ft-failover/api/runs/{DAG}/{run_id}"):
+        headers = web.get(path, headers=admin).headers
+        assert headers["X-Frame-Options"] == "SAMEORIGIN" and "frame-ancestors 'self'" in headers[
+            "Content-Security-Policy"], path
+
+
 @pytest.fixture
 def browser(tmp_path):
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
@@ -244,6 +291,10 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
     manual = [e for e in journal.events() if e["kind"] == "manual"]
     assert [(e["task"], e["user"], e["tasks"], e["cleared"]) for e in manual] == [
         ("B", live_airflow.username, ["B", "C", "D"], ["B", "C", "D"])]
+    # Cleared by the API server as the user, not with the airflow_api connection's account.
+    audit = [(e["event"], e["owner"]) for e in live_airflow.client.event_logs(DAG, run_id=run_id)
+             if e["event"] in ("ft_restart_region", "post_clear_task_instances")]
+    assert audit == [("ft_restart_region", live_airflow.username)]
     run = RunRef(DAG, run_id)
     assert store.manifest(run.parse("a")).attempt_id == a_before  # read again, not recomputed
     for partition, depth, producer_try in (("b", 1, 2), ("c", 2, 3), ("d", 2, 2)):

@@ -1,0 +1,153 @@
+"""What the API server trusts about a run before it reads its store or restarts anything.
+
+Two inputs can be written by people other than the DAG's author: the ``ft_store`` XCom (through the
+public REST API, by anyone allowed to edit the DAG's XComs) and the objects in S3 (by anything holding
+the store's credentials). Neither may choose where the API server reads and writes, or what it clears.
+
+The API server trusts what DAG files decide and its own settings, and it never imports DAG files:
+
+* the store is the one the run's **serialized DAG** names (the metadata DB, written by the DAG
+  processor): a pipeline's blocking outputs are Assets ``s3://<bucket>/<prefix><dag_id>/<result>`` of
+  group ``ft-partitions``; a pipeline without any uses the server's ``[ft_provider] partition_store_url``;
+* the XCom's store must be that store, and its connection id the one the run's stored pipeline
+  description (in that store) names;
+* the description must be of this DAG, its stages tasks of the run's serialized DAG, a stage's
+  parallelism 1 for an unmapped task and at most ``[core] max_map_length`` for a mapped one.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions.naming import StoreLayout
+from airflow_ft_provider.pipeline_description import PipelineDescription
+from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+
+PARTITION_ASSET_GROUP = "ft-partitions"
+DEFAULT_AWS_CONN_ID = "aws_default"
+_CONN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,250}\Z")
+
+
+class UntrustedRun(ValueError):
+    """The run's stored pointers disagree with its DAG's configuration: nothing was read or changed."""
+
+
+class RunNotReady(LookupError):
+    """The run has nothing to show yet (no stage started, or no description stored)."""
+
+
+def _asset_fields(outlet: Any) -> tuple[str | None, str | None]:
+    # Deserialized operators hold Asset objects; mapped ones keep the serialized dicts of partial_kwargs.
+    if isinstance(outlet, Mapping):
+        fields = outlet.get("__var", outlet)
+        return fields.get("uri"), fields.get("group")
+    return getattr(outlet, "uri", None), getattr(outlet, "group", None)
+
+
+def configured_store(dag: Any, *, default_url: str | None) -> str | None:
+    """The store URL the serialized DAG's partition Assets name; ``default_url`` if it declares none."""
+    urls = set()
+    for task in dag.tasks:
+        for outlet in getattr(task, "outlets", None) or ():
+            uri, group = _asset_fields(outlet)
+            if group != PARTITION_ASSET_GROUP or not isinstance(uri, str):
+                continue
+            head = uri.rpartition("/")[0]
+            if not head.endswith(f"/{dag.dag_id}"):
+                raise UntrustedRun(f"partition asset {uri!r} of DAG {dag.dag_id!r} is not under the DAG's prefix")
+            urls.add(_normalized(head[: -len(dag.dag_id)]))
+    if len(urls) > 1:
+        raise UntrustedRun(f"the partition assets of DAG {dag.dag_id!r} name several stores: {sorted(urls)}")
+    if urls:
+        return urls.pop()
+    return _normalized(default_url) if default_url else None
+
+
+def _normalized(url: str) -> str:
+    return StoreLayout.from_url(url).url
+
+
+@dataclass(frozen=True)
+class StorePointer:
+    url: str
+    aws_conn_id: str
+
+
+def check_pointer(pointer: object, *, dag_id: str, run_id: str, trusted_url: str | None) -> StorePointer:
+    """The ``ft_store`` XCom, accepted only if it names the store the DAG's configuration names."""
+    if not isinstance(pointer, Mapping) or not isinstance(pointer.get("url"), str):
+        raise RunNotReady(f"no stage of run {run_id!r} of DAG {dag_id!r} has started yet: nothing to show")
+    if trusted_url is None:
+        raise UntrustedRun(
+            f"DAG {dag_id!r} names no partition store: its serialized DAG has no partition assets and "
+            "[ft_provider] partition_store_url is not set on the API server; set it there"
+        )
+    conn_id = pointer.get("aws_conn_id") or DEFAULT_AWS_CONN_ID
+    try:
+        url = _normalized(pointer["url"])
+    except ValueError:
+        url = None
+    if url != trusted_url or not isinstance(conn_id, str) or not _CONN_ID.match(conn_id):
+        raise UntrustedRun(
+            f"the ft_store XCom of run {run_id!r} names store {str(pointer['url'])[:200]!r} with connection "
+            f"{str(conn_id)[:100]!r}, but DAG {dag_id!r} is configured with store {trusted_url!r}; the XCom "
+            "is writable through the REST API, so the API server does not use it: delete the XCom or re-run a stage"
+        )
+    return StorePointer(url, conn_id)
+
+
+def check_description(
+    description: PipelineDescription, *, dag: Any, pointer: StorePointer, max_parallelism: int
+) -> PipelineDescription:
+    """The run's stored description, accepted only if it belongs to this DAG and fits it."""
+    dag_id = dag.dag_id
+    if description.dag_id != dag_id:
+        raise UntrustedRun(
+            f"the stored pipeline description of this run is of DAG {description.dag_id!r}, not {dag_id!r}; "
+            "refusing to act on it"
+        )
+    if description.aws_conn_id != pointer.aws_conn_id:
+        raise UntrustedRun(
+            f"the run's ft_store XCom names connection {pointer.aws_conn_id!r}, its stored pipeline "
+            f"description {description.aws_conn_id!r}; the API server uses neither"
+        )
+    if description.store and _normalized(description.store) != pointer.url:
+        raise UntrustedRun(
+            f"the stored pipeline description names store {description.store!r}, DAG {dag_id!r} {pointer.url!r}"
+        )
+    tasks = {task.task_id: task for task in dag.tasks}
+    for stage in description.stages.values():
+        task = tasks.get(stage.task_id)
+        if task is None:
+            raise UntrustedRun(f"the stored pipeline description names stage {stage.task_id!r}, which DAG "
+                               f"{dag_id!r} does not have")
+        mapped = bool(getattr(task, "is_mapped", False))
+        limit = max_parallelism if mapped else 1
+        if not 1 <= stage.parallelism <= limit:
+            raise UntrustedRun(
+                f"the stored pipeline description gives stage {stage.task_id!r} parallelism {stage.parallelism}; "
+                f"a{' mapped' if mapped else 'n unmapped'} task of DAG {dag_id!r} has 1"
+                f"{f' to {limit} ([core] max_map_length)' if mapped else ''}"
+            )
+    return description
+
+
+def run_journal(
+    *, dag: Any, run_id: str, pointer: object, default_url: str | None, max_parallelism: int, store_factory: Any
+) -> tuple[RecoveryJournal, PipelineDescription]:
+    """The run's journal and description, from the store the DAG's configuration names, checked.
+
+    ``store_factory(aws_conn_id, url)`` builds the store; :class:`UntrustedRun`, :class:`RunNotReady` or
+    a ``ValueError`` (an unusable run id, a damaged description) say why not.
+    """
+    checked = check_pointer(pointer, dag_id=dag.dag_id, run_id=run_id,
+                            trusted_url=configured_store(dag, default_url=default_url))
+    journal = RecoveryJournal(store_factory(checked.aws_conn_id, checked.url), RunRef(dag.dag_id, run_id))
+    description = journal.description()
+    if description is None:
+        raise RunNotReady("the run has no stored pipeline description yet")
+    return journal, check_description(description, dag=dag, pointer=checked, max_parallelism=max_parallelism)
