@@ -1,5 +1,5 @@
-"""Chaos, short bounded mode: seeded random faults across concurrent runs of the orders ETL example
-in the live Airflow (tests/support/chaos.py has the fault kinds and verdicts; bench/bench_chaos.py
+"""Chaos, short bounded mode: seeded random faults, an S3 outage and the loss of the Spark Connect
+server across concurrent runs of the orders ETL example in the live Airflow (tests/support/chaos.py has the fault kinds and verdicts; bench/bench_chaos.py
 runs the long mode).
 
     generate_orders --> [clean_orders ~~> enrich_orders] --> daily_revenue
@@ -21,18 +21,21 @@ from tests.support.chaos import count, make_plan, run_plans
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
-# This seed gives all five fault kinds (raise, app, kill, delete, truncate) and one S3 outage in 3 runs.
+# This seed gives all five fault kinds (raise, app, kill, delete, truncate) and one S3 outage in 3 runs;
+# one run also loses the Spark Connect server (stages run on it in the live fixture).
 SEED, RUNS = 20261127, 3
+SERVER_LOSS_AFTER = 25.0
 
 
 def test_seeded_faults_never_end_in_wrong_data_or_damaged_partitions(live_airflow, s3_proxy, s3_endpoint,
-                                                                     e2e_store_url):
+                                                                     e2e_store_url, spark_connect):
     rng = random.Random(SEED)
     plans = [make_plan(rng, outages=s3_proxy is not None) for _ in range(RUNS)]
     if s3_proxy is not None and not any(p.outage_after for p in plans):
         plans[0].outage_after, plans[0].outage_seconds = 15.0, 3.0  # the bounded mode always has one outage
+    plans[-1].server_loss_after = SERVER_LOSS_AFTER  # the server is shared: every run in flight loses it
     store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
-    verdicts = run_plans(live_airflow, store, plans, proxy=s3_proxy, prefix="chaos")
+    verdicts = run_plans(live_airflow, store, plans, proxy=s3_proxy, spark_connect=spark_connect, prefix="chaos")
     story = "\n".join(f"{v.run_id}: {v.outcome} {v.plan.describe()} tries={v.tries} {v.detail[:3000]}" for v in verdicts)
     figures = count(verdicts)
     print(f"\nchaos: {figures}\n{story}")
@@ -41,3 +44,4 @@ def test_seeded_faults_never_end_in_wrong_data_or_damaged_partitions(live_airflo
     assert figures["faults_injected"] >= RUNS and figures["restarted_tries"] >= RUNS, story  # faults did fire
     if s3_proxy is not None:
         assert s3_proxy.outages >= 1, story
+    assert figures["server_losses"] == 1, story

@@ -7,7 +7,9 @@ A plan (from a seeded ``random.Random``) injects 1-3 faults through the run's ``
 exceptions before or inside the Spark application (``raise``/``app``, on 1-2 tries), SIGKILL of the
 task process after its Spark work (``kill``), deleted or truncated data objects of a blocking
 partition just before a consumer reads it -- and, with an S3 proxy, may cut S3 off for a few seconds
-while the run is in flight. Optionally a plan also gets a persistent fault (a stage that fails on
+while the run is in flight; with a Spark Connect server, it may kill and restart the server mid-run
+(``server loss``: running stages fail, pipelined partitions held by the server are lost, blocking
+partitions in S3 survive). Optionally a plan also gets a persistent fault (a stage that fails on
 every try), which must exhaust the restart strategy. The verdict of a finished run is one of:
 
 * ``recovered``: success, final partitions equal to the failure-free output, every committed partition
@@ -44,6 +46,7 @@ class ChaosPlan:
     faults: list[dict[str, Any]]
     outage_after: float | None = None  # seconds after the trigger
     outage_seconds: float = 0.0
+    server_loss_after: float | None = None  # seconds after the trigger: the Spark Connect server restarts
 
     @property
     def persistent(self) -> bool:
@@ -52,11 +55,13 @@ class ChaosPlan:
 
     def describe(self) -> str:
         outage = f", S3 down {self.outage_seconds:.1f} s at +{self.outage_after:.0f} s" if self.outage_after else ""
-        return f"{self.faults}{outage}"
+        loss = f", Spark Connect server lost at +{self.server_loss_after:.0f} s" if self.server_loss_after else ""
+        return f"{self.faults}{outage}{loss}"
 
 
-def make_plan(rng: random.Random, *, outages: bool, persistent: float = 0.0) -> ChaosPlan:
-    """``persistent``: the probability of adding a fault that fails one stage on every try."""
+def make_plan(rng: random.Random, *, outages: bool, persistent: float = 0.0, server_losses: float = 0.0) -> ChaosPlan:
+    """``persistent``: the probability of adding a fault that fails one stage on every try;
+    ``server_losses``: the probability of losing the Spark Connect server while the run is in flight."""
     faults = []
     for _ in range(rng.randint(1, 3)):
         kind = rng.choice(("raise", "app", "kill", "delete", "truncate"))
@@ -71,6 +76,8 @@ def make_plan(rng: random.Random, *, outages: bool, persistent: float = 0.0) -> 
     plan = ChaosPlan(faults)
     if outages and rng.random() < 0.5:
         plan.outage_after, plan.outage_seconds = rng.uniform(5, 40), rng.uniform(2, 5)
+    if server_losses and rng.random() < server_losses:  # no draw when off: seeded plans stay as they were
+        plan.server_loss_after = rng.uniform(10, 60)
     return plan
 
 
@@ -83,9 +90,9 @@ class Verdict:
     tries: dict[str, int] = field(default_factory=dict)
 
 
-def run_plans(live_airflow, store, plans: list[ChaosPlan], *, proxy=None, prefix: str = "chaos",
+def run_plans(live_airflow, store, plans: list[ChaosPlan], *, proxy=None, spark_connect=None, prefix: str = "chaos",
               timeout: float = 1500) -> list[Verdict]:
-    """Trigger one run per plan (all at once), play the outages, wait, and judge every run."""
+    """Trigger one run per plan (all at once), play the outages and server losses, wait, judge every run."""
     api = live_airflow.client
     live_airflow.wait_for_dags([DAG_ID], timeout=120)
     stamp = time.strftime("%H%M%S")
@@ -96,6 +103,8 @@ def run_plans(live_airflow, store, plans: list[ChaosPlan], *, proxy=None, prefix
         run_ids.append(run_id)
     outages = [threading.Timer(p.outage_after, proxy.outage, args=(p.outage_seconds,))
                for p in plans if p.outage_after and proxy is not None]
+    outages += [threading.Timer(p.server_loss_after, spark_connect.restart)
+                for p in plans if p.server_loss_after and spark_connect is not None]
     for timer in outages:
         timer.daemon = True
         timer.start()
@@ -144,10 +153,11 @@ def _describe(unavailable) -> str:
 def count(verdicts: list[Verdict]) -> dict[str, int]:
     faults = sum(len(v.plan.faults) for v in verdicts)
     outages = sum(1 for v in verdicts if v.plan.outage_after)
+    server_losses = sum(1 for v in verdicts if v.plan.server_loss_after)
     by_outcome: dict[str, int] = {}
     for v in verdicts:
         by_outcome[v.outcome] = by_outcome.get(v.outcome, 0) + 1
-    return {"runs": len(verdicts), "faults_injected": faults, "s3_outages": outages,
+    return {"runs": len(verdicts), "faults_injected": faults, "s3_outages": outages, "server_losses": server_losses,
             "persistent_faults": sum(1 for v in verdicts if v.plan.persistent),
             "restarted_tries": sum(n - 1 for v in verdicts for n in v.tries.values() if n > 1),
             "recovered": by_outcome.pop("recovered", 0), "suppressed": by_outcome.pop("suppressed", 0),
