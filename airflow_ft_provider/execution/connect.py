@@ -13,6 +13,7 @@ import hashlib
 import os
 import runpy
 import sys
+import time
 import urllib.parse
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -63,6 +64,16 @@ class ConnectBackend:
         """This try's session (a new one if the application stopped it), with the stage's settings."""
         if self.session is not None and not self.session.is_stopped:
             return self.session
+        from airflow_ft_provider.execution.preload import preloaded
+
+        if preloaded():
+            self.log.info("Spark Connect client: preloaded in the worker")
+        else:
+            started = time.monotonic()
+            from pyspark.sql.connect.session import SparkSession  # noqa: F401
+
+            self.log.info("Spark Connect client: imported in %.1f s (see [ft_provider] preload_spark_client)",
+                          time.monotonic() - started)
         from pyspark.sql.connect.session import SparkSession
 
         self.session = SparkSession.builder.remote(self.url).getOrCreate()

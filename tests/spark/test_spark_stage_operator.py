@@ -56,10 +56,11 @@ def test_two_stage_pipeline_commits_and_second_stage_reads_the_first(pipelines):
     assert manifest.compression == "snappy"
 
 
-def test_missing_input_raises_partition_not_found_before_submitting(pipelines):
-    #   generate --orders--> [one data object deleted] --> revenue
+def test_missing_input_raises_partition_not_found_before_submitting(pipelines, spark_connect):
+    #   generate --orders--> [one data object deleted] --> revenue      (on the Spark Connect server: the
+    #   check comes before either backend is asked to run anything; submit mode has the same code path)
     run, store, markers = pipelines
-    result = run("ft_missing_input")
+    result = run("ft_missing_input", **spark_connect.connection_env())
     assert result.task("generate")["state"] == "success"
     assert result.task("revenue")["state"] == "failed"
     assert "PartitionNotFound" in result.output and "orders" in result.output
@@ -80,11 +81,13 @@ def test_failing_application_commits_nothing(pipelines, s3_bucket):
     assert any("/_failover/events/" in key for key in written)  # the suppressed recovery is on record
 
 
-def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines):
+def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines, spark_connect):
     #   shard[0..2] --orders (pointwise)--> shard_revenue[0..2]
     #             \\--orders (all-to-all)--> total_revenue
+    # On the Spark Connect server: which partitions a mapped consumer reads is decided before the backend
+    # runs (spark-submit reads them the same way: test_two_stage_pipeline..., the pipelined one below).
     run, store, _ = pipelines
-    result = run("ft_mapped")
+    result = run("ft_mapped", **spark_connect.connection_env())
     assert result.state == "success", result.errors()
     for shard in range(3):
         assert revenue_rows(store, "ft_mapped", result.run_id, f"revenue[{shard}]") == expected_revenue(orders(shard, 3))
@@ -106,13 +109,15 @@ def test_mapped_stages_joined_by_a_pipelined_pointwise_exchange_with_spark_submi
     assert [k for k in s3_bucket.keys() if "ft_mapped_pipelined" in k and "/scratch/t1/orders/" in k]
 
 
-def test_faults_asked_for_where_fault_injection_is_off_change_nothing(pipelines):
+def test_faults_asked_for_where_fault_injection_is_off_change_nothing(pipelines, spark_connect):
     #   generate --orders--> revenue      every kind of fault asked for; the deployment does not allow it
+    #   (stages on the Spark Connect server; the gate is before either backend)
     run, store, markers = pipelines
     faults = [{"task": "generate", "mode": "kill"}, {"task": "generate", "mode": "app"},
               {"task": "revenue", "delete": ["orders"]}, {"task": "revenue", "truncate": ["orders"]},
               {"task": "revenue", "mode": "raise"}]
-    result = run("ft_two_stages", {"ft_faults": faults}, AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION="False")
+    result = run("ft_two_stages", {"ft_faults": faults}, AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION="False",
+                 **spark_connect.connection_env())
     # Nothing killed (the dag.test process would have died), no application failed, nothing raised:
     # the run, whose restart strategy is "none", succeeds on the first try of every task.
     assert result.state == "success", result.errors()
