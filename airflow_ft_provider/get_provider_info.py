@@ -127,10 +127,11 @@ def _config_options() -> dict[str, dict[str, Any]]:
         "default": "False",
     }
     options["preload_spark_client"] = {  # read by airflow_ft_provider.execution.preload
-        "description": "Import the Spark Connect client (pyspark, pandas, pyarrow, grpc) when an Airflow "
-        "component starts, so that task processes forked from a worker skip that import (2.5-3.5 CPU-s "
-        "per Connect stage try). Needs [core] lazy_load_plugins = False, which makes Airflow load plugins "
-        "at start; costs each component that import once and ~150 MB of memory.",
+        "description": "Import the Spark Connect client (pyspark, pandas, pyarrow, grpc) when the "
+        "scheduler (LocalExecutor) or a Celery worker starts, so that task processes forked from its "
+        "workers skip that import (2.5-3.5 CPU-s per Connect stage try). Needs [core] lazy_load_plugins "
+        "= False, which makes Airflow load plugins at start; costs that process the import once and "
+        "~150 MB of memory.",
         "version_added": "0.1.0",
         "type": "boolean",
         "example": "True",

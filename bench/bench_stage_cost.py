@@ -2,7 +2,9 @@
 
 A trivial stage (one row out) end to end -- task start to task end, as Airflow records it: the task
 process, resolving inputs, the Spark work, the commit to S3 -- minus a no-op Python task's duration in
-the same Airflow (what Airflow itself costs per task). The three DAGs (bench/stage_cost/dags.py) run
+the same Airflow (what Airflow itself costs per task). The Spark Connect client is preloaded in the
+executor's workers (``[ft_provider] preload_spark_client``, as the live fixture does) unless
+--no-preload. The three DAGs (bench/stage_cost/dags.py) run
 one at a time, alternating, --runs times each; the medians are printed and written to
 bench/results/stage_cost.json. The task processes' CPU time is not in Airflow's record: the figure is
 wall time.
@@ -38,14 +40,20 @@ def task_seconds(client, dag_id: str, run_id: str, task_id: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "stage_cost.json")
+    parser.add_argument("--no-preload", action="store_true",
+                        help="[ft_provider] preload_spark_client off: every Connect try imports the client")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="default bench/results/stage_cost.json (stage_cost_no_preload.json with --no-preload)")
     args = parser.parse_args()
+    name = "stage_cost_no_preload.json" if args.no_preload else "stage_cost.json"
+    args.output = args.output or REPO / "bench" / "results" / name
     s3, server, airflow = start_moto_server(), SparkConnectServer().start(), None
     try:
         bucket = "ft-bench-cost"
         s3.client().create_bucket(Bucket=bucket)
         env = {**pipeline_environment(s3, f"s3://{bucket}/pipelines/", server),
-               "FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost")}
+               "FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost"),
+               "AIRFLOW__FT_PROVIDER__PRELOAD_SPARK_CLIENT": str(not args.no_preload)}
         airflow = LiveAirflow([REPO / "bench" / "stage_cost"], env=env).start()
         client = airflow.client
         airflow.wait_for_dags([dag for dag, _ in DAGS.values()], timeout=180)
@@ -60,6 +68,7 @@ def main() -> None:
         medians = {name: statistics.median(values) for name, values in seconds.items()}
         result = {
             "runs": args.runs,
+            "preload_spark_client": not args.no_preload,
             "task_seconds": {name: {"median": round(medians[name], 2), "all": [round(v, 2) for v in values]}
                              for name, values in seconds.items()},
             "fixed_cost_s": {"connect": round(medians["connect"] - medians["noop"], 2),

@@ -7,7 +7,7 @@ so a module imported there before the fork costs nothing per try.
 
 With ``[core] lazy_load_plugins = False`` Airflow imports plugins when each component starts; this
 provider's plugin module calls :func:`preload_if_configured`, which imports the client when
-``[ft_provider] preload_spark_client`` is on. Only modules are imported: no session, channel or thread
+``[ft_provider] preload_spark_client`` is on, in the components that fork task processes. Only modules are imported: no session, channel or thread
 exists before the fork (gRPC channels must not cross a fork).
 """
 
@@ -28,11 +28,21 @@ def preloaded() -> bool:
     return CLIENT_MODULE in sys.modules
 
 
-def preload_if_configured() -> bool:
-    """Import the client now if ``[ft_provider] preload_spark_client`` is on; True if it is loaded."""
+def forks_task_processes(argv: list[str]) -> bool:
+    """Whether this Airflow command forks task processes: the scheduler (LocalExecutor's workers) and
+    a Celery worker. The API server, DAG processor, triggerer and CLI calls skip the import."""
+    words = [os.path.basename(a) for a in argv[:4]]
+    return "scheduler" in words or ("celery" in words and "worker" in words)
+
+
+def preload_if_configured(argv: list[str] | None = None) -> bool:
+    """Import the client now if ``[ft_provider] preload_spark_client`` is on and this process forks
+    task processes; True if it is loaded."""
     from airflow.configuration import conf
 
     if not conf.getboolean("ft_provider", CONFIG_KEY, fallback=False):
+        return preloaded()
+    if not forks_task_processes(sys.argv if argv is None else argv):
         return preloaded()
     if preloaded():
         return True

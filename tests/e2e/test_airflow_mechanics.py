@@ -36,13 +36,14 @@ import pytest
 
 from tests.e2e.dags.ft_e2e_common import read_records, wait_for_records
 from tests.support.airflow_rest import TaskStateRecorder, format_task_instances, parse_ts
+from tests.support.live_airflow import HEARTBEAT_TIMEOUT_S
 
 pytestmark = [pytest.mark.airflow, pytest.mark.timeout(480)]
 
 POLICY_DELAY = timedelta(seconds=8)  # keep in step with dags/ft_e2e_retry_policy.py
 FAIL_REASON = "ft-e2e: fatal error, the policy refuses to retry"
 DEFER_SECONDS = 10
-HEARTBEAT_TIMEOUT = 20  # the fixture's [scheduler] task_instance_heartbeat_timeout
+HEARTBEAT_TIMEOUT = HEARTBEAT_TIMEOUT_S  # the fixture's [scheduler] task_instance_heartbeat_timeout
 
 
 @pytest.fixture(scope="module")
@@ -167,7 +168,7 @@ def test_sigkill_whole_worker(af, runs, recorder):
     assert obs["final"]["state"] == "success" and obs["final"]["try_number"] == 2, tries
     assert obs["first_state_after_kill"] == "up_for_retry", obs
     assert [t["state"] for t in tries] == ["failed", "success"], tries
-    # Heartbeat timeout (20 s here) + detection interval (2 s) + scheduler loop.
+    # Heartbeat timeout (HEARTBEAT_TIMEOUT here) + detection interval (2 s) + scheduler loop.
     assert HEARTBEAT_TIMEOUT - 3 <= obs["detected_after_s"] <= HEARTBEAT_TIMEOUT + 30, obs
     events = {e["event"] for e in af.client.event_logs(dag_id, run_id=run_id, task_id="killed_worker")}
     assert "heartbeat timeout" in events, events

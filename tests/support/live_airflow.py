@@ -85,6 +85,9 @@ E2E_DAGS_DIR = REPO_ROOT / "tests" / "e2e" / "dags"
 EXAMPLE_DAGS_DIR = REPO_ROOT / "dags_examples"
 MARKER_ENV = "FT_LIVE_AIRFLOW_INSTANCE"
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+# [scheduler] task_instance_heartbeat_timeout: how soon a lost worker is noticed. Not lower: a task
+# whose heartbeats stall that long on a saturated 2-core machine is declared dead while it works.
+HEARTBEAT_TIMEOUT_S = 30
 
 __all__ = [
     "AirflowRestClient",
@@ -260,7 +263,7 @@ class LiveAirflow:
                 "AIRFLOW__DAG_PROCESSOR__BUNDLE_REFRESH_CHECK_INTERVAL": "5",
                 "AIRFLOW__DAG_PROCESSOR__PRINT_STATS_INTERVAL": "300",
                 # -- bounded detection of dead task processes / lost workers
-                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "20",
+                "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": str(HEARTBEAT_TIMEOUT_S),
                 "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
                 # (task heartbeats every 5 s, the default: more often only adds DB write load)
                 "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "2",

@@ -167,13 +167,13 @@ def spark_standalone_cluster(tmp_path_factory, spark_env):
             "master", "org.apache.spark.deploy.master.Master",
             "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_ui_port),
         )
-        _wait_for_log(master_log, "I have been elected leader", master, 120)
+        _wait_for_log(master_log, "I have been elected leader", master, 600)
         url = f"spark://127.0.0.1:{port}"
         worker, worker_log = start(
             "worker", "org.apache.spark.deploy.worker.Worker", url,
             "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
         )
-        _wait_for_log(worker_log, "Successfully registered with master", worker, 120)
+        _wait_for_log(worker_log, "Successfully registered with master", worker, 600)
         yield StandaloneCluster(url, f"http://127.0.0.1:{web_ui_port}", Path(env["SPARK_WORKER_DIR"]),
                                 master_log, worker_log)
     finally:

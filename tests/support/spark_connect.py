@@ -57,7 +57,7 @@ class SparkConnectServer:
     def connection_env(self, conn_id: str = "spark_default") -> dict[str, str]:
         return {f"AIRFLOW_CONN_{conn_id.upper()}": json.dumps(self.connection())}
 
-    def start(self, timeout: float = 180) -> SparkConnectServer:
+    def start(self, timeout: float = 600) -> SparkConnectServer:
         command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", self.master,
                    "--conf", f"spark.connect.grpc.binding.port={self.port}"]
         for key, value in self.conf.items():

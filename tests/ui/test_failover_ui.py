@@ -291,10 +291,12 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
     manual = [e for e in journal.events() if e["kind"] == "manual"]
     assert [(e["task"], e["user"], e["tasks"], e["cleared"]) for e in manual] == [
         ("B", live_airflow.username, ["B", "C", "D"], ["B", "C", "D"])]
-    # Cleared by the API server as the user, not with the airflow_api connection's account.
+    # Cleared by the API server as the user, not with the airflow_api connection's account: every
+    # restart request of this module (the refused ones too) is in the audit log under the user's name,
+    # and no clear of this run went through the REST API.
     audit = [(e["event"], e["owner"]) for e in live_airflow.client.event_logs(DAG, run_id=run_id)
              if e["event"] in ("ft_restart_region", "post_clear_task_instances")]
-    assert audit == [("ft_restart_region", live_airflow.username)]
+    assert audit and set(audit) == {("ft_restart_region", live_airflow.username)}, audit
     run = RunRef(DAG, run_id)
     assert store.manifest(run.parse("a")).attempt_id == a_before  # read again, not recomputed
     for partition, depth, producer_try in (("b", 1, 2), ("c", 2, 3), ("d", 2, 2)):

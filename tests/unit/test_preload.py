@@ -14,6 +14,7 @@ import pytest
 
 PROBE = """
 import os, sys
+sys.argv = ["/venv/bin/airflow", "scheduler"]  # as in the scheduler, whose executor workers fork tasks
 import airflow_ft_provider.plugins.failover_ui
 from airflow_ft_provider.execution.preload import preloaded
 child = os.fork()
@@ -30,3 +31,18 @@ def test_the_client_is_imported_before_the_fork_only_when_asked(setting, expecte
     result = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
     assert result.stdout.strip().splitlines()[-1] == expected
+
+
+@pytest.mark.parametrize(("argv", "forks"), [
+    (["/venv/bin/airflow", "scheduler"], True),
+    (["airflow", "celery", "worker", "-q", "default"], True),
+    (["airflow", "api-server"], False),
+    (["airflow", "dag-processor"], False),
+    (["airflow", "triggerer"], False),
+    (["airflow", "db", "migrate"], False),
+    (["airflow", "celery", "flower"], False),
+])
+def test_only_the_components_that_fork_task_processes_preload(argv, forks):
+    from airflow_ft_provider.execution.preload import forks_task_processes
+
+    assert forks_task_processes(argv) is forks

@@ -48,7 +48,11 @@ def stage(task_id, parallelism, **kwargs):
         application_args=[list(args) for _ in range(parallelism)])
 
 
-with DAG("ft_e2e_exchange_matrix", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
+# max_active_tasks is per run: the two matrix runs hold at most 4 of the live fixture's 8 worker slots.
+# The scenarios that time their restarts (tests/e2e/test_region_failover.py) run alongside and must not
+# queue behind ~70 matrix tries.
+with DAG("ft_e2e_exchange_matrix", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
+         max_active_tasks=2):
     with FailoverPipeline(restart_strategy=RESTARTS, per_region_restarts=True):
         for shape, (kind, producers, consumers, pattern) in SHAPES.items():
             stage(f"P_{shape}", producers, outputs={f"x_{shape}": kind}, args=[str(producers)])
