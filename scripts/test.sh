@@ -26,13 +26,13 @@ TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/sensors tests/trigg
        tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py tests/spark/test_connect_backend.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 others_log="$work/others.log"
-nice -n 10 python -m pytest -p no:cacheprovider --basetemp "$work/others" "${TIMED[@]/#/--ignore=}" \
+nice -n 10 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/others" "${TIMED[@]/#/--ignore=}" \
     >"$others_log" 2>&1 &
 others=$!
 trap 'kill $others 2>/dev/null' INT TERM
 echo ">> ${TIMED[*]} here; the other tests run alongside at low priority (report below)"
 timed_rc=0
-python -m pytest -p no:cacheprovider --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
+python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
 others_rc=0
 wait $others || others_rc=$?
 echo
