@@ -22,9 +22,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from airflow_ft_provider.partitions import RunRef, StoreLayout  # noqa: E402
-from tests.support.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
-from tests.support.s3_server import start_moto_server, stop_moto_server  # noqa: E402
-from tests.support.spark_connect import SparkConnectServer  # noqa: E402
+from bench.live_bench import live_bench  # noqa: E402
 
 WAYS = {"in the Spark Connect server": "bench_exchange_engine", "through S3 scratch": "bench_exchange_scratch"}
 
@@ -50,13 +48,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=3)
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "pipelined_exchange.json")
     args = parser.parse_args()
-    s3, server, airflow = start_moto_server(), SparkConnectServer(conf={"spark.driver.memory": "2g"}).start(), None
-    try:
-        bucket = "ft-bench-exchange"
-        store_url = f"s3://{bucket}/pipelines/"
-        s3.client().create_bucket(Bucket=bucket)
-        env = {**pipeline_environment(s3, store_url, server), "FT_BENCH_EXCHANGE_APPS": str(REPO / "bench" / "exchange")}
-        airflow = LiveAirflow([REPO / "bench" / "exchange" / "dags.py"], env=env).start()
+    env = {"FT_BENCH_EXCHANGE_APPS": str(REPO / "bench" / "exchange")}
+    with live_bench("ft-bench-exchange", [REPO / "bench" / "exchange" / "dags.py"], env=env,
+                    server_conf={"spark.driver.memory": "2g"}) as live:
+        s3, store_url, airflow = live.s3, live.store_url, live.airflow
         client = airflow.client
         airflow.wait_for_dags(list(WAYS.values()), timeout=180)
         figures: dict[str, list[dict]] = {way: [] for way in WAYS}
@@ -80,11 +75,6 @@ def main() -> None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))
         print(f"written to {args.output}")
-    finally:
-        if airflow is not None:
-            airflow.stop()
-        server.stop()
-        stop_moto_server(s3)
 
 
 if __name__ == "__main__":

@@ -27,6 +27,7 @@ import shutil
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from datetime import datetime
 from pathlib import Path
 
@@ -39,9 +40,7 @@ from airflow_ft_provider.exchanges import Input, Output  # noqa: E402
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
 from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration  # noqa: E402
-from tests.support.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
-from tests.support.s3_server import start_moto_server, stop_moto_server  # noqa: E402
-from tests.support.spark_connect import SparkConnectServer  # noqa: E402
+from bench.live_bench import live_bench  # noqa: E402
 
 APPS = REPO / "bench" / "recovery"
 sys.path.insert(0, str(APPS))
@@ -151,14 +150,12 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "recovery_work.json")
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="ft-bench-recovery-"))
-    s3, airflow = start_moto_server(), None
-    server = SparkConnectServer(conf={"spark.driver.memory": "2g"}).start()
+    stack = ExitStack()
+    env = {"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data)}
     try:
-        bucket = "ft-bench-recovery"
-        s3.client().create_bucket(Bucket=bucket)
-        env = pipeline_environment(s3, f"s3://{bucket}/pipelines/", server)
-        env.update({"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data)})
-        airflow = LiveAirflow([APPS / "dags.py"], env=env).start()
+        live = stack.enter_context(live_bench("ft-bench-recovery", [APPS / "dags.py"], env=env,
+                                              server_conf={"spark.driver.memory": "2g"}))
+        s3, airflow, bucket = live.s3, live.airflow, "ft-bench-recovery"
         dags = ["bench_recovery_ft", "bench_recovery_ft_connect", "bench_recovery_retries", "bench_recovery_plain",
                 "bench_recovery_single_app"]
         airflow.wait_for_dags(dags, timeout=180)
@@ -216,10 +213,7 @@ def main() -> None:
         args.output.write_text(json.dumps(results, indent=2))
         print(f"written to {args.output}")
     finally:
-        if airflow is not None:
-            airflow.stop()
-        server.stop()
-        stop_moto_server(s3)
+        stack.close()
         shutil.rmtree(data, ignore_errors=True)
 
 

@@ -24,9 +24,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from tests.support.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
-from tests.support.s3_server import start_moto_server, stop_moto_server  # noqa: E402
-from tests.support.spark_connect import SparkConnectServer  # noqa: E402
+from bench.live_bench import live_bench  # noqa: E402
 
 DAGS = {"noop": ("bench_cost_noop", "noop"), "connect": ("bench_cost_connect", "trivial"),
         "submit": ("bench_cost_submit", "trivial")}
@@ -47,14 +45,10 @@ def main() -> None:
     args = parser.parse_args()
     name = "stage_cost_no_preload.json" if args.no_preload else "stage_cost.json"
     args.output = args.output or REPO / "bench" / "results" / name
-    s3, server, airflow = start_moto_server(), SparkConnectServer().start(), None
-    try:
-        bucket = "ft-bench-cost"
-        s3.client().create_bucket(Bucket=bucket)
-        env = {**pipeline_environment(s3, f"s3://{bucket}/pipelines/", server),
-               "FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost"),
-               "AIRFLOW__FT_PROVIDER__PRELOAD_SPARK_CLIENT": str(not args.no_preload)}
-        airflow = LiveAirflow([REPO / "bench" / "stage_cost"], env=env).start()
+    env = {"FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost"),
+           "AIRFLOW__FT_PROVIDER__PRELOAD_SPARK_CLIENT": str(not args.no_preload)}
+    with live_bench("ft-bench-cost", [REPO / "bench" / "stage_cost"], env=env) as live:
+        airflow = live.airflow
         client = airflow.client
         airflow.wait_for_dags([dag for dag, _ in DAGS.values()], timeout=180)
         seconds: dict[str, list[float]] = {name: [] for name in DAGS}
@@ -82,11 +76,6 @@ def main() -> None:
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))
         print(f"written to {args.output}")
-    finally:
-        if airflow is not None:
-            airflow.stop()
-        server.stop()
-        stop_moto_server(s3)
 
 
 if __name__ == "__main__":
