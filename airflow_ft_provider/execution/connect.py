@@ -10,6 +10,7 @@ session keeps the Python process alive at exit.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import runpy
 import sys
@@ -33,6 +34,29 @@ def _import_root(py_file: str) -> str:
     """What goes on sys.path for a --py-files entry: an archive itself, a module's folder."""
     full = os.path.abspath(py_file)
     return full if full.endswith((".zip", ".egg", ".whl")) else os.path.dirname(full)
+
+
+class AbandonedReleases(logging.Filter):
+    """Drops PySpark's warning about a ReleaseExecute RPC that was still in flight when the try stopped
+    its session (``SESSION_CLOSED``). The server frees abandoned executions itself (as PySpark's own
+    code says), so the warning -- several per stage, at error level in the task log -- is noise."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        return not ("ReleaseExecute failed" in message and "SESSION_CLOSED" in message)
+
+
+CLIENT_LOGGER = "pyspark.sql.connect.logging"
+
+
+def quiet_abandoned_releases() -> None:
+    """Install :class:`AbandonedReleases` on PySpark's Connect logger, once. Called after PySpark made
+    that logger (a PySparkLogger): creating it first here would give PySpark a plain one."""
+    import pyspark.sql.connect.logging  # noqa: F401
+
+    logger = logging.getLogger(CLIENT_LOGGER)
+    if not any(isinstance(f, AbandonedReleases) for f in logger.filters):
+        logger.addFilter(AbandonedReleases())
 
 
 class ConnectBackend:
@@ -76,6 +100,7 @@ class ConnectBackend:
                           time.monotonic() - started)
         from pyspark.sql.connect.session import SparkSession
 
+        quiet_abandoned_releases()
         self.session = SparkSession.builder.remote(self.url).getOrCreate()
         static = []
         for key, value in self.stage.conf.items():
