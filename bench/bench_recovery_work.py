@@ -151,7 +151,8 @@ def main() -> None:
     args = parser.parse_args()
     data = Path(tempfile.mkdtemp(prefix="ft-bench-recovery-"))
     stack = ExitStack()
-    env = {"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data)}
+    env = {"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data),
+           "AIRFLOW_CONN_SPARK_LOCAL2": json.dumps({"conn_type": "spark", "host": "local[2]"})}
     try:
         live = stack.enter_context(live_bench("ft-bench-recovery", [APPS / "dags.py"], env=env,
                                               server_conf={"spark.driver.memory": "2g"}))

@@ -65,7 +65,7 @@ def plain_dag(dag_id, retries):
         tasks = {}
         for name, upstream in stages():
             tasks[name] = SparkSubmitOperator(
-                task_id=name, application=str(HERE / "plain_stage.py"),
+                task_id=name, conn_id="spark_submit", application=str(HERE / "plain_stage.py"),
                 application_args=[RUN_DIR, name, upstream or "-", FAIL_ONCE, LOSE], **SPARK)
             if upstream:
                 tasks[upstream] >> tasks[name]
@@ -76,5 +76,7 @@ plain_dag("bench_recovery_retries", retries=1)
 plain_dag("bench_recovery_plain", retries=0)
 
 with DAG("bench_recovery_single_app", default_args={"retries": 1, "retry_delay": timedelta(0)}, **COMMON):
-    SparkSubmitOperator(task_id="pipeline", application=str(HERE / "single_app.py"),
+    # local[2]: the whole machine, as the Spark Connect server has it (the per-stage variants run two
+    # local[1] applications at a time).
+    SparkSubmitOperator(task_id="pipeline", conn_id="spark_local2", application=str(HERE / "single_app.py"),
                         application_args=[RUN_DIR, FAIL_ONCE], **SPARK)
