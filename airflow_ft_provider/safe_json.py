@@ -31,6 +31,12 @@ class InvalidJson(ValueError):
     """A document that is not JSON, or JSON outside the limits; the message says which."""
 
 
+def is_finite_number(value: object) -> bool:
+    """Whether a parsed JSON value is a finite number: not a bool (``true`` is no time) and not a
+    string such as ``"nan"`` (``float()`` would accept it and make a time that never compares)."""
+    return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+
+
 def load_json(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
     """Parse ``data`` (UTF-8), refusing anything over ``max_bytes`` or ``max_depth`` levels, NaN and
     Infinity, numbers outside 64-bit integers and finite floats, duplicate keys and lone surrogates."""

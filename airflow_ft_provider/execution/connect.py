@@ -90,16 +90,14 @@ class ConnectBackend:
             return self.session
         from airflow_ft_provider.execution.preload import preloaded
 
-        if preloaded():
-            self.log.info("Spark Connect client: preloaded in the worker")
-        else:
-            started = time.monotonic()
-            from pyspark.sql.connect.session import SparkSession  # noqa: F401
-
-            self.log.info("Spark Connect client: imported in %.1f s (see [ft_provider] preload_spark_client)",
-                          time.monotonic() - started)
+        was_preloaded, started = preloaded(), time.monotonic()
         from pyspark.sql.connect.session import SparkSession
 
+        if was_preloaded:
+            self.log.info("Spark Connect client: preloaded in the worker")
+        else:
+            self.log.info("Spark Connect client: imported in %.1f s (see [ft_provider] preload_spark_client)",
+                          time.monotonic() - started)
         quiet_abandoned_releases()
         self.session = SparkSession.builder.remote(self.url).getOrCreate()
         static = []

@@ -7,8 +7,9 @@ so a module imported there before the fork costs nothing per try.
 
 With ``[core] lazy_load_plugins = False`` Airflow imports plugins when each component starts; this
 provider's plugin module calls :func:`preload_if_configured`, which imports the client when
-``[ft_provider] preload_spark_client`` is on, in the components that fork task processes. Only modules are imported: no session, channel or thread
-exists before the fork (gRPC channels must not cross a fork).
+``[ft_provider] preload_spark_client`` is on, in the components that fork task processes. Only
+modules are imported: no session, channel or thread exists before the fork (gRPC channels must not
+cross a fork).
 """
 
 from __future__ import annotations

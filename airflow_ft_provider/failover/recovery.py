@@ -12,14 +12,13 @@ also finds it when reconciling a hard crash) is counted once.
 from __future__ import annotations
 
 import json
-import math
 import random
 import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..safe_json import InvalidJson, load_json
+from ..safe_json import InvalidJson, is_finite_number, load_json
 from .clock import Clock
 from .failover_strategies import FailoverStrategy
 from .restart_config import load_restart_strategy
@@ -99,7 +98,7 @@ class RecoveryState:
 
 def _number(value: object, where: str) -> float:
     # Only JSON numbers: float("nan") of a string would make a restart time that never compares.
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise ValueError(
             f"malformed recovery state: {where} must be a time in seconds, got {reprlib.repr(value)}"
         )

@@ -9,7 +9,6 @@ The producer's try number fences zombies: a commit never replaces a manifest of 
 from __future__ import annotations
 
 import logging
-import math
 import os
 import queue
 import reprlib
@@ -23,7 +22,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..failover.clock import Clock, SystemClock
-from ..safe_json import load_json
+from ..safe_json import is_finite_number, load_json
 from .cache import LocalPartitionCache
 from .conditional import ConditionalJsonStore, Versioned, require_conditional_writes
 from .errors import (
@@ -1266,7 +1265,7 @@ def _decode_lease_name(name: str) -> str:
 
 def _finite(value: object, name: str) -> float:
     """A JSON number that is a finite float (not a bool, not a string such as "nan")."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+    if not is_finite_number(value):
         raise ValueError(f"{name!r} must be a number of seconds since the epoch, got {reprlib.repr(value)}")
     return float(value)
 

@@ -15,7 +15,6 @@ updates (two regions failing at once) safe: the loser re-reads and decides again
 from __future__ import annotations
 
 import json
-import math
 import reprlib
 import time
 import uuid
@@ -25,7 +24,7 @@ from typing import Any, TypeVar
 from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.pipeline_description import PipelineDescription
-from airflow_ft_provider.safe_json import load_json
+from airflow_ft_provider.safe_json import is_finite_number, load_json
 
 T = TypeVar("T")
 STORE_XCOM_KEY = "ft_store"
@@ -112,7 +111,7 @@ def _event(data: bytes, key: str, stored_at: float, bucket: str) -> dict[str, An
         if not isinstance(event, dict):
             raise ValueError(f"expected an object, got {type(event).__name__}")
         when = event.get("time")
-        if isinstance(when, bool) or not isinstance(when, (int, float)) or not math.isfinite(when):
+        if not is_finite_number(when):
             raise ValueError(f"'time' must be seconds since the epoch, got {reprlib.repr(when)}")
         for name, kinds in _EVENT_FIELDS.items():
             value = event.get(name)
