@@ -194,6 +194,7 @@ class FailoverPipeline:
         self.stages: dict[str, StageDeclaration] = {}
         self.regions: list[frozenset[str]] = []
         self.region_groups: dict[str, TaskGroup] = {}
+        self.stage_connections: dict[str, str] = {}  # stage -> its Spark connection id
         self._tasks_before: set[str] = set()
 
     @property
@@ -256,29 +257,44 @@ class FailoverPipeline:
             producer = self.graph.results[consumption.result].producer
             tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
         self.regions = self.description.regions
-        self._check_pipelined_connections(tasks_by_id)
+        self.stage_connections = {stage: self._spark_connection(tasks_by_id[stage]) for stage in self.stages}
+        self._check_pipelined_connections()
         self.description.check_failover_strategy()
         if self.group_regions:
             self._group_regions(tasks_by_id)
         self._declare_assets(tasks_by_id)
         if self.store_url:
             self._install_retry_policy(tasks_by_id)
+            self._add_run_end_callbacks()
         _PIPELINES[self.dag.dag_id] = self
 
-    def _check_pipelined_connections(self, tasks_by_id: dict[str, Any]) -> None:
+    def _spark_connection(self, task: Any) -> str:
+        own = task.partial_kwargs.get("spark_conn_id") if isinstance(task, MappedOperator) else task.spark_conn_id
+        return own or self.spark_conn_id
+
+    def _add_run_end_callbacks(self) -> None:
+        """Release the run's pipelined partitions when it ends (airflow_ft_provider/run_end.py), after
+        the author's own DAG callbacks."""
+        from airflow_ft_provider.run_end import RunEnd
+
+        for name, succeeded in (("on_success_callback", True), ("on_failure_callback", False)):
+            own = getattr(self.dag, name)
+            callbacks = [] if own is None else list(own) if isinstance(own, list) else [own]
+            setattr(self.dag, name, [*callbacks, RunEnd(self, succeeded=succeeded)])
+            # Set at DAG construction from the arguments; the serialized DAG tells the scheduler with
+            # it whether to ask the DAG processor for callbacks at all.
+            setattr(self.dag, f"has_{name}", True)
+
+    def _check_pipelined_connections(self) -> None:
         """A pipelined partition lives in one engine (a Spark Connect server keeps it in memory): its
         producer and consumers must run on the same Spark connection."""
-
-        def connection(stage: str) -> str:
-            task = tasks_by_id[stage]
-            own = task.partial_kwargs.get("spark_conn_id") if isinstance(task, MappedOperator) else task.spark_conn_id
-            return own or self.spark_conn_id
 
         for consumption in self.graph.consumptions:
             result = self.graph.results[consumption.result]
             if result.result_type.is_reconsumable:
                 continue
-            producer, consumer = connection(result.producer), connection(consumption.stage)
+            producer = self.stage_connections[result.producer]
+            consumer = self.stage_connections[consumption.stage]
             if producer != consumer:
                 raise PipelineWiringError(
                     f"stages {result.producer!r} and {consumption.stage!r} exchange the pipelined result "

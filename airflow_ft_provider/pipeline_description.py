@@ -229,3 +229,13 @@ class PipelineDescription:
                     )
             consumed[consumption.result] = partitions
         return consumed
+
+    def pipelined_partitions(self) -> list[str]:
+        """Every pipelined partition id a run of the pipeline can produce (released when the run ends)."""
+        partitions: list[str] = []
+        for result in self.graph.results.values():
+            if result.result_type.is_reconsumable:
+                continue
+            producers = self.graph.stages[result.producer].parallelism
+            partitions.extend(result.name if producers == 1 else f"{result.name}[{i}]" for i in range(producers))
+        return partitions

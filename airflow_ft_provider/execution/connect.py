@@ -13,10 +13,11 @@ import hashlib
 import logging
 import os
 import runpy
+import socket
 import sys
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,6 +35,41 @@ def _import_root(py_file: str) -> str:
     """What goes on sys.path for a --py-files entry: an archive itself, a module's folder."""
     full = os.path.abspath(py_file)
     return full if full.endswith((".zip", ".egg", ".whl")) else os.path.dirname(full)
+
+
+def drop_views(conn_id: str, views: Iterable[Any], log: Any, *, connect_timeout: float = 5.0) -> list[str]:
+    """Drop the global temporary views (``EngineLocation``s) that the server of ``conn_id`` keeps for
+    a run that ended; the names dropped. A view recorded on another server is left (named in the log);
+    a server that does not answer took its views with it."""
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    url = SparkConnectHook(conn_id).get_connection_url()
+    server = server_identity(url)
+    mine = sorted({v.view for v in views if v.server == server})
+    elsewhere = sorted({f"{v.server}/{v.view}" for v in views if v.server != server})
+    if elsewhere:
+        log.warning("pipelined views %s are on other servers than %s (connection %s); not released",
+                    elsewhere, server, conn_id)
+    if not mine:
+        return []
+    host, _, port = urllib.parse.urlparse(server).netloc.rpartition(":")
+    try:
+        socket.create_connection((host.strip("[]"), int(port)), timeout=connect_timeout).close()
+    except OSError as err:
+        log.warning("Spark Connect %s does not answer (%s): its views %s went with it", server, err, mine)
+        return []
+    quiet_abandoned_releases()
+    from pyspark.sql.connect.session import SparkSession
+
+    session = SparkSession.builder.remote(url).create()
+    dropped = []
+    try:
+        for view in mine:
+            if session.catalog.dropGlobalTempView(view):
+                dropped.append(view)
+    finally:
+        session.stop()
+    return dropped
 
 
 class AbandonedReleases(logging.Filter):

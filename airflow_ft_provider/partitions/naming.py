@@ -222,8 +222,11 @@ class StoreLayout:
     def partition_prefix(self, ref: PartitionRef) -> str:
         return f"{self.blocking_prefix(ref.run)}{ref.result}/{ref.map_index}/"
 
+    def scratch_run_prefix(self, run: RunRef) -> str:
+        return f"{self.run_prefix(run)}scratch/"
+
     def scratch_execution_prefix(self, run: RunRef, execution_id: str) -> str:
-        return f"{self.run_prefix(run)}scratch/{check_name('execution id', execution_id)}/"
+        return f"{self.scratch_run_prefix(run)}{check_name('execution id', execution_id)}/"
 
     def scratch_prefix(self, ref: PartitionRef, execution_id: str) -> str:
         return f"{self.scratch_execution_prefix(ref.run, execution_id)}{ref.result}/{ref.map_index}/"

@@ -21,7 +21,7 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from ..failover.clock import Clock, SystemClock
 from ..safe_json import load_json
 from .errors import PartitionNotFound, StaleCommitError, Unavailable
 from .manifest import Manifest, Producer
-from .naming import PartitionRef
+from .naming import PartitionRef, RunRef
 
 if TYPE_CHECKING:
     from .store import FetchedPartition, S3PartitionStore
@@ -41,6 +41,15 @@ MAX_HANDLE_BYTES = 16 * 1024
 def execution_id(try_number: int) -> str:
     """The execution a producer try writes: one per try, so a re-run never overwrites what was read."""
     return f"t{try_number}"
+
+
+_EXECUTION = re.compile(r"^t([0-9]{1,9})\Z")
+
+
+def execution_try(execution: str) -> int | None:
+    """The producer try an execution id names (None: not one of ours)."""
+    match = _EXECUTION.match(execution)
+    return int(match.group(1)) if match else None
 
 
 _VIEW = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,127}\Z")  # safe as global_temp.<view> in SQL
@@ -113,6 +122,15 @@ class PipelinedHandle:
             raise PartitionNotFound(expected.partition_id, Unavailable.INVALID_MANIFEST,
                                     f"invalid pipelined-partition handle: {detail}", run=str(expected.run)) from None
         return handle
+
+
+@dataclass(frozen=True)
+class RunEndRelease:
+    """What the end of a run freed of its pipelined partitions."""
+
+    views: tuple[EngineLocation, ...] = ()  # handed to drop_views
+    scratch_objects: int = 0  # S3 scratch objects deleted
+    kept: tuple[str, ...] = ()  # partitions an execution published after the run ended (it was cleared)
 
 
 class PipelinedPartitions:
@@ -222,3 +240,59 @@ class PipelinedPartitions:
 
     def remote_files(self, ref: PartitionRef, handle: PipelinedHandle) -> tuple[Manifest, list[str]]:
         return self.store.remote_files(ref, execution_id=handle.execution)
+
+    # -- end of the run -----------------------------------------------------------------------------
+    def release_run(
+        self, run: RunRef, partitions: Iterable[PartitionRef], *, ended_at: float,
+        drop_views: Callable[[list[PipelinedHandle]], None],
+    ) -> RunEndRelease:
+        """Free the pipelined data of a run that ended at ``ended_at``: nothing reads it again (Flink
+        releases a job's pipelined partitions when the job ends; a consumer cleared later gets
+        ``PartitionNotFound`` and failover re-runs the producing region, as for a lost partition).
+
+        ``partitions``: every pipelined partition of the run (the pipeline knows them; no key in the
+        bucket is trusted to name one). A handle published after ``ended_at`` belongs to an execution
+        started by a clear of the finished run: it and its scratch data are left to that execution.
+        Scratch data no handle names is removed once it is older than ``ended_at`` (a try that died
+        between commit and publish); the handles stay, so try-number fencing still holds.
+        """
+        refs = {(ref.result, ref.map_index): ref for ref in partitions}
+        in_engine: list[PipelinedHandle] = []
+        kept: list[str] = []
+        current: dict[tuple[str, int], int] = {}  # partition -> try of the handle ended with the run
+        for key, ref in refs.items():
+            try:
+                handle = self.current(ref)
+            except PartitionNotFound:
+                handle = None  # invalid: it names nothing that can be released
+            if handle is None:
+                continue
+            if handle.published_at > ended_at:
+                kept.append(ref.partition_id)
+                continue
+            current[key] = handle.producer.try_number
+            if handle.engine is not None:
+                in_engine.append(handle)
+        if in_engine:
+            drop_views(in_engine)
+        scratch = self._release_scratch(run, refs, current, set(kept), ended_at)
+        return RunEndRelease(tuple(h.engine for h in in_engine if h.engine is not None), scratch, tuple(kept))
+
+    def _release_scratch(self, run: RunRef, refs: dict[tuple[str, int], PartitionRef],
+                         current: dict[tuple[str, int], int], kept: set[str], ended_at: float) -> int:
+        root = self.store.layout.scratch_run_prefix(run)
+        groups: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
+        for key, modified in self.store.modified_times(root).items():
+            parts = key[len(root):].split("/", 3)
+            if len(parts) == 4:
+                groups.setdefault((parts[0], parts[1], parts[2]), []).append((key, modified))
+        doomed: list[str] = []
+        for (execution, result, index), objects in groups.items():
+            try_number = execution_try(execution)
+            ref = refs.get((result, int(index))) if index.lstrip("-").isdigit() else None
+            if try_number is None or ref is None or ref.partition_id in kept:
+                continue  # not a pipelined partition of this pipeline, or a live execution's
+            superseded = try_number <= current.get((result, ref.map_index), 0)
+            if superseded or max(modified for _, modified in objects) <= ended_at:
+                doomed.extend(key for key, _ in objects)
+        return self.store.delete_keys(doomed) if doomed else 0

@@ -981,6 +981,21 @@ class S3PartitionStore:
         )
         return ReleaseReport(run, pids, len(keys), reason)
 
+    def modified_times(self, prefix: str) -> dict[str, float]:
+        """Every key under ``prefix`` (inside this store) with its last-modified time (epoch seconds)."""
+        if not prefix.startswith(self.layout.prefix):
+            raise ValueError(f"{prefix!r} is outside the store's prefix {self.layout.prefix!r}")
+        return {key: info.last_modified for key, info in self._list(prefix).items()}
+
+    def delete_keys(self, keys: Iterable[str]) -> int:
+        """Delete keys inside this store (releases of data nobody reads again); how many."""
+        keys = list(keys)
+        outside = [k for k in keys if not k.startswith(self.layout.prefix)]
+        if outside:
+            raise ValueError(f"{outside[0]!r} is outside the store's prefix {self.layout.prefix!r}")
+        self._delete_keys(keys)
+        return len(keys)
+
     def release_scratch(self, pipeline: str, run_id: str, execution_id: str) -> int:
         """Delete the pipelined partitions of one region execution (they are never read again)."""
         keys = list(self._list(self.layout.scratch_execution_prefix(RunRef(pipeline, run_id), execution_id)))

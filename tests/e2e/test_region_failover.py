@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
+import time
 from datetime import datetime
 from pathlib import Path
 
@@ -127,6 +128,44 @@ def test_pipelined_region_restarts_as_a_unit(live_airflow, runs, store):
     assert try_numbers(tis.values()) == {"S": 1, "T1": 2, "T2": 2, "U": 1}, story
     assert producer_try(store, dag_id, run_id, "s") == 1
     assert values(store, dag_id, run_id, "u") == expected(3)
+    # The run's end (a DAG callback in the DAG processor) frees the S3 scratch of both executions of
+    # t1 and starts the retention clock; the handle stays (it fences zombie tries).
+    run_ref = RunRef(dag_id, run_id)
+    scratch = store.layout.scratch_run_prefix(run_ref)
+    succeeded = store.layout.marker_key(run_ref, "succeeded")
+    eventually(lambda: not store.modified_times(scratch) and succeeded in store.modified_times(
+        store.layout.run_prefix(run_ref)), what=f"release of s3://{store.bucket}/{scratch}")
+    assert store.json_objects.get_bytes(store.layout.pipelined_handle_key(run_ref.parse("t1"))) is not None
+
+
+def test_the_end_of_a_failed_run_drops_the_views_nobody_consumed(live_airflow, runs, store, spark_connect):
+    #   T1 ~~t1 (a view in the Connect server)~~> T2 (fails, strategy none): the run fails
+    from pyspark.sql.connect.session import SparkSession
+
+    from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
+
+    run, tis, story = finish(live_airflow, runs, "connect_run_fails")
+    dag_id, run_id = runs["connect_run_fails"]
+    assert run["state"] == "failed", story
+    assert try_numbers(tis.values()) == {"T1": 1, "T2": 1}, story
+    handle = PipelinedPartitions(store).current(RunRef(dag_id, run_id).parse("t1"))
+    assert handle is not None and handle.engine is not None and handle.consumed_by == (), story
+    assert handle.engine.server == spark_connect.url
+    session = SparkSession.builder.remote(spark_connect.url).create()
+    try:
+        eventually(lambda: not session.catalog.tableExists(f"global_temp.{handle.engine.view}"),
+                   what=f"drop of view {handle.engine.view}")
+    finally:
+        session.stop()
+    assert not store.modified_times(store.layout.run_prefix(RunRef(dag_id, run_id)) + "_run/succeeded")
+
+
+def eventually(condition, *, what, timeout=120):
+    """DAG callbacks run in the DAG processor a little after the run ends."""
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert time.monotonic() < deadline, f"no {what} within {timeout} s of the run's end"
+        time.sleep(1)
 
 
 def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store):

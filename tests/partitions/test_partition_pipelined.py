@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer, StaleCommitError, Unavailable
-from airflow_ft_provider.partitions.pipelined import PipelinedPartitions, execution_id
+from airflow_ft_provider.failover.clock import ManualClock
+from airflow_ft_provider.partitions.pipelined import EngineLocation, PipelinedPartitions, execution_id
 from tests.support.partition_files import RUN_ID, read_all, write_files
 
 pytestmark = pytest.mark.s3
@@ -121,3 +124,60 @@ def test_the_handle_is_published_only_after_the_data_is_committed(make_store, tm
     assert pipelined.handle_key(ref) not in seen["keys"]
     assert scratch + "manifest.json" in seen["keys"]
     assert pipelined.resolve(ref).execution == "t1"
+
+
+def _scratch_keys(store, ref):
+    return sorted(k for k in store.modified_times(store.layout.scratch_run_prefix(ref.run)))
+
+
+def test_the_end_of_a_run_releases_every_execution_it_left_and_keeps_the_handles(store, tmp_path):
+    #   p[0]: executions t1 (superseded) and t2 (current) in S3 scratch
+    #   p[1]: kept by a Spark Connect server as a view
+    #   p[2]: published after the run ended (a clear re-ran its region): left to that execution
+    #   p[3]: scratch of try 5, never published (the try died between commit and publish)
+    now = time.time()
+    clock = ManualClock(now)
+    pipelined = PipelinedPartitions(store, clock=clock)
+    p = [PartitionRef("etl", RUN_ID, "p", i) for i in range(4)]
+    commit(pipelined, p[0], tmp_path, 1, b"old")
+    commit(pipelined, p[0], tmp_path, 2, b"current")
+    view = EngineLocation("sc://127.0.0.1:15002", "ft_view_p1")
+    pipelined.publish(p[1], Producer("prep", 1, 1), engine=view)
+    store.commit_scratch(p[3], "t5", write_files(tmp_path / "orphan", {"part-0.parquet": b"x"}),
+                         producer=Producer("prep", 3, 5), compression="none")
+    ended_at = now + 5  # after every write above (S3 times have whole seconds)
+    clock.advance(65)
+    commit(pipelined, p[2], tmp_path, 2, b"re-run")
+    handed: list = []
+
+    released = pipelined.release_run(p[0].run, p, ended_at=ended_at, drop_views=handed.extend)
+
+    assert [h.engine for h in handed] == [view] and released.views == (view,)
+    assert released.kept == ("p[2]",)
+    assert _scratch_keys(store, p[0]) == sorted(
+        k for k in store.modified_times(store.layout.scratch_prefix(p[2], "t2")))
+    assert released.scratch_objects == 2 * 2 + 2  # p[0] t1 and t2, p[3] t5: one file + manifest each
+    handle = pipelined.resolve(p[0])  # the handle stays: a zombie of try 1 is still fenced off
+    assert handle.execution == "t2"
+    with pytest.raises(PartitionNotFound):
+        pipelined.fetch(p[0], handle, tmp_path / "in")  # a consumer cleared later backtracks
+    with pytest.raises(StaleCommitError):
+        commit(pipelined, p[0], tmp_path, 1, b"zombie")
+
+
+def test_scratch_written_after_the_run_ended_is_not_released(store, tmp_path):
+    # A try of a cleared run may commit its scratch and not have published the handle yet.
+    pipelined = PipelinedPartitions(store)
+    ref = PartitionRef("etl", RUN_ID, "p", 0)
+    store.commit_scratch(ref, "t3", write_files(tmp_path / "young", {"part-0.parquet": b"x"}),
+                         producer=Producer("prep", 0, 3), compression="none")
+    released = pipelined.release_run(ref.run, [ref], ended_at=time.time() - 60, drop_views=pytest.fail)
+    assert released.scratch_objects == 0 and len(_scratch_keys(store, ref)) == 2
+
+
+def test_scratch_outside_the_pipelines_partitions_is_not_touched(store, tmp_path):
+    pipelined = PipelinedPartitions(store)
+    ours, other = PartitionRef("etl", RUN_ID, "p", 0), PartitionRef("etl", RUN_ID, "q", 0)
+    commit(pipelined, other, tmp_path, 1, b"not declared by this pipeline")
+    released = pipelined.release_run(ours.run, [ours], ended_at=time.time() + 5, drop_views=pytest.fail)
+    assert released.scratch_objects == 0 and len(_scratch_keys(store, other)) == 2

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
+import socket
 import threading
 import time
 from types import SimpleNamespace
 
 import pytest
 
-from airflow_ft_provider.execution.connect import ConnectBackend, server_identity
+from airflow_ft_provider.execution.connect import ConnectBackend, drop_views, server_identity
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
 
 pytestmark = pytest.mark.spark
@@ -129,3 +130,40 @@ def test_kill_interrupts_the_running_query_and_stops_the_session(connection, spa
         assert other.range(5).count() == 5
     finally:
         other.stop()
+
+
+class WarnLog(Log):
+    def warning(self, message, *args):
+        self.lines.append(message % args)
+
+
+def test_views_of_an_ended_run_are_dropped_from_their_server_only(connection, spark_connect):
+    from pyspark.sql.connect.session import SparkSession
+
+    from airflow_ft_provider.partitions.pipelined import EngineLocation
+
+    session = SparkSession.builder.remote(spark_connect.url).create()
+    try:
+        session.range(3).cache().createOrReplaceGlobalTempView("ft_run_end_probe")
+        held = EngineLocation(spark_connect.url, "ft_run_end_probe")
+        gone = EngineLocation(spark_connect.url, "ft_run_end_already_dropped")
+        elsewhere = EngineLocation("sc://10.0.0.9:15002", "ft_run_end_probe")
+        log = WarnLog()
+        assert drop_views(connection, [held, gone, elsewhere], log) == ["ft_run_end_probe"]
+        assert not session.catalog.tableExists("global_temp.ft_run_end_probe")
+        assert any("sc://10.0.0.9:15002/ft_run_end_probe" in line and "not released" in line for line in log.lines)
+    finally:
+        session.stop()
+
+
+def test_a_server_that_does_not_answer_took_its_views_with_it(monkeypatch):
+    from airflow_ft_provider.partitions.pipelined import EngineLocation
+
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    monkeypatch.setenv("AIRFLOW_CONN_FT_CONNECT_GONE",
+                       json.dumps({"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": port}))
+    log = WarnLog()
+    assert drop_views("ft_connect_gone", [EngineLocation(f"sc://127.0.0.1:{port}", "ft_v")], log) == []
+    assert any("does not answer" in line and "ft_v" in line for line in log.lines)

@@ -25,6 +25,8 @@ SCENARIOS = {
     # T2's task process is SIGKILLed after its Spark job, before the commit (on the Connect server,
     # where t1 is held by the server; the run above covers the same region on spark-submit)
     "pipelined_t2_killed": ("ft_e2e_pipelined_connect", {"ft_faults": [{"task": "T2", "mode": "kill"}]}),
+    # T2 fails, the strategy gives up: the run's end drops the view of t1 that nobody consumed
+    "connect_run_fails": ("ft_e2e_run_end", {"ft_faults": [{"task": "T2", "times": 99}]}),
     # sink[1] finds raw[1] corrupt -> read[1] and sink[1] re-run, index 0 untouched
     "mapped_index_1": ("ft_e2e_mapped", {"ft_faults": [{"task": "sink[1]", "delete": ["raw[1]"]}]}),
     "fixed_delay": ("ft_e2e_fixed_delay", {"ft_faults": [{"task": "F", "times": 99}]}),

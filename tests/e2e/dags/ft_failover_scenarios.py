@@ -49,6 +49,13 @@ for dag_id, spark_conn_id in (("ft_e2e_pipelined", "spark_submit"), ("ft_e2e_pip
             stage("T2", inputs=["t1"], outputs=["t2"])
             stage("U", inputs=["t2"], outputs=["u"])
 
+#   T1 ~~t1 (pipelined, a view of the Connect server)~~> T2 (fails; restart strategy none): the run
+# fails with t1 never consumed, and its end releases the view (airflow_ft_provider/run_end.py)
+with DAG("ft_e2e_run_end", **COMMON):
+    with FailoverPipeline(restart_strategy={"restart-strategy.type": "none"}, spark_conn_id="spark_default"):
+        stage("T1", outputs={"t1": "pipelined"})
+        stage("T2", inputs=["t1"], outputs=["t2"])
+
 #   read[0..1] --raw (pointwise)--> sink[0..1]      (embarrassingly parallel)
 with DAG("ft_e2e_mapped", **COMMON):
     with FailoverPipeline(restart_strategy=SLOW_FIXED):

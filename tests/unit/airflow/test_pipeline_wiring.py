@@ -376,3 +376,32 @@ def test_a_stage_needs_exactly_one_of_application_and_python_callable():
         with pytest.raises(PipelineWiringError, match=r"\.partial\(\) either application=.*not neither"):
             with FailoverPipeline(store="s3://bucket/prefix"):
                 SparkStageOperator.partial(task_id="m", outputs=["x"]).expand(application_args=[[], []])
+
+
+def test_the_run_end_release_follows_the_authors_own_dag_callbacks_and_reaches_the_serialized_dag():
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    from airflow_ft_provider.run_end import RunEnd
+
+    def notify(context):
+        pass
+
+    with DAG("wiring_run_end", schedule=None, on_failure_callback=notify) as dag:
+        with FailoverPipeline(store="s3://bucket/prefix"):
+            stage("a", outputs={"x": "pipelined"})
+            stage("b", inputs=["x"], outputs=["y"])
+            stage("c", inputs=["y"], spark_conn_id="spark_c")
+    assert dag.on_failure_callback[0] is notify
+    ends = [dag.on_success_callback[-1], dag.on_failure_callback[-1]]
+    assert [type(e) for e in ends] == [RunEnd, RunEnd] and [e.succeeded for e in ends] == [True, False]
+    assert ends[0].pipeline.stage_connections == {"a": "spark_default", "b": "spark_default", "c": "spark_c"}
+    assert ends[0].pipeline.description.pipelined_partitions() == ["x"]
+    serialized = DagSerialization.to_dict(dag)["dag"]
+    assert serialized.get("has_on_success_callback") and serialized.get("has_on_failure_callback")
+
+
+def test_without_a_store_a_pipeline_adds_no_dag_callbacks():
+    with DAG("wiring_run_end_no_store", schedule=None) as dag:
+        with FailoverPipeline():
+            stage("a", outputs=["x"])
+    assert dag.on_success_callback is None and dag.on_failure_callback is None
