@@ -1,5 +1,6 @@
 """SparkStageOperator in real local Spark, committing to the S3 test endpoint, run with dag.test()."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -106,7 +107,11 @@ def test_mapped_stages_joined_by_a_pipelined_pointwise_exchange_with_spark_submi
             orders(shard, 2))
         handle = pipelined.resolve(run_ref.parse(f"orders[{shard}]"))
         assert (handle.execution, handle.engine, handle.producer.map_index) == ("t1", None, shard)
-    assert [k for k in s3_bucket.keys() if "ft_mapped_pipelined" in k and "/scratch/t1/orders/" in k]
+        assert re.search(rf"committed pipelined partition orders\[{shard}\]: \d+ rows, [1-9]\d* files", result.output)
+    # The end of the run (its DAG callback, run in-process by dag.test) released the scratch data and
+    # started the retention clock.
+    assert not [k for k in s3_bucket.keys() if "ft_mapped_pipelined" in k and "/scratch/" in k]
+    assert store.layout.marker_key(run_ref, "succeeded") in s3_bucket.keys()
 
 
 def test_faults_asked_for_where_fault_injection_is_off_change_nothing(pipelines, spark_connect):
