@@ -9,6 +9,10 @@ logged; only the endpoint and region are.
 
 from __future__ import annotations
 
+import hashlib
+import json
+import os
+import threading
 from functools import cached_property
 from typing import Any
 
@@ -19,6 +23,10 @@ from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algo
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
 
 CONFIG_SECTION = "ft_provider"
+
+
+_CLIENTS: dict[tuple[int, str], Any] = {}  # (pid, digest of the connection settings) -> client
+_CLIENTS_LOCK = threading.Lock()
 
 
 class PartitionStoreHook(BaseHook):
@@ -81,30 +89,40 @@ class PartitionStoreHook(BaseHook):
         return conn.login or None, conn.password or None, dict(conn.extra_dejson or {})
 
     def get_client(self) -> Any:
-        """A new boto3 S3 client for the connection."""
+        """A boto3 S3 client for the connection, shared within this process by every store on the
+        same connection settings: creating one loads botocore's service model (~0.35 CPU-s), and a
+        task try opens several stores. boto3 clients are thread-safe; a forked process makes its own
+        (connection pools do not survive a fork)."""
         import boto3
         from botocore.config import Config
 
         access_key, secret_key, extra = self._connection_fields()
         region = self.region_name or extra.get("region_name")
-        session = boto3.session.Session(
-            aws_access_key_id=access_key,
-            aws_secret_access_key=secret_key,
-            aws_session_token=extra.get("aws_session_token"),
-            region_name=region,
-            profile_name=extra.get("profile_name"),
-        )
         config_kwargs = dict(extra.get("config_kwargs") or {})
         config_kwargs.setdefault("retries", {"mode": "standard"})
         config_kwargs.setdefault("max_pool_connections", 16)
         endpoint_url = extra.get("endpoint_url") or None
-        self.log.info(
-            "S3 client for connection %r: endpoint %s, region %s",
-            self.aws_conn_id,
-            endpoint_url or "AWS default",
-            region or "from the environment",
-        )
-        return session.client("s3", endpoint_url=endpoint_url, config=Config(**config_kwargs))
+        settings = (access_key, secret_key, extra.get("aws_session_token"), region, extra.get("profile_name"),
+                    endpoint_url, json.dumps(config_kwargs, sort_keys=True, default=repr))
+        key = (os.getpid(), hashlib.sha256(repr(settings).encode()).hexdigest())  # no secret kept in clear
+        with _CLIENTS_LOCK:
+            client = _CLIENTS.get(key)
+            if client is None:
+                session = boto3.session.Session(
+                    aws_access_key_id=access_key,
+                    aws_secret_access_key=secret_key,
+                    aws_session_token=extra.get("aws_session_token"),
+                    region_name=region,
+                    profile_name=extra.get("profile_name"),
+                )
+                self.log.info(
+                    "S3 client for connection %r: endpoint %s, region %s",
+                    self.aws_conn_id,
+                    endpoint_url or "AWS default",
+                    region or "from the environment",
+                )
+                client = _CLIENTS[key] = session.client("s3", endpoint_url=endpoint_url, config=Config(**config_kwargs))
+        return client
 
     @cached_property
     def client(self) -> Any:
