@@ -2,11 +2,14 @@
 
     airflow-ft restart-region --dag-id orders_etl --run-id manual__2026-... --task score
     airflow-ft history --dag-id orders_etl --run-id manual__2026-...
+    airflow-ft gc [--store s3://lake/pipelines/] [--aws-conn-id aws_default] [--pipeline orders_etl]
 
 ``restart-region`` restarts the task's failover region and every consumer region, re-using the
 available upstream partitions (only missing ones are rebuilt). It clears through the Airflow REST API
 (connection ``airflow_api``) and reads the DAG folder to know the pipeline. It does not count
-against the restart strategy.
+against the restart strategy. ``gc`` releases succeeded runs whose ``partition_store_retention`` has
+passed and removes orphaned attempt data older than ``partition_store_orphan_grace``
+(``airflow_ft_provider/partitions/garbage.py``); run it on a schedule (README, *Partition store*).
 """
 
 from __future__ import annotations
@@ -55,7 +58,14 @@ def main(argv: list[str] | None = None) -> int:
         if name == "restart-region":
             command.add_argument("--task", required=True, type=_task_argument,
                                  help="a task id, with [i] for map index i")
+    gc = commands.add_parser("gc", help="release runs whose retention passed and orphaned attempt data")
+    gc.add_argument("--store", help="s3://bucket/prefix/ (default: [ft_provider] partition_store_url)")
+    gc.add_argument("--aws-conn-id", default="aws_default", help="the store's aws connection")
+    gc.add_argument("--pipeline", action="append", metavar="DAG_ID",
+                    help="only this pipeline (repeatable); default: every pipeline in the store")
     args = parser.parse_args(argv)
+    if args.command == "gc":
+        return _collect_garbage(parser, args)
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     from airflow_ft_provider.hooks.airflow_api import AirflowApiError, AirflowApiOutcomeUnknown, AirflowApiUnreachable
@@ -75,6 +85,23 @@ def main(argv: list[str] | None = None) -> int:
     except (ValueError, AirflowNotFoundException, AirflowApiError, AirflowApiOutcomeUnknown,
             AirflowApiUnreachable) as err:
         parser.exit(1, f"airflow-ft {args.command}: error: {err}\n")
+    return 0
+
+
+def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from airflow.sdk.exceptions import AirflowNotFoundException
+
+    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+    from airflow_ft_provider.partitions.errors import PartitionStoreError
+    from airflow_ft_provider.partitions.garbage import collect
+
+    try:
+        store = PartitionStoreHook(args.aws_conn_id, url=args.store).get_store()
+        report = collect(store, args.pipeline)
+    except (ValueError, AirflowNotFoundException, PartitionStoreError) as err:
+        parser.exit(1, f"airflow-ft gc: error: {err}\n")
+    for line in report.lines():
+        print(line)
     return 0
 
 

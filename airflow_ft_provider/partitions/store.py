@@ -72,6 +72,9 @@ log = logging.getLogger(__name__)
 MiB = 1 << 20
 DEFAULT_RETENTION = 7 * 24 * 3600.0
 DEFAULT_ORPHAN_GRACE = 3600.0
+# Reasons of release_expired_runs for runs it does not consider (not what a sweep reports as kept).
+NOT_SUCCEEDED = "run has not succeeded (or was not marked)"
+ALREADY_RELEASED = "already released"
 MAX_MARKER_BYTES = 64 * 1024  # leases and run markers are a few hundred bytes
 StepHook = Callable[[str, Mapping[str, Any]], None]
 
@@ -981,6 +984,27 @@ class S3PartitionStore:
         )
         return ReleaseReport(run, pids, len(keys), reason)
 
+    def pipelines(self) -> list[str]:
+        """The pipelines (DAG ids) that have data in this store; folders that are not valid names are not ours."""
+        names = []
+        for prefix in self._list_prefixes(self.layout.prefix):
+            name = prefix[len(self.layout.prefix):].rstrip("/")
+            try:
+                names.append(check_name("pipeline (DAG id)", name))
+            except ValueError:
+                continue
+        return names
+
+    def runs(self, pipeline: str) -> list[RunRef]:
+        """The runs of ``pipeline`` that have data in this store."""
+        runs = []
+        for prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
+            try:
+                runs.append(self.layout.run_from_prefix(pipeline, prefix))
+            except ValueError:
+                continue  # not a run directory of ours
+        return runs
+
     def modified_times(self, prefix: str) -> dict[str, float]:
         """Every key under ``prefix`` (inside this store) with its last-modified time (epoch seconds)."""
         if not prefix.startswith(self.layout.prefix):
@@ -1020,10 +1044,10 @@ class S3PartitionStore:
                 continue  # not a run directory of ours
             markers = {k.rsplit("/", 1)[-1]: k for k in self._list(run_prefix + "_run/")}
             if "released.json" in markers:
-                outcomes.append(RetentionOutcome(run, False, "already released"))
+                outcomes.append(RetentionOutcome(run, False, ALREADY_RELEASED))
                 continue
             if "succeeded.json" not in markers:
-                outcomes.append(RetentionOutcome(run, False, "run has not succeeded (or was not marked)"))
+                outcomes.append(RetentionOutcome(run, False, NOT_SUCCEEDED))
                 continue
             try:
                 succeeded_at = self._marker_time(markers["succeeded.json"])

@@ -1,0 +1,56 @@
+"""Garbage collection of a partition store: what ``airflow-ft gc`` runs, on a schedule.
+
+Two rules, both the store's own (``S3PartitionStore``), applied to every run of every pipeline:
+
+* a succeeded run (marked when it ends, ``run_end.py``) is released once ``partition_store_retention``
+  has passed, unless a consumer holds a lease on it;
+* in every other run, attempt data that no manifest references (crashed, fenced or superseded commits)
+  is removed once it is older than ``partition_store_orphan_grace``, so an in-flight commit is never
+  touched.
+
+A run that is still going, or failed and may be cleared, keeps every committed partition: only its
+unreferenced attempt data goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from .naming import RunRef
+from .store import ALREADY_RELEASED, NOT_SUCCEEDED, RetentionOutcome, S3PartitionStore
+
+
+@dataclass
+class CollectionReport:
+    released: list[RunRef] = field(default_factory=list)
+    kept: list[RetentionOutcome] = field(default_factory=list)  # succeeded runs not released, and why
+    orphans_deleted: int = 0
+    uploads_aborted: int = 0
+
+    def lines(self) -> list[str]:
+        out = [f"released {run} (retention passed)" for run in self.released]
+        out += [f"kept {o.run}: {o.reason}" for o in self.kept]
+        out.append(f"{len(self.released)} runs released, {self.orphans_deleted} orphaned objects deleted, "
+                   f"{self.uploads_aborted} stale uploads aborted")
+        return out
+
+
+def collect(store: S3PartitionStore, pipelines: Iterable[str] | None = None) -> CollectionReport:
+    """Apply both rules to ``pipelines`` (default: every pipeline with data in the store)."""
+    report = CollectionReport()
+    for pipeline in pipelines if pipelines is not None else store.pipelines():
+        released = set()
+        for outcome in store.release_expired_runs(pipeline):
+            if outcome.released:
+                report.released.append(outcome.run)
+                released.add(outcome.run)
+            elif outcome.reason not in (NOT_SUCCEEDED, ALREADY_RELEASED):
+                report.kept.append(outcome)
+        for run in store.runs(pipeline):
+            if run in released:
+                continue
+            orphans = store.cleanup_orphans(run.pipeline, run.run_id)
+            report.orphans_deleted += len(orphans.deleted_keys)
+            report.uploads_aborted += len(orphans.aborted_uploads)
+    return report
