@@ -664,14 +664,16 @@ def s3_proxy(s3_endpoint):
 
 @pytest.fixture(scope="session")
 def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, s3_proxy, e2e_store_url,
-                 spark_connect) -> LiveAirflow:
+                 spark_connect_launched) -> LiveAirflow:
     """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
     environment of :func:`pipeline_environment` (stages on the session's Spark Connect server unless a
     DAG names ``spark_submit``); its components reach S3 through ``s3_proxy``."""
     sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
     endpoint = dataclasses.replace(s3_endpoint, url=s3_proxy.url) if s3_proxy is not None else s3_endpoint
-    env = pipeline_environment(endpoint, e2e_store_url, spark_connect)
-    return live_airflow_factory(sources, env=env)
+    env = pipeline_environment(endpoint, e2e_store_url, spark_connect_launched)
+    airflow = live_airflow_factory(sources, env=env)  # starts while the Connect server does
+    spark_connect_launched.wait_until_ready()
+    return airflow
 
 
 @pytest.hookimpl(hookwrapper=True)

@@ -45,6 +45,7 @@ class SparkConnectServer:
         self.log = self.log_dir / f"spark-connect-{self.port}.log"
         self.conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", **(conf or {})}
         self.process: subprocess.Popen[bytes] | None = None
+        self._ready = False
 
     @property
     def url(self) -> str:
@@ -58,6 +59,12 @@ class SparkConnectServer:
         return {f"AIRFLOW_CONN_{conn_id.upper()}": json.dumps(self.connection())}
 
     def start(self, timeout: float = 600) -> SparkConnectServer:
+        self.launch()
+        self.wait_until_ready(timeout)
+        return self
+
+    def launch(self) -> SparkConnectServer:
+        """Start the server's process and return at once (``wait_until_ready`` before using it)."""
         command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", self.master,
                    "--conf", f"spark.connect.grpc.binding.port={self.port}"]
         for key, value in self.conf.items():
@@ -65,10 +72,12 @@ class SparkConnectServer:
         command.append("spark-internal")
         self.process = subprocess.Popen(command, env=spark_environment(), stdout=self.log.open("ab"),
                                         stderr=subprocess.STDOUT, start_new_session=True)
-        self._wait_until_ready(timeout)
+        self._ready = False
         return self
 
-    def _wait_until_ready(self, timeout: float) -> None:
+    def wait_until_ready(self, timeout: float = 600) -> None:
+        if self._ready:
+            return
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.process is not None and self.process.poll() is not None:
@@ -80,6 +89,7 @@ class SparkConnectServer:
                 time.sleep(0.5)
                 continue
             if self._answers():
+                self._ready = True
                 return
             time.sleep(0.5)
         tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else "(no log)"
@@ -122,9 +132,16 @@ class SparkConnectServer:
 
 
 @pytest.fixture(scope="session")
-def spark_connect(tmp_path_factory) -> SparkConnectServer:
-    """A local Spark Connect server (``local[2]``) for the whole test session."""
+def spark_connect_launched(tmp_path_factory) -> SparkConnectServer:
+    """The session's server, possibly still starting: the live Airflow starts alongside it."""
     server = SparkConnectServer(log_dir=tmp_path_factory.mktemp("spark-connect"))
-    server.start()
+    server.launch()
     yield server
     server.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_connect(spark_connect_launched) -> SparkConnectServer:
+    """A local Spark Connect server (``local[2]``) for the whole test session, ready."""
+    spark_connect_launched.wait_until_ready()
+    return spark_connect_launched
