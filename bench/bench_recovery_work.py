@@ -147,8 +147,15 @@ def fingerprint(rows: list[dict]) -> tuple:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "recovery_work.json")
+    parser.add_argument("--output", type=Path, default=None,
+                        help="default bench/results/recovery_work.json (recovery_failure_free.json with "
+                             "--failure-free-only)")
+    parser.add_argument("--failure-free-only", action="store_true",
+                        help="only the failure-free runs of the Spark Connect variants and the single application")
     args = parser.parse_args()
+    results_dir = REPO / "bench" / "results"
+    args.output = args.output or results_dir / ("recovery_failure_free.json" if args.failure_free_only
+                                                else "recovery_work.json")
     data = Path(tempfile.mkdtemp(prefix="ft-bench-recovery-"))
     stack = ExitStack()
     env = {"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data),
@@ -157,10 +164,13 @@ def main() -> None:
         live = stack.enter_context(live_bench("ft-bench-recovery", [APPS / "dags.py"], env=env,
                                               server_conf={"spark.driver.memory": "2g"}))
         s3, airflow, bucket = live.s3, live.airflow, "ft-bench-recovery"
-        dags = ["bench_recovery_ft", "bench_recovery_ft_connect", "bench_recovery_retries", "bench_recovery_plain",
-                "bench_recovery_single_app"]
+        dags = ["bench_recovery_ft", "bench_recovery_ft_connect", "bench_recovery_ft_connect_4",
+                "bench_recovery_retries", "bench_recovery_plain", "bench_recovery_single_app"]
         airflow.wait_for_dags(dags, timeout=180)
         bench = Bench(airflow, S3PartitionStore(s3.client(), f"s3://{bucket}/pipelines/"), data)
+        if args.failure_free_only:
+            failure_free(bench, args.output)
+            return
 
         reference = {"ft": bench.single_run("bench_recovery_ft", "reference", {}),
                      "ft_connect": bench.single_run("bench_recovery_ft_connect", "reference", {}),
@@ -216,6 +226,43 @@ def main() -> None:
     finally:
         stack.close()
         shutil.rmtree(data, ignore_errors=True)
+
+
+def failure_free(bench: Bench, output: Path) -> None:
+    """Failure-free wall time of the Spark Connect variants against the single application, measured
+    in turn, three rounds; medians."""
+    dags = {"ft_connect (2 at a time)": "bench_recovery_ft_connect", "ft_connect (4 at a time)": "bench_recovery_ft_connect_4",
+            "one Spark application": "bench_recovery_single_app"}
+    walls: dict[str, list[float]] = {label: [] for label in dags}
+    for round_ in range(3):
+        for label, dag_id in dags.items():
+            kw = {"stages_per_task": len(list(stages()))} if dag_id == "bench_recovery_single_app" else {}
+            row = bench.single_run(dag_id, f"ff{round_}", {}, **kw)
+            assert row["recovered"], f"{dag_id} failed"
+            if dag_id != "bench_recovery_single_app":
+                expected = bench.ft_outputs(bench_reference(bench), "bench_recovery_ft_connect")
+                assert bench.ft_outputs(row["runs"][0], dag_id) == expected, f"{dag_id} computes different data"
+            walls[label].append(row["wall_s"])
+    medians = {label: sorted(w)[1] for label, w in walls.items()}
+    single = medians["one Spark application"]
+    result = {"walls_s": walls, "median_s": medians,
+              "ratio_to_single_app": {k: round(v / single, 2) for k, v in medians.items()}}
+    for label, median in medians.items():
+        print(f"  {label:28} median {median:6.1f} s  ({', '.join(f'{w:.1f}' for w in walls[label])})  "
+              f"x{median / single:.2f} the single application")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(result, indent=2))
+    print(f"written to {output}")
+
+
+_REFERENCE: list[str] = []
+
+
+def bench_reference(bench: Bench) -> str:
+    """One failure-free run of the 2-at-a-time Connect pipeline whose outputs the others must equal."""
+    if not _REFERENCE:
+        _REFERENCE.append(bench.single_run("bench_recovery_ft_connect", "ff_reference", {})["runs"][0])
+    return _REFERENCE[0]
 
 
 def label_dag(label: str) -> str:

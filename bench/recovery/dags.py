@@ -6,7 +6,8 @@
            \\-> b4_s1 --> ...
 
 * bench_recovery_ft: this provider (FailoverPipeline, region failover, fixed-delay 0 s), each stage a
-  spark-submit; bench_recovery_ft_connect: the same, each stage a session on the Spark Connect server.
+  spark-submit; bench_recovery_ft_connect: the same, each stage a session on the Spark Connect server
+  (bench_recovery_ft_connect_4: four stages at a time, one per branch).
 * bench_recovery_retries: plain SparkSubmitOperators with Airflow's retries=1, retry_delay=0.
 * bench_recovery_plain: the same without retries (for "clear failed + downstream" and "re-run all").
 * bench_recovery_single_app: the whole pipeline as one Spark application, retries=1.
@@ -47,8 +48,12 @@ def stages():
             yield f"b{branch}_s{level}", "extract" if level == 1 else f"b{branch}_s{level - 1}"
 
 
-for dag_id, conn_id in (("bench_recovery_ft", "spark_submit"), ("bench_recovery_ft_connect", "spark_default")):
-    with DAG(dag_id, **COMMON):
+# bench_recovery_ft_connect_4: on the Spark Connect server with the four branches at once (the
+# server's two cores shared by Spark's scheduler, as within the single application).
+for dag_id, conn_id, concurrency in (("bench_recovery_ft", "spark_submit", 2),
+                                     ("bench_recovery_ft_connect", "spark_default", 2),
+                                     ("bench_recovery_ft_connect_4", "spark_default", BRANCHES)):
+    with DAG(dag_id, **{**COMMON, "max_active_tasks": concurrency}):
         with FailoverPipeline(restart_strategy={"restart-strategy.type": "fixed-delay",
                                                 "restart-strategy.fixed-delay.attempts": 3,
                                                 "restart-strategy.fixed-delay.delay": "0 s"},

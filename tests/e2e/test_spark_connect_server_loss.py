@@ -51,11 +51,11 @@ def test_losing_the_connect_server_restarts_only_the_pipelined_region(live_airfl
     go = run_dir(DAG_ID, run_id, root=live_airflow.scratch) / "go"
     go.parent.mkdir(parents=True, exist_ok=True)
     go.touch()
-    # 2. while T2's second try runs (it sleeps 45 s before its Spark work)
+    # 2. while T2's second try runs (it sleeps 25 s before its Spark work)
     api.wait_for_task_instance(DAG_ID, run_id, "T2", states=["running"], predicate=lambda ti: ti["try_number"] == 2,
                                timeout=600)
     deadline = time.monotonic() + 300
-    while "sleeping 45 s before its Spark work" not in api.task_log(DAG_ID, run_id, "T2", 2):
+    while "sleeping 25 s before its Spark work" not in api.task_log(DAG_ID, run_id, "T2", 2):
         assert time.monotonic() < deadline, story()
         time.sleep(1)
     lost_server.restart()

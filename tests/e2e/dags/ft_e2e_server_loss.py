@@ -34,7 +34,7 @@ with DAG("ft_e2e_server_loss", schedule=None, start_date=datetime(2026, 1, 1), c
     with FailoverPipeline(restart_strategy=RESTARTS, spark_conn_id="spark_connect_loss"):
         stage("S", outputs=["s"])
         t1 = stage("T1", inputs=["s"], outputs={"t1": "pipelined"})
-        t2 = stage("T2", inputs=["t1"], outputs=["t2"], application_args=["sleep_on_try=2:45"])
+        t2 = stage("T2", inputs=["t1"], outputs=["t2"], application_args=["sleep_on_try=2:25"])
         stage("U", inputs=["t2"], outputs=["u"])
 
     @task
