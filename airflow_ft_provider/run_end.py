@@ -23,8 +23,7 @@ log = logging.getLogger(__name__)
 
 def ended_at(context: Any) -> float:
     """When the run ended, as the scheduler recorded it (now, if the context does not say)."""
-    dag_run = context.get("dag_run") if hasattr(context, "get") else None
-    end_date = getattr(dag_run, "end_date", None)
+    end_date = getattr(context.get("dag_run"), "end_date", None)
     return end_date.timestamp() if end_date is not None else time.time()
 
 

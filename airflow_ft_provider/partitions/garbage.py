@@ -40,17 +40,13 @@ def collect(store: S3PartitionStore, pipelines: Iterable[str] | None = None) -> 
     """Apply both rules to ``pipelines`` (default: every pipeline with data in the store)."""
     report = CollectionReport()
     for pipeline in pipelines if pipelines is not None else store.pipelines():
-        released = set()
-        for outcome in store.release_expired_runs(pipeline):
+        for outcome in store.release_expired_runs(pipeline):  # one per run of the pipeline
             if outcome.released:
                 report.released.append(outcome.run)
-                released.add(outcome.run)
-            elif outcome.reason not in (NOT_SUCCEEDED, ALREADY_RELEASED):
-                report.kept.append(outcome)
-        for run in store.runs(pipeline):
-            if run in released:
                 continue
-            orphans = store.cleanup_orphans(run.pipeline, run.run_id)
+            if outcome.reason not in (NOT_SUCCEEDED, ALREADY_RELEASED):
+                report.kept.append(outcome)
+            orphans = store.cleanup_orphans(outcome.run.pipeline, outcome.run.run_id)
             report.orphans_deleted += len(orphans.deleted_keys)
             report.uploads_aborted += len(orphans.aborted_uploads)
     return report

@@ -1034,15 +1034,12 @@ class S3PartitionStore:
         )
 
     def release_expired_runs(self, pipeline: str) -> list[RetentionOutcome]:
-        """Release each succeeded run of a pipeline whose retention has passed; skip the others, saying why."""
+        """Release each succeeded run of a pipeline whose retention has passed; skip the others, saying
+        why. One outcome per run with data in the store."""
         outcomes = []
         now = self._clock.now()
-        for run_prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
-            try:
-                run = self.layout.run_from_prefix(pipeline, run_prefix)
-            except ValueError:
-                continue  # not a run directory of ours
-            markers = {k.rsplit("/", 1)[-1]: k for k in self._list(run_prefix + "_run/")}
+        for run in self.runs(pipeline):
+            markers = {k.rsplit("/", 1)[-1]: k for k in self._list(self.layout.run_prefix(run) + "_run/")}
             if "released.json" in markers:
                 outcomes.append(RetentionOutcome(run, False, ALREADY_RELEASED))
                 continue
