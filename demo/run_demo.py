@@ -228,17 +228,19 @@ def wait_with_progress(api: Any, runs: dict[str, str], timeout: float) -> dict[s
 # -- the report --------------------------------------------------------------------------------------
 
 
-def lost_partitions(event: dict[str, Any], producers: dict[str, str], histories: dict[str, list[dict]]) -> list[str]:
-    """The unavailable partitions of a decision that had really been produced before it (lost or corrupt).
+def lost_partitions(event: dict[str, Any], producers: dict[str, str], histories: dict[str, list[dict]],
+                    pipelined: set[str] = frozenset()) -> list[str]:
+    """The unavailable blocking partitions of a decision that had really been produced before it.
 
     The journal's ``unavailable`` also lists partitions that simply did not exist yet (their producer had
-    not run) and pipelined ones; a partition counts as lost only if its producer had a successful try
-    that ended before the failure.
+    not run) and pipelined ones (they live for one execution of their region: a superseded one is gone
+    by design, not lost); a blocking partition counts as lost only if its producer had a successful
+    try that ended before the failure.
     """
     named = re.findall(r"partition '([^']+)'", str(event.get("cause") or ""))  # PartitionNotFound names it
-    lost = [p for p in named if p in producers]
+    lost = [p for p in named if p in producers and p not in pipelined]
     for partition_id in event.get("unavailable") or []:
-        if partition_id in lost:
+        if partition_id in lost or partition_id in pipelined:
             continue
         task = producers.get(partition_id)
         tries = histories.get(task or "", [])
@@ -296,6 +298,7 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
     first_failure = min((e["time"] for e in failovers), default=None)
     partitions = run_partitions(api, faulty)
     producers = {p["partition"]: p["task"] for p in partitions}
+    pipelined = {p["partition"] for p in partitions if p.get("type") == "pipelined"}
     histories = {}
     for ti in api.task_instances(DAG_ID, faulty):
         histories[ti_name(ti)] = api.task_instance_tries(DAG_ID, faulty, ti["task_id"], ti.get("map_index", -1))
@@ -313,7 +316,7 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
     for number, event in enumerate(failovers, 1):
         add(f"  #{number} {clock(event['time'])}  {event['task']} try {event.get('try_number')} failed: "
             f"{short(str(event.get('cause')))}")
-        lost = lost_partitions(event, producers, histories)
+        lost = lost_partitions(event, producers, histories, pipelined)
         if lost:
             add(f"       lost partitions (had been written, now unreadable): {', '.join(lost)}")
         if event.get("restart"):

@@ -1,16 +1,28 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, S3 (moto server), Spark (local + standalone cluster), live Airflow and
 # browser tests. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -k regions
-source "$(dirname "$0")/env.sh"
-# The UI plugin's browser test drives Debian's headless Chromium; install it when missing (as root).
-if [ ! -x /usr/bin/chromium ] || [ ! -x /usr/bin/chromedriver ]; then
+# Debian packages the suite needs, installed (as root) when missing, alongside the Python packages:
+# Chromium + ChromeDriver for the UI plugin's browser test, PostgreSQL for the live test Airflow.
+debs=()
+{ [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || debs+=(chromium chromium-driver)
+compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || debs+=(postgresql)
+apt_pid=""
+apt_log="$(mktemp "${TMPDIR:-/tmp}/ft-apt.XXXXXX")"
+if [ ${#debs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        echo ">> installing chromium and chromium-driver (browser test of the UI plugin)"
-        DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null \
-            || { apt-get update -q >/dev/null && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium chromium-driver >/dev/null; }
+        echo ">> installing ${debs[*]} (Debian packages) while the Python packages install"
+        ( export DEBIAN_FRONTEND=noninteractive
+          apt-get install -y -q "${debs[@]}" || { apt-get update -q && apt-get install -y -q "${debs[@]}"; }
+        ) >"$apt_log" 2>&1 &
+        apt_pid=$!
     else
-        echo ">> /usr/bin/chromium or /usr/bin/chromedriver missing: install Debian's chromium and chromium-driver" >&2
+        echo ">> missing Debian packages: ${debs[*]} (install them as root: apt-get install ${debs[*]})" >&2
     fi
+fi
+source "$(dirname "$0")/env.sh"
+if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then
+    echo ">> apt-get install ${debs[*]} failed:" >&2
+    tail -20 "$apt_log" >&2
 fi
 if [ $# -gt 0 ]; then
     exec python -m pytest "$@"

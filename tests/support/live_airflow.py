@@ -1,6 +1,8 @@
 """A real, running Airflow 3.3 for end-to-end tests (pytest plugin).
 
-What it starts, in a temporary ``AIRFLOW_HOME`` (SQLite + LocalExecutor + SimpleAuthManager):
+What it starts, in a temporary ``AIRFLOW_HOME`` (LocalExecutor + SimpleAuthManager; the metadata
+database is SQLite in the home, or the URL given -- the ``live_airflow`` fixture uses a PostgreSQL
+server of its own, :mod:`tests.support.postgres`):
 
 1. one bootstrap process: ``airflow db migrate`` then ``airflow dags reserialize`` (so every DAG --
    and every import error -- is in the metadata DB before the scheduler starts; no waiting for the
@@ -17,7 +19,10 @@ process groups or were orphaned -- by their session id (each component starts a 
 Fixtures
 --------
 ``live_airflow``
-    Session-scoped default instance: DAGs from ``tests/e2e/dags/`` and ``dags_examples/``.
+    Session-scoped default instance: DAGs from ``tests/e2e/dags/`` and ``dags_examples/``, on
+    PostgreSQL (``postgres_server``).
+``postgres_server``
+    Session-scoped PostgreSQL server (:class:`tests.support.postgres.PostgresServer`).
 ``live_airflow_factory``
     Session-scoped factory for other DAG sets / settings; instances are cached by their arguments
     and stopped at the end of the session::
@@ -46,9 +51,10 @@ found within 5 s, ``[scheduler] task_instance_heartbeat_timeout`` 20 s (checked 
 component logs under the home (``task_log_files()``, ``describe_logs()``, ``describe_run()``).
 ``TaskStateRecorder`` (in ``airflow_rest``) records short-lived TI states in the background.
 
-SQLite caveat: the file is in WAL mode, yet under load a write can still fail with "database is
-locked" after the 5 s busy timeout -- seen on ``clearTaskInstances`` (its audit-log commit blocks the
-API server's event loop). ``AirflowRestClient`` retries 5xx answers (``transient_errors`` lists them).
+SQLite caveat (instances without ``database_url``, e.g. the demo's): the file is in WAL mode, yet under
+load a write can still fail with "database is locked" after the 5 s busy timeout -- seen on
+``clearTaskInstances`` and on the execution API recording a successful try (which Airflow then marks
+failed). ``AirflowRestClient`` retries 5xx answers (``transient_errors`` lists them).
 
 The instance can also be used without pytest (e.g. from a demo script)::
 
@@ -95,6 +101,7 @@ __all__ = [
     "LiveAirflowError",
     "live_airflow",
     "live_airflow_factory",
+    "postgres_server",
 ]
 
 
@@ -118,11 +125,12 @@ def _tail(path: Path, lines: int = 40) -> str:
 
 _BOOTSTRAP = """
 import os, sqlite3
-# WAL journal (persistent in the file): concurrent readers (API polling) never block the writers
-# (scheduler, execution API), which otherwise hit "database is locked" on a busy machine.
-db = os.path.join(os.environ["AIRFLOW_HOME"], "airflow.db")
-with sqlite3.connect(db) as c:
-    print(">>> journal_mode", c.execute("PRAGMA journal_mode=WAL").fetchone()[0], flush=True)
+url = os.environ["AIRFLOW__DATABASE__SQL_ALCHEMY_CONN"]
+if url.startswith("sqlite:///"):
+    # WAL journal (persistent in the file): concurrent readers (API polling) never block the writers
+    # (scheduler, execution API), which otherwise hit "database is locked" on a busy machine.
+    with sqlite3.connect(url[len("sqlite:///"):]) as c:
+        print(">>> journal_mode", c.execute("PRAGMA journal_mode=WAL").fetchone()[0], flush=True)
 from airflow.configuration import write_default_airflow_configuration_if_needed
 write_default_airflow_configuration_if_needed()
 from airflow.cli import cli_parser
@@ -147,6 +155,8 @@ class LiveAirflow:
         unless ``keep_home`` or the env var ``FT_LIVE_AIRFLOW_KEEP`` is set).
     :param fail_on_import_errors: raise at start if any DAG file failed to import.
     :param startup_timeout: seconds to wait for the components to become healthy.
+    :param database_url: the metadata database (SQLAlchemy URL of an empty database); default: SQLite
+        in the home.
     """
 
     username = "admin"
@@ -167,6 +177,7 @@ class LiveAirflow:
         keep_home: bool | None = None,
         fail_on_import_errors: bool = True,
         startup_timeout: float = 180.0,
+        database_url: str | None = None,
     ):
         self.dag_sources = [Path(d).resolve() for d in dags]
         self.extra_env = dict(env or {})
@@ -175,6 +186,9 @@ class LiveAirflow:
         self.keep_home = bool(os.environ.get("FT_LIVE_AIRFLOW_KEEP")) if keep_home is None else keep_home
         self.fail_on_import_errors = fail_on_import_errors
         self.startup_timeout = startup_timeout
+        # The metadata database: SQLite in the home (the default: nothing else to run), or e.g. a
+        # PostgreSQL database of tests.support.postgres (what the test suite uses).
+        self.database_url = database_url or f"sqlite:///{self.home}/airflow.db"
 
         self.dags_folder = self.home / "dags"
         self.scratch = self.home / "scratch"
@@ -232,11 +246,11 @@ class LiveAirflow:
                 # Task processes fork from executor workers that already hold the Spark Connect client.
                 "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "False",
                 "AIRFLOW__FT_PROVIDER__PRELOAD_SPARK_CLIENT": "True",
-                # SQLite in WAL mode (set by the bootstrap), default 5 s busy timeout. A longer timeout
+                # SQLite: in WAL mode (set by the bootstrap), default 5 s busy timeout. A longer timeout
                 # makes things worse: under load the API server can stall on the DB lock until the
                 # timeout expires (thread pool exhausted by requests waiting for the lock), and a 30 s
                 # stall fails the scheduler's heartbeat and re-runs tasks.
-                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{self.home}/airflow.db",
+                "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.database_url,
                 # -- auth: a known admin user (SimpleAuthManager reads passwords from this file)
                 "AIRFLOW__CORE__AUTH_MANAGER": (
                     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
@@ -663,15 +677,26 @@ def s3_proxy(s3_endpoint):
 
 
 @pytest.fixture(scope="session")
+def postgres_server():
+    """A PostgreSQL server for the session's live Airflow instances (one database each)."""
+    from tests.support.postgres import PostgresServer
+
+    with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
 def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, s3_proxy, e2e_store_url,
-                 spark_connect_launched) -> LiveAirflow:
+                 spark_connect_launched, postgres_server) -> LiveAirflow:
     """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
     environment of :func:`pipeline_environment` (stages on the session's Spark Connect server unless a
-    DAG names ``spark_submit``); its components reach S3 through ``s3_proxy``."""
+    DAG names ``spark_submit``), metadata on PostgreSQL; its components reach S3 through ``s3_proxy``."""
     sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
     endpoint = dataclasses.replace(s3_endpoint, url=s3_proxy.url) if s3_proxy is not None else s3_endpoint
     env = pipeline_environment(endpoint, e2e_store_url, spark_connect_launched)
-    airflow = live_airflow_factory(sources, env=env)  # starts while the Connect server does
+    database = postgres_server.create_database(f"airflow_{secrets.token_hex(4)}")
+    # starts while the Connect server does
+    airflow = live_airflow_factory(sources, env=env, database_url=database)
     spark_connect_launched.wait_until_ready()
     return airflow
 

@@ -144,7 +144,7 @@ def test_a_silent_endpoint_does_not_block_the_event_loop(monkeypatch, s3_bucket)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         set_aws_connection(
             monkeypatch, url, endpoint.access_key, endpoint.secret_key,
-            connect_timeout=1, read_timeout=1.5, retries={"mode": "standard", "total_max_attempts": 1},
+            connect_timeout=1, read_timeout=3, retries={"mode": "standard", "total_max_attempts": 1},
         )
 
         async def scenario():
@@ -166,8 +166,11 @@ def test_a_silent_endpoint_does_not_block_the_event_loop(monkeypatch, s3_bucket)
         events, elapsed, gaps = asyncio.run(scenario())
     assert [e.payload["status"] for e in events] == ["error"]
     assert "ReadTimeout" in events[0].payload["message"]
-    assert elapsed >= 1.5 and len(gaps) >= 10
-    assert max(gaps) < 0.75, f"the event loop was blocked for {max(gaps):.2f} s"
+    assert elapsed >= 3 and len(gaps) >= 20
+    # boto3 on the loop would block it for the whole 3 s read timeout. Half of that is the bound: a
+    # worker thread holding the GIL (botocore parsing its service models) can still delay a tick by a
+    # fraction of a second on a loaded 2-core machine (0.76 s seen in CI).
+    assert max(gaps) < 1.5, f"the event loop was blocked for {max(gaps):.2f} s"
 
 
 def test_serialize_returns_exactly_the_constructor_arguments():
