@@ -16,17 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import sys
-
-_TASK = re.compile(r"^[^\[\]\s]+(?:\[\d+\])?\Z")
 
 
 def _task_argument(value: str) -> str:
-    if not _TASK.match(value):
+    from airflow_ft_provider.failover.indexed_name import IndexedName
+
+    try:
+        if any(c.isspace() for c in value):
+            raise ValueError(value)
+        IndexedName.parse(value)
+    except ValueError:
         raise argparse.ArgumentTypeError(
             f"invalid task {value!r}: give a task id, or task_id[i] for map index i (e.g. score or score[3])"
-        )
+        ) from None
     return value
 
 
@@ -68,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
         return _collect_garbage(parser, args)
     from airflow.sdk.exceptions import AirflowNotFoundException
 
-    from airflow_ft_provider.hooks.airflow_api import AirflowApiError, AirflowApiOutcomeUnknown, AirflowApiUnreachable
+    from airflow_ft_provider.hooks.airflow_api import (
+        AirflowApiError,
+        AirflowApiOutcomeUnknown,
+        AirflowApiUnreachable,
+    )
 
     try:
         description = _pipeline(args.dag_id, args.dags_folder).description

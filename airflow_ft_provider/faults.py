@@ -144,10 +144,10 @@ def delete_partitions(store: Any, run: Any, partition_ids: tuple[str, ...], log:
             continue
         key = store.layout.partition_prefix(ref) + manifest.files[0].key
         if truncate:
-            body = store.client.get_object(Bucket=store.bucket, Key=key)["Body"].read()
-            store.client.put_object(Bucket=store.bucket, Key=key, Body=body[: len(body) // 2])
+            body = store.read_object(key) or b""
+            store.write_object(key, body[: len(body) // 2], content_type="application/octet-stream")
         else:
-            store.client.delete_object(Bucket=store.bucket, Key=key)
+            store.delete_keys([key])
         log.warning("fault injection: %s %s of partition %s", "truncated" if truncate else "deleted",
                     manifest.files[0].key, partition_id)
 

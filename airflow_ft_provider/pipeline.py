@@ -22,9 +22,19 @@ from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import Asset, TaskGroup
-from airflow.sdk.definitions._internal.contextmanager import DagContext
-from airflow.sdk.definitions.mappedoperator import MappedOperator
 
+from airflow_ft_provider._compat import (
+    RETRY_BUDGET,
+    add_outlets,
+    current_dag,
+    given_arguments,
+    is_mapped,
+    map_length_at_parse,
+    mapped_operator_class,
+    move_into_group,
+    request_dag_callbacks,
+    set_arguments,
+)
 from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
 from airflow_ft_provider.failover import (
     FAILOVER_STRATEGY_KEY,
@@ -34,11 +44,16 @@ from airflow_ft_provider.failover import (
     load_restart_strategy,
 )
 from airflow_ft_provider.failover.restart_config import DEPRECATED_TYPE_KEY, resolve_deprecated_keys
+from airflow_ft_provider.failover.union_find import UnionFind
 from airflow_ft_provider.partitions.naming import check_name
-from airflow_ft_provider.pipeline_description import PipelineDescription, PipelineWiringError, StageDeclaration
+from airflow_ft_provider.pipeline_description import (
+    PipelineDescription,
+    PipelineWiringError,
+    StageDeclaration,
+)
 
 _PIPELINES: dict[str, FailoverPipeline] = {}
-RETRY_BUDGET = 10_000
+__all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_for", "stage_declaration"]
 
 
 def cluster_restart_config() -> dict[str, object]:
@@ -74,16 +89,14 @@ def _own_retry_settings(task: Any) -> dict[str, object]:
     """``retries`` / ``retry_policy`` as the DAG author gave them: as arguments, through default_args
     (the DAG's, a TaskGroup's or the task's) or to ``.partial()``; Airflow's defaults are not listed.
 
-    A plain operator records the arguments it got, default_args included, in ``__init_kwargs``. A
-    mapped one keeps only the merged ``partial_kwargs``, so there a value equal to the operator's
-    default (``[core] default_task_retries``, usually 0) cannot be told apart from no value.
+    A mapped operator keeps only merged arguments, so there a value equal to the operator's default
+    (``[core] default_task_retries``, usually 0) cannot be told apart from no value.
     """
-    if isinstance(task, MappedOperator):
-        kwargs = task.partial_kwargs
-        default = _default_retries(task.operator_class)
+    kwargs = given_arguments(task)
+    if is_mapped(task):
+        default = _default_retries(mapped_operator_class(task))
         found = {"retries": kwargs["retries"]} if kwargs.get("retries", default) != default else {}
     else:
-        kwargs = getattr(task, "_BaseOperator__init_kwargs", {})
         found = {"retries": kwargs["retries"]} if "retries" in kwargs else {}
     if kwargs.get("retry_policy") is not None:
         found["retry_policy"] = kwargs["retry_policy"]
@@ -112,30 +125,17 @@ def _origin(task: Any, name: str, value: object) -> str:
     dag_args = (dag.default_args or {}) if dag is not None else {}
     if name in dag_args and dag_args[name] == value:
         return f"from default_args of DAG {dag.dag_id!r}"
-    return "as an argument of the stage" + (" or its .partial()" if isinstance(task, MappedOperator) else "")
-
-
-def _parse_time_parallelism(task: MappedOperator) -> int:
-    value = task.expand_input.value
-    lengths = [len(v) for v in value.values()] if isinstance(value, Mapping) else [len(value)]
-    return max(1, _product(lengths)) if lengths else 1
-
-
-def _product(numbers: list[int]) -> int:
-    result = 1
-    for n in numbers:
-        result *= n
-    return result
+    return "as an argument of the stage" + (" or its .partial()" if is_mapped(task) else "")
 
 
 def stage_declaration(task: Any) -> StageDeclaration | None:
     """The partitions a stage task declares, or None for tasks that are not pipeline stages."""
-    if isinstance(task, MappedOperator):
-        if not getattr(task.operator_class, "is_pipeline_stage", False):
+    if is_mapped(task):
+        if not getattr(mapped_operator_class(task), "is_pipeline_stage", False):
             return None
-        kwargs = task.partial_kwargs
+        kwargs = given_arguments(task)
         try:
-            parallelism = _parse_time_parallelism(task)
+            parallelism = map_length_at_parse(task)
         except TypeError:
             raise PipelineWiringError(
                 f"stage {task.task_id!r}: the number of map indexes must be known when the DAG is parsed "
@@ -208,7 +208,7 @@ class FailoverPipeline:
 
     # -- context manager ----------------------------------------------------------------------------
     def __enter__(self) -> FailoverPipeline:
-        self.dag = DagContext.get_current()
+        self.dag = current_dag()
         if self.dag is None:
             raise PipelineWiringError("FailoverPipeline must be used inside a DAG: 'with DAG(...):' first")
         if self.dag.dag_id in _PIPELINES and _PIPELINES[self.dag.dag_id].dag is self.dag:
@@ -269,7 +269,7 @@ class FailoverPipeline:
         _PIPELINES[self.dag.dag_id] = self
 
     def _spark_connection(self, task: Any) -> str:
-        own = task.partial_kwargs.get("spark_conn_id") if isinstance(task, MappedOperator) else task.spark_conn_id
+        own = given_arguments(task).get("spark_conn_id") if is_mapped(task) else task.spark_conn_id
         return own or self.spark_conn_id
 
     def _add_run_end_callbacks(self) -> None:
@@ -281,9 +281,7 @@ class FailoverPipeline:
             own = getattr(self.dag, name)
             callbacks = [] if own is None else list(own) if isinstance(own, list) else [own]
             setattr(self.dag, name, [*callbacks, RunEnd(self, succeeded=succeeded)])
-            # Set at DAG construction from the arguments; the serialized DAG tells the scheduler with
-            # it whether to ask the DAG processor for callbacks at all.
-            setattr(self.dag, f"has_{name}", True)
+        request_dag_callbacks(self.dag)
 
     def _check_pipelined_connections(self) -> None:
         """A pipelined partition lives in one engine (a Spark Connect server keeps it in memory): its
@@ -329,12 +327,7 @@ class FailoverPipeline:
 
         settings = {"retry_policy": FailoverRetryPolicy(), "retries": RETRY_BUDGET, "retry_delay": timedelta(seconds=1)}
         for stage in self.stages:
-            task = tasks_by_id[stage]
-            if isinstance(task, MappedOperator):
-                task.partial_kwargs.update(settings)
-            else:
-                for name, value in settings.items():
-                    setattr(task, name, value)
+            set_arguments(tasks_by_id[stage], **settings)
 
     def _declare_assets(self, tasks_by_id: dict[str, Any]) -> None:
         """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled on them."""
@@ -357,11 +350,7 @@ class FailoverPipeline:
             ]
             if not assets:
                 continue
-            task = tasks_by_id[stage.task_id]
-            if isinstance(task, MappedOperator):
-                task.partial_kwargs["outlets"] = [*task.partial_kwargs.get("outlets", []), *assets]
-            else:
-                task.outlets = [*task.outlets, *assets]
+            add_outlets(tasks_by_id[stage.task_id], assets)
 
     def _check_explicit_edges(self, tasks_by_id: dict[str, Any]) -> None:
         feeds = {(self.graph.results[c.result].producer, c.stage) for c in self.graph.consumptions}
@@ -378,25 +367,17 @@ class FailoverPipeline:
     def _group_regions(self, tasks_by_id: dict[str, Any]) -> None:
         """One TaskGroup per multi-stage region. A region of map indexes (pointwise pipelines) is
         shown at stage level: the group holds every stage any of whose tasks share a region."""
-        stage_of = {}
-        for stage in self.graph.stages.values():
-            for task in stage.task_ids:
-                stage_of[task] = stage.name
-        parent = {name: name for name in self.graph.stages}
-
-        def find(x: str) -> str:
-            while parent[x] != x:
-                parent[x] = parent[parent[x]]
-                x = parent[x]
-            return x
-
+        names = list(self.graph.stages)  # declaration order
+        number = {name: i for i, name in enumerate(names)}
+        stage_of = {task: number[stage.name] for stage in self.graph.stages.values() for task in stage.task_ids}
+        joined = UnionFind(len(names))
         for region in self.regions:
-            names = sorted({stage_of[t] for t in region})
-            for other in names[1:]:
-                parent[find(other)] = find(names[0])
-        groups: dict[str, list[str]] = {}
-        for name in self.graph.stages:  # declaration order
-            groups.setdefault(find(name), []).append(name)
+            first, *others = sorted({stage_of[t] for t in region})
+            for other in others:
+                joined.union(first, other)
+        groups: dict[int, list[str]] = {}
+        for i, name in enumerate(names):
+            groups.setdefault(joined.find(i), []).append(name)
         root = self.dag.task_group
         for members in groups.values():
             if len(members) < 2:
@@ -414,8 +395,5 @@ class FailoverPipeline:
                 ui_color="#fde9c9",
             )
             for member in members:
-                task = tasks_by_id[member]
-                root.children.pop(task.task_id, None)
-                task.task_group = None
-                group.add(task)
+                move_into_group(tasks_by_id[member], group)
             self.region_groups[group_id] = group

@@ -26,6 +26,7 @@ from airflow_ft_provider.failover import (
     load_restart_strategy,
     pipelined_regions,
 )
+from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName, all_indexed, indexed
 from airflow_ft_provider.safe_json import load_json
 
 DESCRIPTION_VERSION = 1
@@ -179,26 +180,27 @@ class PipelineDescription:
 
     def airflow_key(self, core_task: str) -> tuple[str, int]:
         """The (task id, map index) of a core task id; -1 for a task that is not mapped."""
-        stage, _, index = core_task.partition("[")
-        if stage not in self.stages:
+        try:
+            task = IndexedName.parse(core_task)
+        except ValueError:
+            task = None
+        if task is None or task.name not in self.stages:
             raise PipelineWiringError(f"{core_task!r} is not a task of pipeline {self.dag_id!r}")
-        if index:
-            return stage, int(index.rstrip("]"))
-        return stage, 0 if self.stages[stage].mapped else -1
+        if task.mapped:
+            return task.name, task.index
+        return task.name, 0 if self.stages[task.name].mapped else UNMAPPED
 
     def core_task_id(self, task_id: str, map_index: int | None) -> str:
         """The failover core's id of a task instance: ``stage`` or ``stage[i]``."""
         if task_id not in self.graph.stages:
             raise PipelineWiringError(f"{task_id!r} is not a stage of pipeline {self.dag_id!r}")
         parallelism = self.graph.stages[task_id].parallelism
-        if parallelism == 1:
-            return task_id
-        if map_index is None or not 0 <= map_index < parallelism:
+        if parallelism != 1 and (map_index is None or not 0 <= map_index < parallelism):
             raise PipelineWiringError(
                 f"task {task_id!r} has {parallelism} map indexes in the pipeline, but runs as map index "
                 f"{map_index!r}; the list it expands over must not change between parsing and running"
             )
-        return f"{task_id}[{map_index}]"
+        return indexed(task_id, map_index, parallelism)
 
     def upstream_tasks(self, core_task: str) -> set[str]:
         """Every task whose partitions ``core_task`` reads, directly or through other stages."""
@@ -223,10 +225,7 @@ class PipelineDescription:
             partitions: list[str] = []
             for group in self.graph.exchange_groups(consumption):
                 if index in group.consumers:
-                    partitions.extend(
-                        consumption.result if producers == 1 else f"{consumption.result}[{p}]"
-                        for p in group.partitions
-                    )
+                    partitions.extend(indexed(consumption.result, p, producers) for p in group.partitions)
             consumed[consumption.result] = partitions
         return consumed
 
@@ -236,6 +235,5 @@ class PipelineDescription:
         for result in self.graph.results.values():
             if result.result_type.is_reconsumable:
                 continue
-            producers = self.graph.stages[result.producer].parallelism
-            partitions.extend(result.name if producers == 1 else f"{result.name}[{i}]" for i in range(producers))
+            partitions.extend(all_indexed(result.name, self.graph.stages[result.producer].parallelism))
         return partitions

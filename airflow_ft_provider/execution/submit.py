@@ -10,7 +10,14 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from airflow_ft_provider.spark.spec import INJECT_FAILURE_CONF, OUTPUT_MARKER, SPARK_CONF_KEY, OutputSpec, StageSpec
+from airflow_ft_provider.failover.indexed_name import IndexedName
+from airflow_ft_provider.spark.spec import (
+    INJECT_FAILURE_CONF,
+    OUTPUT_MARKER,
+    SPARK_CONF_KEY,
+    OutputSpec,
+    StageSpec,
+)
 
 
 class StageOutputMissing(RuntimeError):
@@ -76,11 +83,10 @@ class SubmitBackend:
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             **stage.env_vars,
         }
-        index = "" if self.map_index is None else f"[{self.map_index}]"
         self.hook = stage.spark_hook(
             conf={**stage.conf, SPARK_CONF_KEY: spec.encode(), **({INJECT_FAILURE_CONF: "true"} if fail_in_app else {})},
             conn_id=self.conn_id,
-            name=stage.spark_name or f"{stage.dag_id}.{stage.task_id}{index}",
+            name=stage.spark_name or f"{stage.dag_id}.{IndexedName.from_airflow(stage.task_id, self.map_index)}",
             application_args=[str(a) for a in stage.application_args],
             env_vars=env,
             py_files=py_files,
@@ -94,10 +100,14 @@ class SubmitBackend:
         try:
             if location.startswith("s3a://"):
                 bucket, key = location.removeprefix("s3a://").split("/", 1)
-                body = self.store.client.get_object(Bucket=bucket, Key=key.rstrip("/") + "/" + OUTPUT_MARKER)["Body"]
-                return int(json.loads(body.read())["rows"])
+                if bucket != self.store.bucket:
+                    raise ValueError(f"{location} is not in the partition store's bucket {self.store.bucket}")
+                marker = self.store.read_object(key.rstrip("/") + "/" + OUTPUT_MARKER)
+                if marker is None:
+                    raise FileNotFoundError(location)
+                return int(json.loads(marker)["rows"])
             return int(json.loads((local_dir(location) / OUTPUT_MARKER).read_text())["rows"])
-        except (FileNotFoundError, self.store.client.exceptions.NoSuchKey):
+        except FileNotFoundError:
             raise output_missing(self.stage, output.result) from None
 
     def kill(self) -> None:

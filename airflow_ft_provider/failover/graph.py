@@ -12,6 +12,8 @@ import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from .indexed_name import all_indexed, indexed
+
 # Patterns end in \Z, not $: "$" also matches before a final newline ("raw\n").
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 MAX_NAME_LENGTH = 250  # Airflow's limit for a task id
@@ -72,14 +74,8 @@ class ExchangeGroup:
     consumers: range
 
 
-def subtask_id(name: str, index: int, parallelism: int) -> str:
-    return name if parallelism == 1 else f"{name}[{index}]"
-
-
-def subtask_ids(name: str, parallelism: int) -> list[str]:
-    if parallelism == 1:
-        return [name]
-    return [f"{name}[{i}]" for i in range(parallelism)]
+subtask_id = indexed  # a stage's task i: "stage" or "stage[i]" (indexed_name.py owns the form)
+subtask_ids = all_indexed
 
 
 def pointwise_ranges(

@@ -20,9 +20,9 @@ from typing import Any
 
 from ..safe_json import InvalidJson, is_finite_number, load_json
 from .clock import Clock
+from .durations import format_duration
 from .failover_strategies import FailoverStrategy
 from .restart_config import load_restart_strategy
-from .durations import format_duration
 
 STATE_VERSION = 1
 MAX_STATE_BYTES = 1 << 20  # the journal's objects are read with this limit too

@@ -19,26 +19,7 @@ from __future__ import annotations
 
 from .graph import StageGraph
 from .topology import Topology
-
-
-class _UnionFind:
-    def __init__(self, size: int) -> None:
-        self.parent = list(range(size))
-
-    def find(self, x: int) -> int:
-        parent = self.parent
-        while parent[x] != x:
-            parent[x] = parent[parent[x]]
-            x = parent[x]
-        return x
-
-    def union(self, a: int, b: int) -> None:
-        ra, rb = self.find(a), self.find(b)
-        if ra != rb:
-            if ra < rb:
-                self.parent[rb] = ra
-            else:
-                self.parent[ra] = rb
+from .union_find import UnionFind
 
 
 def _strongly_connected(adjacency: list[list[int]]) -> list[list[int]]:
@@ -95,7 +76,7 @@ class RegionIndex:
     def __init__(self, topology: Topology) -> None:
         tasks = len(topology.task_names)
         producer = topology.partition_producer
-        uf = _UnionFind(tasks)
+        uf = UnionFind(tasks)
         for link in topology.links:
             if link.blocking:
                 continue
@@ -107,7 +88,7 @@ class RegionIndex:
 
         raw_of = self._number(uf, tasks)
         raw_count = max(raw_of, default=-1) + 1
-        merge = _UnionFind(raw_count)
+        merge = UnionFind(raw_count)
         for component in self._blocking_cycles(topology, raw_of, raw_count):
             for region in component[1:]:
                 merge.union(component[0], region)
@@ -117,7 +98,7 @@ class RegionIndex:
             self.members[region].append(task)
 
     @staticmethod
-    def _number(uf: _UnionFind, size: int, through: list[int] | None = None) -> list[int]:
+    def _number(uf: UnionFind, size: int, through: list[int] | None = None) -> list[int]:
         """Dense region numbers in order of first appearance, optionally composed with ``through``."""
         numbers: dict[int, int] = {}
         items = range(size) if through is None else through
@@ -127,7 +108,7 @@ class RegionIndex:
     def _exchanges_on_cycles(topology: Topology) -> list[bool]:
         """Per exchange: can it be part of a cycle of regions? (See the module docstring.)"""
         stages = 1 + max((max(p, c) for p, c, _ in topology.exchanges), default=-1)
-        joined = _UnionFind(stages)
+        joined = UnionFind(stages)
         for producer, consumer, blocking in topology.exchanges:
             if not blocking:
                 joined.union(producer, consumer)

@@ -11,6 +11,7 @@ from typing import Any
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
 from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.failover.indexed_name import IndexedName
 
 FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
 # Shorter restart waits are slept in the worker: a deferral costs seconds by itself, and when the
@@ -31,7 +32,7 @@ def failover_page_url(dag_id: str, run_id: str, *, task: str | None = None, sect
 
 
 def _core_task(ti_key) -> str:
-    return ti_key.task_id if ti_key.map_index is None or ti_key.map_index < 0 else f"{ti_key.task_id}[{ti_key.map_index}]"
+    return str(IndexedName.from_airflow(ti_key.task_id, ti_key.map_index))
 
 
 class RegionLink(BaseOperatorLink):

@@ -18,9 +18,15 @@ from airflow_ft_provider.execution.backend import StageBackend, backend_for
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.failover.graph import subtask_id
+from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
 from airflow_ft_provider.faults import injector_for
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer, RunRef, Unavailable
-from airflow_ft_provider.partitions.pipelined import EngineLocation, PipelinedHandle, PipelinedPartitions, execution_id
+from airflow_ft_provider.partitions.pipelined import (
+    EngineLocation,
+    PipelinedHandle,
+    PipelinedPartitions,
+    execution_id,
+)
 from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
 from airflow_ft_provider.spark.spec import VIEW_PREFIX, InputPartition, InputSpec, OutputSpec, StageSpec
 
@@ -149,7 +155,7 @@ class StageAttempt:
         try_number = self.ti.try_number
         planned = {}
         for output in self.stage.outputs:
-            partition_id = output.result if parallelism == 1 else f"{output.result}[{self.map_index}]"
+            partition_id = indexed(output.result, self.map_index, parallelism)
             ref = self.run_ref.parse(partition_id)
             pipelined = not output.result_type.is_reconsumable
             attempt, engine = None, None
@@ -177,7 +183,8 @@ class StageAttempt:
         """Commit each declared output; all must have been written before the first is committed."""
         rows = {name: backend.rows_written(planned.spec) for name, planned in outputs.items()}
         committed: dict[str, Any] = {}
-        producer = Producer(self.stage.task_id, -1 if self.map_index is None else self.map_index, self.ti.try_number)
+        producer = Producer(self.stage.task_id, IndexedName.from_airflow(self.stage.task_id, self.map_index).index,
+                            self.ti.try_number)
         for name, planned in outputs.items():
             entry: dict[str, Any] = {"type": planned.output.result_type.value, "rows": rows[name]}
             if planned.engine is not None:

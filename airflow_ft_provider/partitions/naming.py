@@ -19,7 +19,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-UNMAPPED = -1
+from ..failover.indexed_name import UNMAPPED, IndexedName
+
 MAX_NAME_LENGTH = 250  # Airflow's limit for dag ids, task ids and run ids
 
 # Patterns end in \Z, not $: "$" also matches before a final newline ("raw\n").
@@ -27,7 +28,6 @@ _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
 _SAFE_CHAR = re.compile(r"[A-Za-z0-9_.-]")
 _ENCODED = re.compile(r"^(?:[A-Za-z0-9_.-]|~[0-9A-F]{2})+\Z")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
-_PARTITION_ID = re.compile(r"^(?P<result>[^\[\]]+)(?:\[(?P<index>\d+)\])?\Z")
 
 
 def check_name(kind: str, value: object) -> str:
@@ -101,7 +101,7 @@ def decode_segment(segment: str) -> str:
 
 def partition_id(result: str, map_index: int) -> str:
     """The failover core's id: ``result`` for an unmapped producer, ``result[i]`` for map index i."""
-    return result if map_index == UNMAPPED else f"{result}[{map_index}]"
+    return str(IndexedName(result, map_index))
 
 
 @dataclass(frozen=True)
@@ -124,14 +124,14 @@ class RunRef:
             if partition.run != self:
                 raise ValueError(f"partition {partition} belongs to run {partition.run}, not {self}")
             return partition
-        match = _PARTITION_ID.match(partition) if isinstance(partition, str) else None
-        if not match:
+        try:
+            pid = IndexedName.parse(partition)
+        except ValueError:
             raise ValueError(
                 f"invalid partition id {partition!r}: use 'result' for an unmapped producer or 'result[i]' "
                 "for map index i"
-            )
-        index = match.group("index")
-        return PartitionRef(self.pipeline, self.run_id, match.group("result"), int(index) if index else None)
+            ) from None
+        return PartitionRef(self.pipeline, self.run_id, pid.name, pid.index)
 
     def __str__(self) -> str:
         return f"{self.pipeline}/{self.run_id}"

@@ -27,15 +27,15 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
+from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
+from airflow.api_fastapi.common.db.common import SessionDep
+from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
+from airflow.api_fastapi.logging.decorators import action_logging
 from fastapi import Depends, FastAPI, HTTPException, Request, status
 from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
-from airflow.api_fastapi.common.db.common import SessionDep
-from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
-from airflow.api_fastapi.logging.decorators import action_logging
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.plugins.run_view import build_run_view
 from airflow_ft_provider.plugins.trust import RunNotReady, UntrustedRun, run_journal

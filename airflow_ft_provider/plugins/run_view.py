@@ -11,6 +11,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_ft_provider.failover.clock import Clock, SystemClock
+from airflow_ft_provider.failover.indexed_name import UNMAPPED
 from airflow_ft_provider.failover.recovery import RUN_SCOPE, RecoveryState
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.store import AvailabilityReport
@@ -26,7 +27,7 @@ def region_id(region: Iterable[str]) -> str:
 
 
 def _task_rows(description: PipelineDescription, instances: Iterable[Mapping[str, Any]]) -> dict[str, dict]:
-    by_key = {(ti["task_id"], ti.get("map_index", -1)): ti for ti in instances}
+    by_key = {(ti["task_id"], ti.get("map_index", UNMAPPED)): ti for ti in instances}
     rows: dict[str, dict] = {}
     for stage in description.graph.stages.values():
         for task in stage.task_ids:

@@ -54,8 +54,7 @@ class RecoveryJournal:
 
     def save_description(self, description: PipelineDescription) -> None:
         """Store the pipeline this run executes (each try rewrites it: the latest parsed version wins)."""
-        self.store.client.put_object(Bucket=self.store.bucket, Key=self.description_key, Body=description.to_json(),
-                                     ContentType="application/json")
+        self.store.write_object(self.description_key, description.to_json())
 
     def description(self) -> PipelineDescription | None:
         """The stored pipeline of this run; None before its first stage try."""
@@ -82,25 +81,17 @@ class RecoveryJournal:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(event.get("time", time.time())))
         task = str(event.get("task", "run")).replace("[", "-").replace("]", "")
         key = f"{self.events_prefix}{stamp}-{task}-{uuid.uuid4().hex[:8]}.json"
-        self.store.client.put_object(Bucket=self.store.bucket, Key=key, Body=json.dumps(event).encode(),
-                                     ContentType="application/json")
+        self.store.write_object(key, json.dumps(event).encode())
 
     def events(self) -> list[dict[str, Any]]:
         """Every recorded event, oldest first. One that does not parse or has fields of the wrong type
         is listed as ``{"kind": "invalid", "key": …, "reason": …}`` at its object's time, so a damaged
         event neither hides the others nor breaks the history page or ``airflow-ft history``."""
-        client = self.store.client
-        items = [
-            item
-            for page in client.get_paginator("list_objects_v2").paginate(Bucket=self.store.bucket, Prefix=self.events_prefix)
-            for item in page.get("Contents", ())
-        ]
         events = []
-        for item in items:
-            raw = self.store.json_objects.get_bytes(item["Key"], oversized="truncate")
+        for key, info in self.store.list_objects(self.events_prefix).items():
+            raw = self.store.json_objects.get_bytes(key, oversized="truncate")
             if raw is not None:
-                stored_at = item["LastModified"].timestamp()
-                events.append(_event(raw.value, item["Key"], stored_at, self.store.bucket))
+                events.append(_event(raw.value, key, info.last_modified, self.store.bucket))
         return sorted(events, key=lambda e: e["time"])
 
 

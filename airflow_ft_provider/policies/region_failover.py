@@ -21,6 +21,7 @@ from typing import Any
 import tenacity
 
 from airflow_ft_provider.failover.clock import Clock, SystemClock
+from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName
 from airflow_ft_provider.failover.recovery import FailoverDecision, RecoveryState, handle_failure
 from airflow_ft_provider.partitions import PartitionNotFound, RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
@@ -43,14 +44,9 @@ def mask_secrets(text: str) -> str:
     """``text`` with every secret Airflow's secrets masker knows replaced by ``***``: the connections this
     process has read (the task SDK's masker, and the core one where the API server has read them). Causes
     are stored in S3 and shown on the failover page, which Airflow's log masking does not cover."""
-    from airflow.sdk._shared.secrets_masker import redact
+    from airflow_ft_provider._compat import redact_secrets
 
-    masked = redact(text)
-    try:
-        from airflow._shared.secrets_masker import redact as redact_core
-    except ImportError:  # a worker with the task SDK only
-        return masked
-    return redact_core(masked)
+    return redact_secrets(text)
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -156,7 +152,7 @@ class RegionFailover:
         # The listing may be stale: another failover may have restarted a task in between, so the try
         # this clear ended can be newer than the one seen above. The clear's answer names it.
         newer = {key: ti["try_number"] for ti in cleared or ()
-                 if (key := (ti["task_id"], ti.get("map_index", -1))) in started and ti.get("try_number", 0) > started[key]}
+                 if (key := (ti["task_id"], ti.get("map_index", UNMAPPED))) in started and ti.get("try_number", 0) > started[key]}
         if newer:
             started.update(newer)
             self.journal.update(remember)
@@ -184,7 +180,8 @@ class RegionFailover:
                            for ti in api.task_instances(self.run.pipeline, self.run.run_id)}
                     done = [key for key in pending if ids[key] is None or now.get(key) != ids[key]]
                     if done:
-                        log.warning("the lost clear did reach %s", ", ".join(f"{t}[{m}]" for t, m in done))
+                        log.warning("the lost clear did reach %s",
+                                    ", ".join(str(IndexedName.from_airflow(t, m)) for t, m in done))
                     pending = [key for key in pending if key not in done]
                     if not pending:
                         return []

@@ -1,0 +1,155 @@
+"""Which partitions of a run can be consumed again, and why the others cannot (feeds the failover rules)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from .errors import (
+    MISSING_CODES,
+    PartitionNotFound,
+    Unavailable,
+    error_code,
+)
+from .manifest import (
+    Manifest,
+    new_hasher,
+)
+from .naming import (
+    PartitionRef,
+    RunRef,
+)
+from .s3_objects import MiB, StoreObjects
+
+if TYPE_CHECKING:
+    from ..failover.graph import StageGraph
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class UnavailablePartition:
+    partition_id: str
+    reason: Unavailable
+    detail: str = ""
+
+    def error(self, run: RunRef | None = None) -> PartitionNotFound:
+        return PartitionNotFound(self.partition_id, self.reason, self.detail, run=str(run or ""))
+
+
+@dataclass(frozen=True)
+class AvailabilityReport:
+    """Which partitions can be consumed again; ``unavailable_ids`` feeds the failover strategy."""
+
+    run: RunRef
+    available: frozenset[str]
+    unavailable: Mapping[str, UnavailablePartition]
+    manifests: Mapping[str, Manifest] = field(default_factory=dict)  # every manifest that was read
+
+    @property
+    def unavailable_ids(self) -> set[str]:
+        return set(self.unavailable)
+
+
+class PartitionAvailability(StoreObjects):
+    """Availability protocol: one listing plus one GET per manifest, ``deep`` reads every byte."""
+
+    def check_availability(
+        self,
+        pipeline: str,
+        run_id: str,
+        partitions: Iterable[str | PartitionRef],
+        *,
+        pipelined: Iterable[str | PartitionRef] = (),
+        deep: bool = False,
+    ) -> AvailabilityReport:
+        """Which of a run's partitions can be consumed again, and why the others cannot.
+
+        One paginated listing of the run's blocking prefix plus one GET per manifest (in parallel),
+        not a HEAD per object. ``pipelined`` partitions are always unavailable. ``deep`` also reads
+        every object back and checks its checksum.
+        """
+        run = RunRef(pipeline, run_id)
+        refs = [run.parse(p) for p in partitions]
+        unavailable: dict[str, UnavailablePartition] = {}
+        for p in pipelined:
+            pid = run.parse(p).partition_id
+            unavailable[pid] = UnavailablePartition(
+                pid, Unavailable.PIPELINED, "pipelined partitions are not kept after a failure"
+            )
+        listing = self._list(self.layout.blocking_prefix(run)) if refs else {}
+        manifests: dict[str, Manifest] = {}
+
+        def check(ref: PartitionRef) -> UnavailablePartition | None:
+            loc = self._blocking(ref)
+            if loc.manifest_key not in listing:
+                return UnavailablePartition(ref.partition_id, Unavailable.MISSING_MANIFEST)
+            try:
+                manifest = self._manifest(loc)
+            except PartitionNotFound as exc:
+                return UnavailablePartition(ref.partition_id, exc.reason, exc.detail)
+            manifests[ref.partition_id] = manifest
+            for entry in manifest.files:
+                key = loc.prefix + entry.key
+                info = listing.get(key) or self._head(key)  # a HEAD only if written after the listing
+                if info is None:
+                    return UnavailablePartition(
+                        ref.partition_id, Unavailable.MISSING_OBJECT, f"{entry.key} is gone"
+                    )
+                if info.size != entry.size:
+                    return UnavailablePartition(
+                        ref.partition_id,
+                        Unavailable.SIZE_MISMATCH,
+                        f"{entry.key} is {info.size} bytes, manifest says {entry.size}",
+                    )
+            if deep:
+                for entry in manifest.files:
+                    actual = self._remote_checksum(loc.prefix + entry.key, entry.checksum)
+                    if actual is None:
+                        return UnavailablePartition(
+                            ref.partition_id, Unavailable.MISSING_OBJECT, f"{entry.key} is gone"
+                        )
+                    if actual != entry.checksum:
+                        return UnavailablePartition(
+                            ref.partition_id,
+                            Unavailable.CHECKSUM_MISMATCH,
+                            f"{entry.key} has {actual}, manifest says {entry.checksum}",
+                        )
+            return None
+
+        with ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="ft-check") as pool:
+            for ref, problem in zip(refs, pool.map(check, refs)):
+                if problem is not None:
+                    unavailable[ref.partition_id] = problem
+        available = frozenset(ref.partition_id for ref in refs) - set(unavailable)
+        return AvailabilityReport(run, available, unavailable, manifests)
+
+    def check_graph(
+        self, graph: StageGraph, pipeline: str, run_id: str, *, deep: bool = False
+    ) -> AvailabilityReport:
+        """Availability of every partition of a pipeline graph (its pipelined results are unavailable)."""
+        blocking, pipelined = [], []
+        for result in graph.results.values():
+            (blocking if result.result_type.is_reconsumable else pipelined).extend(
+                graph.partition_ids(result.name)
+            )
+        return self.check_availability(pipeline, run_id, blocking, pipelined=pipelined, deep=deep)
+
+    def _remote_checksum(self, key: str, expected: str) -> str | None:
+        from botocore.exceptions import ClientError
+
+        hasher = new_hasher(expected)
+        with self._s3_errors("GetObject", key):
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            except ClientError as exc:
+                if error_code(exc) in MISSING_CODES:
+                    return None
+                raise
+            with body:
+                for chunk in body.iter_chunks(MiB):
+                    hasher.update(chunk)
+        return f"{expected.partition(':')[0]}:{hasher.hexdigest()}"

@@ -1,0 +1,262 @@
+"""The partition life cycle: release of runs (explicit, after retention), scratch release, orphan clean-up."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from ..safe_json import load_json
+from .errors import (
+    ReleaseRefused,
+)
+from .leases import MAX_MARKER_BYTES, ConsumerLeases, _finite
+from .manifest import (
+    InvalidManifest,
+    Manifest,
+)
+from .naming import (
+    ATTEMPTS_DIR,
+    MANIFEST_NAME,
+    PartitionRef,
+    RunRef,
+    check_name,
+)
+
+if TYPE_CHECKING:
+    pass
+
+log = logging.getLogger(__name__)
+
+
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+
+
+DEFAULT_ORPHAN_GRACE = 3600.0
+
+
+# Reasons of release_expired_runs for runs it does not consider (not what a sweep reports as kept).
+NOT_SUCCEEDED = "run has not succeeded (or was not marked)"
+
+
+ALREADY_RELEASED = "already released"
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    run: RunRef
+    partitions: tuple[str, ...] | None
+    deleted_objects: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class RetentionOutcome:
+    run: RunRef
+    released: bool
+    reason: str
+
+
+@dataclass(frozen=True)
+class OrphanReport:
+    run: RunRef
+    deleted_keys: tuple[str, ...] = ()
+    aborted_uploads: tuple[str, ...] = ()
+    kept_in_flight: tuple[str, ...] = ()  # attempt prefixes younger than the grace period
+
+
+class PartitionRetention(ConsumerLeases):
+    """Retention protocol: what may be deleted, and when; never what a lease or a manifest still needs."""
+
+    def release_run(
+        self,
+        pipeline: str,
+        run_id: str,
+        *,
+        partitions: Iterable[str | PartitionRef] | None = None,
+        reason: str = "explicit request",
+    ) -> ReleaseReport:
+        """Delete a run's partitions (all, or the blocking ones named) unless a consumer still needs them.
+
+        Raises ReleaseRefused, deleting nothing, while an active lease covers any of them.
+        """
+        run = RunRef(pipeline, run_id)
+        pids = None if partitions is None else tuple(sorted({run.parse(p).partition_id for p in partitions}))
+        self._refuse_if_leased(run, pids)
+        marker = self.layout.marker_key(run, "releasing")
+        self._put_json(
+            marker,
+            {"partitions": None if pids is None else list(pids), "at": self._clock.now(), "reason": reason},
+        )
+        try:
+            self._refuse_if_leased(run, pids)
+        except ReleaseRefused:
+            self._delete_keys([marker])
+            raise
+        run_prefix = self.layout.run_prefix(run)
+        if pids is None:
+            keys = [k for k in self._list(run_prefix) if k != marker]
+            self._abort_uploads(run_prefix, older_than=None)
+        else:
+            keys = [k for pid in pids for k in self._list(self.layout.partition_prefix(run.parse(pid)))]
+        self._delete_keys(keys)
+        if pids is None:
+            self._put_json(
+                self.layout.marker_key(run, "released"), {"at": self._clock.now(), "reason": reason}
+            )
+        self._delete_keys([marker])
+        if self.cache is not None:
+            if pids is None:
+                self.cache.evict(self.bucket, run_prefix)
+            else:
+                for pid in pids:
+                    self.cache.evict(self.bucket, self.layout.partition_prefix(run.parse(pid)))
+        log.info(
+            "released %s of run %s (%d objects): %s",
+            "all partitions" if pids is None else list(pids),
+            run,
+            len(keys),
+            reason,
+        )
+        return ReleaseReport(run, pids, len(keys), reason)
+
+    def pipelines(self) -> list[str]:
+        """The pipelines (DAG ids) that have data in this store; folders that are not valid names are not ours."""
+        names = []
+        for prefix in self._list_prefixes(self.layout.prefix):
+            name = prefix[len(self.layout.prefix) :].rstrip("/")
+            try:
+                names.append(check_name("pipeline (DAG id)", name))
+            except ValueError:
+                continue
+        return names
+
+    def runs(self, pipeline: str) -> list[RunRef]:
+        """The runs of ``pipeline`` that have data in this store."""
+        runs = []
+        for prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
+            try:
+                runs.append(self.layout.run_from_prefix(pipeline, prefix))
+            except ValueError:
+                continue  # not a run directory of ours
+        return runs
+
+    def release_scratch(self, pipeline: str, run_id: str, execution_id: str) -> int:
+        """Delete the pipelined partitions of one region execution (they are never read again)."""
+        keys = list(self._list(self.layout.scratch_execution_prefix(RunRef(pipeline, run_id), execution_id)))
+        self._delete_keys(keys)
+        return len(keys)
+
+    def mark_run_succeeded(self, pipeline: str, run_id: str, *, at: float | None = None) -> None:
+        """Start the retention clock of a finished run (``release_expired_runs`` acts on it)."""
+        run = RunRef(pipeline, run_id)
+        self._put_json(
+            self.layout.marker_key(run, "succeeded"), {"at": self._clock.now() if at is None else at}
+        )
+
+    def release_expired_runs(self, pipeline: str) -> list[RetentionOutcome]:
+        """Release each succeeded run of a pipeline whose retention has passed; skip the others, saying
+        why. One outcome per run with data in the store."""
+        outcomes = []
+        now = self._clock.now()
+        for run in self.runs(pipeline):
+            markers = {k.rsplit("/", 1)[-1]: k for k in self._list(self.layout.run_prefix(run) + "_run/")}
+            if "released.json" in markers:
+                outcomes.append(RetentionOutcome(run, False, ALREADY_RELEASED))
+                continue
+            if "succeeded.json" not in markers:
+                outcomes.append(RetentionOutcome(run, False, NOT_SUCCEEDED))
+                continue
+            try:
+                succeeded_at = self._marker_time(markers["succeeded.json"])
+            except ValueError as exc:
+                # One damaged marker must neither release its run early nor stop the sweep.
+                outcomes.append(RetentionOutcome(run, False, str(exc)))
+                continue
+            left = (now if succeeded_at is None else succeeded_at) + self.retention - now
+            if left > 0:
+                outcomes.append(RetentionOutcome(run, False, f"retention not over ({left:.0f} s left)"))
+                continue
+            try:
+                self.release_run(pipeline, run.run_id, reason=f"retention of {self.retention:.0f} s passed")
+            except ReleaseRefused as exc:
+                outcomes.append(RetentionOutcome(run, False, str(exc)))
+            else:
+                outcomes.append(RetentionOutcome(run, True, "retention passed"))
+        return outcomes
+
+    def _marker_time(self, key: str) -> float | None:
+        """The ``at`` of a life-cycle marker (None if it is gone); ValueError naming the key if invalid."""
+        raw = self.json_objects.get_bytes(key, oversized="truncate")
+        if raw is None:
+            return None
+        try:
+            doc = load_json(raw.value, max_bytes=MAX_MARKER_BYTES)
+            if not isinstance(doc, dict):
+                raise ValueError(f"expected an object, got {type(doc).__name__}")
+            return _finite(doc.get("at"), "at")
+        except ValueError as exc:
+            raise ValueError(
+                f"run marker s3://{self.bucket}/{key} is invalid ({exc}); not releasing the run: write "
+                '{"at": <seconds since the epoch>} there, or delete it and mark the run succeeded again'
+            ) from None
+
+    def cleanup_orphans(self, pipeline: str, run_id: str, *, grace: float | None = None) -> OrphanReport:
+        """Delete attempt data that no manifest references (crashed, fenced or superseded commits).
+
+        Only attempts whose newest object is older than ``grace`` (default ``orphan_grace``) go, so an
+        in-flight commit and readers of a just-replaced manifest are left alone. Also aborts stale
+        multipart uploads of killed commits.
+        """
+        run = RunRef(pipeline, run_id)
+        grace = self.orphan_grace if grace is None else grace
+        cutoff = self._clock.now() - grace
+        run_prefix = self.layout.run_prefix(run)
+        # partition prefix -> {attempt id -> (keys, newest mtime)}; and partition prefixes with a manifest
+        attempts: dict[str, dict[str, tuple[list[str], float]]] = {}
+        manifests: set[str] = set()
+        for key, info in self._list(run_prefix).items():
+            rest = key[len(run_prefix) :]
+            parts = rest.split("/")
+            if parts[0] == "blocking" and len(parts) >= 4:
+                base = 4
+            elif parts[0] == "scratch" and len(parts) >= 5:
+                base = 5
+            else:
+                continue
+            partition_prefix = run_prefix + "/".join(parts[: base - 1]) + "/"
+            tail = parts[base - 1 :]
+            if tail == [MANIFEST_NAME]:
+                manifests.add(partition_prefix)
+            elif len(tail) >= 3 and tail[0] == ATTEMPTS_DIR:
+                keys, newest = attempts.setdefault(partition_prefix, {}).get(tail[1], ([], 0.0))
+                keys.append(key)
+                attempts[partition_prefix][tail[1]] = (keys, max(newest, info.last_modified))
+        doomed: list[str] = []
+        kept: list[str] = []
+        for partition_prefix, by_attempt in attempts.items():
+            current = self._current_attempt(partition_prefix) if partition_prefix in manifests else None
+            for attempt_id, (keys, newest) in by_attempt.items():
+                if attempt_id == current:
+                    continue
+                if newest <= cutoff:
+                    doomed.extend(keys)
+                else:
+                    kept.append(f"{partition_prefix}{ATTEMPTS_DIR}/{attempt_id}/")
+        self._delete_keys(doomed)
+        # An upload into an attempt that is still in flight belongs to that commit (S3's Initiated
+        # time alone would do, but S3-compatible stores do not all report it faithfully).
+        aborted = self._abort_uploads(run_prefix, older_than=cutoff, keep_prefixes=tuple(kept))
+        if doomed:
+            log.info("deleted %d orphaned objects of run %s", len(doomed), run)
+        return OrphanReport(run, tuple(sorted(doomed)), tuple(aborted), tuple(sorted(kept)))
+
+    def _current_attempt(self, partition_prefix: str) -> str | None:
+        raw = self._manifest_bytes(partition_prefix + MANIFEST_NAME)
+        if raw is None:
+            return None
+        try:
+            return Manifest.from_json(raw.value).attempt_id
+        except InvalidManifest:
+            return None

@@ -1,0 +1,333 @@
+"""What every protocol of the partition store stands on: the S3 client, error translation, listing,
+deleting, reading manifests, and a small public API for JSON objects kept beside partitions.
+
+The store (``store.S3PartitionStore``) is this plus one mixin per protocol (commit, fetch,
+availability, consumer leases, retention); each mixin reaches S3 only through these methods, which
+turn botocore errors into ``PartitionStoreError``s that name bucket, key and operation.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from ..failover.clock import Clock
+from .cache import LocalPartitionCache
+from .conditional import ConditionalJsonStore, Versioned, require_conditional_writes
+from .errors import (
+    MISSING_CODES,
+    PartitionNotFound,
+    PartitionStoreError,
+    Unavailable,
+    error_code,
+    s3_errors,
+)
+from .manifest import (
+    MAX_MANIFEST_BYTES,
+    InvalidManifest,
+    Manifest,
+)
+from .naming import (
+    MANIFEST_NAME,
+    PartitionRef,
+    StoreLayout,
+)
+
+if TYPE_CHECKING:
+    from boto3.s3.transfer import TransferConfig
+
+
+log = logging.getLogger(__name__)
+
+
+MiB = 1 << 20
+
+
+StepHook = Callable[[str, Mapping[str, Any]], None]
+
+
+@dataclass(frozen=True)
+class _Location:
+    """Where one partition's manifest and attempts live (blocking, or scratch of one execution)."""
+
+    ref: PartitionRef
+    kind: str
+    prefix: str
+
+    @property
+    def manifest_key(self) -> str:
+        return self.prefix + MANIFEST_NAME
+
+
+@dataclass(frozen=True)
+class ObjectInfo:
+    size: int
+    last_modified: float
+
+
+@dataclass
+class _Transfers:
+    """Runs boto3 transfers in parallel and hands each finished one back to the calling thread."""
+
+    manager: Any
+    done: queue.Queue[Any] = field(default_factory=queue.Queue)
+
+    def subscriber(self, tag: Any, size: int | None = None) -> Any:
+        from s3transfer.subscribers import BaseSubscriber
+
+        outer = self
+
+        class _Subscriber(BaseSubscriber):  # type: ignore[misc]
+            def on_queued(self, future: Any, **kwargs: Any) -> None:
+                if size is not None:
+                    future.meta.provide_transfer_size(size)  # known from the manifest: skip a HEAD
+
+            def on_done(self, future: Any, **kwargs: Any) -> None:
+                outer.done.put((tag, future))
+
+        return _Subscriber()
+
+
+class StoreObjects:
+    """The S3 access the store's protocols share (configured by ``S3PartitionStore.__init__``)."""
+
+    layout: StoreLayout
+    credentials: str
+    allow_unconditional_writes: bool
+    cache: LocalPartitionCache | None
+    checksum: str
+    transfer_config: TransferConfig
+    max_workers: int
+    _client_or_factory: Any
+    _client: Any
+    _client_lock: threading.Lock
+    _clock: Clock
+    _on_step: StepHook | None
+
+    @property
+    def bucket(self) -> str:
+        return self.layout.bucket
+
+    @property
+    def client(self) -> Any:
+        with self._client_lock:
+            if self._client is None:
+                c = self._client_or_factory
+                self._client = c if hasattr(c, "put_object") else c()
+            return self._client
+
+    @property
+    def json_objects(self) -> ConditionalJsonStore:
+        """The compare-and-swap primitive on this store's bucket, for state kept beside partitions."""
+        return self._objects()
+
+    def _objects(self, **kwargs: Any) -> ConditionalJsonStore:
+        return ConditionalJsonStore(
+            self.client,
+            self.bucket,
+            credentials=self.credentials,
+            probe_prefix=self.layout.prefix,
+            allow_unconditional_writes=self.allow_unconditional_writes,
+            **kwargs,
+        )
+
+    def require_conditional_writes(self) -> None:
+        """Fail (ConditionalWritesUnsupported) unless the endpoint enforces conditional PUTs; probed once
+        per endpoint and bucket per process, with an object under the store's prefix that is removed."""
+        require_conditional_writes(
+            self.client,
+            self.bucket,
+            self.layout.prefix,
+            allow_unconditional=self.allow_unconditional_writes,
+            credentials=self.credentials,
+        )
+
+    def _s3_errors(self, operation: str, key: str | None) -> Any:
+        return s3_errors(operation, self.bucket, key, credentials=self.credentials)
+
+    def _step(self, step: str, **info: Any) -> None:
+        if self._on_step is not None:
+            self._on_step(step, info)
+
+    def _blocking(self, ref: PartitionRef) -> _Location:
+        return _Location(ref, "blocking", self.layout.partition_prefix(ref))
+
+    def _scratch(self, ref: PartitionRef, execution_id: str) -> _Location:
+        return _Location(ref, "pipelined", self.layout.scratch_prefix(ref, execution_id))
+
+    def _location(self, ref: PartitionRef, execution_id: str | None) -> _Location:
+        return self._blocking(ref) if execution_id is None else self._scratch(ref, execution_id)
+
+    def check_connection(self) -> None:
+        """One small listing of the prefix; a PartitionStoreError names the problem (bucket, keys, endpoint).
+
+        Not HeadBucket: a HEAD response has no body, so S3 could only say 403 or 404, not why.
+        """
+        with self._s3_errors("ListObjectsV2", self.layout.prefix or None):
+            self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.layout.prefix, MaxKeys=1)
+
+    def manifest(self, ref: PartitionRef) -> Manifest:
+        """The committed manifest of a blocking partition; PartitionNotFound when missing or invalid."""
+        return self._manifest(self._blocking(ref))
+
+    def _manifest_bytes(self, key: str) -> Versioned[bytes] | None:
+        """The object at a manifest key. An oversized one comes back cut short, so that it parses as
+        an invalid manifest (which the next commit replaces) rather than failing the caller."""
+        return self._objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(key, oversized="truncate")
+
+    def _manifest(self, loc: _Location) -> Manifest:
+        raw = self._manifest_bytes(loc.manifest_key)
+        if raw is None:
+            raise PartitionNotFound(
+                loc.ref.partition_id,
+                Unavailable.MISSING_MANIFEST,
+                f"no s3://{self.bucket}/{loc.manifest_key}",
+                run=str(loc.ref.run),
+            )
+        try:
+            return Manifest.from_json(raw.value, expected=loc.ref, kind=loc.kind)
+        except InvalidManifest as exc:
+            raise PartitionNotFound(
+                loc.ref.partition_id, Unavailable.INVALID_MANIFEST, str(exc), run=str(loc.ref.run)
+            ) from None
+
+    # -- objects beside partitions (journal, markers, fault injection): keys inside the store only --
+    def _inside_store(self, key: str) -> str:
+        if not isinstance(key, str) or not key.startswith(self.layout.prefix) or "/../" in f"/{key}/":
+            raise ValueError(f"{key!r} is outside the store's prefix {self.layout.prefix!r}")
+        return key
+
+    def write_object(self, key: str, data: bytes, *, content_type: str = "application/json") -> None:
+        """Put one object (unconditionally: for objects each writer names uniquely, or rewrites whole)."""
+        self._inside_store(key)
+        with self._s3_errors("PutObject", key):
+            self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
+
+    def read_object(self, key: str) -> bytes | None:
+        """The whole object at ``key``; None when there is none."""
+        from botocore.exceptions import ClientError
+
+        self._inside_store(key)
+        with self._s3_errors("GetObject", key):
+            try:
+                body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            except ClientError as exc:
+                if error_code(exc) in MISSING_CODES:
+                    return None
+                raise
+            with body:
+                return body.read()
+
+    def list_objects(self, prefix: str) -> dict[str, ObjectInfo]:
+        """Every key under ``prefix`` (inside this store) with its size and last-modified time."""
+        return self._list(self._inside_store(prefix))
+
+    def modified_times(self, prefix: str) -> dict[str, float]:
+        """Every key under ``prefix`` (inside this store) with its last-modified time (epoch seconds)."""
+        return {key: info.last_modified for key, info in self.list_objects(prefix).items()}
+
+    def delete_keys(self, keys: Iterable[str]) -> int:
+        """Delete keys inside this store (releases of data nobody reads again); how many."""
+        keys = [self._inside_store(k) for k in keys]
+        self._delete_keys(keys)
+        return len(keys)
+
+    def _head(self, key: str) -> ObjectInfo | None:
+        from botocore.exceptions import ClientError
+
+        with self._s3_errors("HeadObject", key):
+            try:
+                response = self.client.head_object(Bucket=self.bucket, Key=key)
+            except ClientError as exc:
+                if error_code(exc) in MISSING_CODES:
+                    return None
+                raise
+        return ObjectInfo(response["ContentLength"], response["LastModified"].timestamp())
+
+    def _list(self, prefix: str) -> dict[str, ObjectInfo]:
+        objects: dict[str, ObjectInfo] = {}
+        with self._s3_errors("ListObjectsV2", prefix):
+            for page in self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            ):
+                for obj in page.get("Contents", ()):
+                    objects[obj["Key"]] = ObjectInfo(obj["Size"], obj["LastModified"].timestamp())
+        return objects
+
+    def _list_prefixes(self, prefix: str) -> list[str]:
+        prefixes: list[str] = []
+        with self._s3_errors("ListObjectsV2", prefix):
+            pages = self.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.bucket, Prefix=prefix, Delimiter="/"
+            )
+            for page in pages:
+                prefixes.extend(p["Prefix"] for p in page.get("CommonPrefixes", ()))
+        return prefixes
+
+    def _put_json(self, key: str, value: Any) -> None:
+
+        with self._s3_errors("PutObject", key):
+            self.client.put_object(
+                Bucket=self.bucket,
+                Key=key,
+                Body=json.dumps(value).encode("utf-8"),
+                ContentType="application/json",
+            )
+
+    def _delete_keys(self, keys: list[str]) -> None:
+        for start in range(0, len(keys), 1000):
+            batch = keys[start : start + 1000]
+            with self._s3_errors("DeleteObjects", batch[0]):
+                response = self.client.delete_objects(
+                    Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True}
+                )
+            errors = response.get("Errors") or []
+            if errors:
+                first = errors[0]
+                raise PartitionStoreError(
+                    f"S3 DeleteObjects failed for {len(errors)} of {len(batch)} keys, first s3://{self.bucket}/"
+                    f"{first.get('Key')} with {first.get('Code')}: {first.get('Message', '')}",
+                    bucket=self.bucket,
+                    key=first.get("Key"),
+                    code=first.get("Code"),
+                    operation="DeleteObjects",
+                )
+
+    def _delete_quietly(self, prefix: str) -> None:
+        """Best effort after a failed commit; orphan clean-up removes whatever is left."""
+        try:
+            self._delete_keys(list(self._list(prefix)))
+        except Exception as exc:  # noqa: BLE001 - the original error matters more
+            log.warning(
+                "could not remove data of failed commit under s3://%s/%s: %s", self.bucket, prefix, exc
+            )
+
+    def _abort_uploads(
+        self, prefix: str, *, older_than: float | None, keep_prefixes: tuple[str, ...] = ()
+    ) -> list[str]:
+        aborted = []
+        with self._s3_errors("ListMultipartUploads", prefix):
+            pages = self.client.get_paginator("list_multipart_uploads").paginate(
+                Bucket=self.bucket, Prefix=prefix
+            )
+            uploads = [u for page in pages for u in page.get("Uploads", ())]
+        for upload in uploads:
+            if older_than is not None and upload["Initiated"].timestamp() > older_than:
+                continue
+            if upload["Key"].startswith(keep_prefixes) and keep_prefixes:
+                continue
+            with self._s3_errors("AbortMultipartUpload", upload["Key"]):
+                try:
+                    self.client.abort_multipart_upload(
+                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
+                    )
+                except Exception as exc:
+                    if error_code(exc) != "NoSuchUpload":
+                        raise
+            aborted.append(upload["Key"])
+        return aborted
