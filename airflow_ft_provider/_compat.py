@@ -101,9 +101,9 @@ def redact_secrets(text: str) -> str:
     processor's). Both live in private ``_shared`` packages."""
     from airflow.sdk._shared.secrets_masker import redact
 
-    masked = redact(text)
+    masked = str(redact(text))
     try:
         from airflow._shared.secrets_masker import redact as redact_core
     except ImportError:  # a worker with the task SDK only
         return masked
-    return redact_core(masked)
+    return str(redact_core(masked))

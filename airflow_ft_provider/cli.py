@@ -1,13 +1,14 @@
 """Command line for manual recovery control.
 
-    airflow-ft restart-region --dag-id orders_etl --run-id manual__2026-... --task score
-    airflow-ft history --dag-id orders_etl --run-id manual__2026-...
+    airflow-ft restart-region --dag-id orders_etl --run-id manual__2026-... --task score [--store ...]
+    airflow-ft history --dag-id orders_etl --run-id manual__2026-... [--store s3://lake/pipelines/]
     airflow-ft gc [--store s3://lake/pipelines/] [--aws-conn-id aws_default] [--pipeline orders_etl]
 
 ``restart-region`` restarts the task's failover region and every consumer region, re-using the
 available upstream partitions (only missing ones are rebuilt). It clears through the Airflow REST API
-(connection ``airflow_api``) and reads the DAG folder to know the pipeline. It does not count
-against the restart strategy. ``gc`` releases succeeded runs whose ``partition_store_retention`` has
+(connection ``airflow_api``) and follows the pipeline the run stored in its partition store
+(``--store``, default ``[ft_provider] partition_store_url``), as the UI does: no DAG file is parsed.
+It does not count against the restart strategy. ``gc`` releases succeeded runs whose ``partition_store_retention`` has
 passed and removes orphaned attempt data older than ``partition_store_orphan_grace``
 (``airflow_ft_provider/partitions/garbage.py``); run it on a schedule (README, *Partition store*).
 """
@@ -33,22 +34,6 @@ def _task_argument(value: str) -> str:
     return value
 
 
-def _pipeline(dag_id: str, dags_folder: str | None):
-    from pathlib import Path
-
-    from airflow.dag_processing.dagbag import BundleDagBag
-    from airflow.sdk import conf
-
-    from airflow_ft_provider.pipeline import pipeline_for
-
-    folder = dags_folder or conf.get("core", "dags_folder")
-    # As Airflow's own CLI: the folder goes on sys.path, so DAG files can import their neighbours.
-    bag = BundleDagBag(dag_folder=folder, bundle_path=Path(folder))
-    if dag_id not in bag.dags:
-        raise SystemExit(f"DAG {dag_id!r} not found in {folder}; import errors: {bag.import_errors or 'none'}")
-    return pipeline_for(dag_id)
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="airflow-ft", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -57,7 +42,9 @@ def main(argv: list[str] | None = None) -> int:
         command = commands.add_parser(name, help=text)
         command.add_argument("--dag-id", required=True)
         command.add_argument("--run-id", required=True)
-        command.add_argument("--dags-folder", help="default: [core] dags_folder")
+        command.add_argument("--store", help="the pipeline's partition store, s3://bucket/prefix/ "
+                             "(default: [ft_provider] partition_store_url)")
+        command.add_argument("--aws-conn-id", default="aws_default", help="the store's aws connection")
         if name == "restart-region":
             command.add_argument("--task", required=True, type=_task_argument,
                                  help="a task id, with [i] for map index i")
@@ -76,21 +63,30 @@ def main(argv: list[str] | None = None) -> int:
         AirflowApiOutcomeUnknown,
         AirflowApiUnreachable,
     )
+    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+    from airflow_ft_provider.partitions.errors import PartitionStoreError
+    from airflow_ft_provider.recovery.coordinator import RegionFailover
+    from airflow_ft_provider.recovery.locator import stored_run_pipeline
 
     try:
-        description = _pipeline(args.dag_id, args.dags_folder).description
+        # The run's own pipeline, as its first stage try stored it: no DAG file is parsed here.
+        store = PartitionStoreHook(args.aws_conn_id, url=args.store).get_store()
+        journal, description = stored_run_pipeline(store, args.dag_id, args.run_id)
+        if description is None:
+            raise ValueError(f"run {args.run_id!r} of DAG {args.dag_id!r} has no stored pipeline in {store.layout.url}: "
+                             "no stage try of it has started, or the pipeline has its own store (pass --store)")
         if args.command == "restart-region":
-            if args.task not in (tasks := description.graph.task_ids()):  # said before anything is read
+            if args.task not in (tasks := description.graph.task_ids()):
                 raise ValueError(f"{args.task!r} is not a task of pipeline {args.dag_id!r}; tasks: "
                                  f"{', '.join(tasks[:50])}")
-            failover = description.region_failover(args.run_id)
+            failover = RegionFailover(description, args.run_id, store=store)
             cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
             print(f"restarted: {', '.join(cleared) if cleared else 'nothing had started yet'}")
         else:
-            for event in description.region_failover(args.run_id).journal.events():
+            for event in journal.events():
                 print(json.dumps(event, sort_keys=True))
     except (ValueError, AirflowNotFoundException, AirflowApiError, AirflowApiOutcomeUnknown,
-            AirflowApiUnreachable) as err:
+            AirflowApiUnreachable, PartitionStoreError) as err:
         parser.exit(1, f"airflow-ft {args.command}: error: {err}\n")
     return 0
 

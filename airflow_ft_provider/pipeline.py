@@ -35,7 +35,6 @@ from airflow_ft_provider._compat import (
     request_dag_callbacks,
     set_arguments,
 )
-from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
 from airflow_ft_provider.failover import (
     FAILOVER_STRATEGY_KEY,
     RESTART_STRATEGY_KEYS,
@@ -45,12 +44,14 @@ from airflow_ft_provider.failover import (
 )
 from airflow_ft_provider.failover.restart_config import DEPRECATED_TYPE_KEY, resolve_deprecated_keys
 from airflow_ft_provider.failover.union_find import UnionFind
-from airflow_ft_provider.partitions.naming import check_name
-from airflow_ft_provider.pipeline_description import (
+from airflow_ft_provider.model.description import (
     PipelineDescription,
     PipelineWiringError,
     StageDeclaration,
 )
+from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.model.registry import register
+from airflow_ft_provider.partitions.naming import check_name
 
 _PIPELINES: dict[str, FailoverPipeline] = {}
 __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_for", "stage_declaration"]
@@ -61,7 +62,7 @@ def cluster_restart_config() -> dict[str, object]:
     so that a bad cluster value names where it came from)."""
     from airflow.sdk import conf
 
-    config = {}
+    config: dict[str, object] = {}
     for key in (*RESTART_STRATEGY_KEYS, DEPRECATED_TYPE_KEY, FAILOVER_STRATEGY_KEY):
         value = conf.get("ft_provider", key, fallback=None)
         if value not in (None, ""):
@@ -119,11 +120,11 @@ def _origin(task: Any, name: str, value: object) -> str:
     """Where a retry setting most likely came from, for the error message."""
     group = getattr(task, "task_group", None)
     group_args = getattr(group, "default_args", None) or {}
-    if name in group_args and group_args[name] == value:
+    if group is not None and name in group_args and group_args[name] == value:
         return f"from default_args of TaskGroup {group.group_id!r}"
     dag = getattr(task, "dag", None)
     dag_args = (dag.default_args or {}) if dag is not None else {}
-    if name in dag_args and dag_args[name] == value:
+    if dag is not None and name in dag_args and dag_args[name] == value:
         return f"from default_args of DAG {dag.dag_id!r}"
     return "as an argument of the stage" + (" or its .partial()" if is_mapped(task) else "")
 
@@ -267,6 +268,7 @@ class FailoverPipeline:
             self._install_retry_policy(tasks_by_id)
             self._add_run_end_callbacks()
         _PIPELINES[self.dag.dag_id] = self
+        register(self.description)  # how this process's tries and retry policies find it
 
     def _spark_connection(self, task: Any) -> str:
         own = given_arguments(task).get("spark_conn_id") if is_mapped(task) else task.spark_conn_id
@@ -323,7 +325,7 @@ class FailoverPipeline:
         more tries than ``retries``, so stages get a budget no strategy will reach. Airflow's own
         ``retry_delay`` only applies to tries the policy never saw (killed processes); those wait for
         their region's restart time in ``before_work`` anyway."""
-        from airflow_ft_provider.policies.retry_policy import FailoverRetryPolicy
+        from airflow_ft_provider.recovery.retry_policy import FailoverRetryPolicy
 
         settings = {"retry_policy": FailoverRetryPolicy(), "retries": RETRY_BUDGET, "retry_delay": timedelta(seconds=1)}
         for stage in self.stages:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any
+from typing import Any, TypeGuard
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 32  # our documents nest 5 levels at most
@@ -31,7 +31,7 @@ class InvalidJson(ValueError):
     """A document that is not JSON, or JSON outside the limits; the message says which."""
 
 
-def is_finite_number(value: object) -> bool:
+def is_finite_number(value: object) -> TypeGuard[int | float]:
     """Whether a parsed JSON value is a finite number: not a bool (``true`` is no time) and not a
     string such as ``"nan"`` (``float()`` would accept it and make a time that never compares)."""
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)

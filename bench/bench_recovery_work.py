@@ -36,10 +36,10 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from airflow_ft_provider.exchanges import Input, Output  # noqa: E402
+from airflow_ft_provider.model.exchanges import Input, Output  # noqa: E402
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
-from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration  # noqa: E402
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
 
 APPS = REPO / "bench" / "recovery"

@@ -41,7 +41,7 @@ if str(REPO) not in sys.path:
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal  # noqa: E402
+from airflow_ft_provider.recovery.journal import RecoveryJournal  # noqa: E402
 
 DAG_ID = "ft_example_orders_etl"
 FAULTS = [

@@ -38,10 +38,10 @@ class StagedFiles:
 
     def commit(self, ref: PartitionRef, location: str, attempt: str | None, *, pipelined: bool, producer: Producer,
                compression: str, rows: int) -> Manifest:
-        options = {"producer": producer, "compression": compression, "row_count": rows}
         if pipelined:
-            return self.pipelined.commit(ref, local_dir(location), **options)
-        return self.store.commit(ref, local_dir(location), **options)
+            return self.pipelined.commit(ref, local_dir(location), producer=producer, compression=compression,
+                                         row_count=rows)
+        return self.store.commit(ref, local_dir(location), producer=producer, compression=compression, row_count=rows)
 
 
 class DirectS3a:
@@ -66,7 +66,9 @@ class DirectS3a:
 
     def commit(self, ref: PartitionRef, location: str, attempt: str | None, *, pipelined: bool, producer: Producer,
                compression: str, rows: int) -> Manifest:
-        options = {"producer": producer, "compression": compression, "row_count": rows}
+        if attempt is None:
+            raise ValueError(f"no attempt id for the direct-s3a output of {ref}")
         if pipelined:
-            return self.pipelined.commit_uploaded(ref, attempt, **options)
-        return self.store.commit_uploaded(ref, attempt, **options)
+            return self.pipelined.commit_uploaded(ref, attempt, producer=producer, compression=compression,
+                                                  row_count=rows)
+        return self.store.commit_uploaded(ref, attempt, producer=producer, compression=compression, row_count=rows)

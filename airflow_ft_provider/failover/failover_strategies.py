@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import cached_property
 from itertools import chain
 from typing import Protocol
@@ -17,6 +17,12 @@ FAILOVER_STRATEGY_KEY = "jobmanager.execution.failover-strategy"
 class FailoverStrategy(Protocol):
     name: str
 
+    def region_of(self, task_id: str) -> frozenset[str]:
+        """The tasks that restart with ``task_id`` as one unit (``full``: every task of the run)."""
+
+    def regions_to_restart(self, failed_task: str, unavailable: Iterable[str] = ()) -> list[frozenset[str]]:
+        """The regions to run again after ``failed_task`` failed, the failed task's first."""
+
     def tasks_to_restart(self, failed_task: str, unavailable: Iterable[str] = ()) -> set[str]:
         """Task ids to run again after ``failed_task`` failed; ``unavailable`` names lost partitions."""
 
@@ -29,11 +35,22 @@ class RestartAllFailoverStrategy:
     def __init__(self, graph: StageGraph) -> None:
         self._topology = Topology(graph)
 
-    def tasks_to_restart(self, failed_task: str, unavailable: Iterable[str] = ()) -> set[str]:
+    @cached_property
+    def _all(self) -> frozenset[str]:
+        return frozenset(self._topology.task_names)
+
+    def region_of(self, task_id: str) -> frozenset[str]:
+        self._topology.task(task_id)
+        return self._all
+
+    def regions_to_restart(self, failed_task: str, unavailable: Iterable[str] = ()) -> list[frozenset[str]]:
         self._topology.task(failed_task)
         for partition in unavailable:
             self._topology.partition(partition)
-        return set(self._topology.task_names)
+        return [self._all]
+
+    def tasks_to_restart(self, failed_task: str, unavailable: Iterable[str] = ()) -> set[str]:
+        return set(self.regions_to_restart(failed_task, unavailable)[0])
 
     def __repr__(self) -> str:
         return "RestartAllFailoverStrategy()"
@@ -151,6 +168,7 @@ class RestartPipelinedRegionFailoverStrategy:
         seen = {start}  # regions and hubs reached
         queue = [start]  # nodes whose successors are still to visit, first in first out
         for node in queue:  # grows while iterating
+            reached: Sequence[int]
             if node < regions:
                 reached = (node,)
                 nexts = successors[node]
@@ -192,7 +210,10 @@ class RestartPipelinedRegionFailoverStrategy:
         return f"RestartPipelinedRegionFailoverStrategy(regions={self._region_count})"
 
 
-_FAILOVER_STRATEGIES = {"region": RestartPipelinedRegionFailoverStrategy, "full": RestartAllFailoverStrategy}
+_FAILOVER_STRATEGIES: dict[str, Callable[[StageGraph], FailoverStrategy]] = {
+    "region": RestartPipelinedRegionFailoverStrategy,
+    "full": RestartAllFailoverStrategy,
+}
 
 
 def failover_strategy_name(config: Mapping[str, object]) -> str:

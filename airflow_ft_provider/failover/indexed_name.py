@@ -62,7 +62,7 @@ class IndexedName:
         return f"{self.name}[{self.index}]" if self.mapped else self.name
 
 
-def indexed(name: str, index: int, parallelism: int) -> str:
+def indexed(name: str, index: int | None, parallelism: int) -> str:
     """``str(IndexedName.of(name, index, parallelism))`` without the checks (hot paths of the core)."""
     return name if parallelism == 1 else f"{name}[{index}]"
 

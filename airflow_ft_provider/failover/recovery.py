@@ -11,6 +11,7 @@ also finds it when reconciling a hard crash) is counted once.
 
 from __future__ import annotations
 
+import enum
 import json
 import random
 import reprlib
@@ -87,6 +88,10 @@ class RecoveryState:
     def restart_not_before(self, task_id: str) -> float | None:
         return self.not_before.get(task_id)
 
+    def restart_pending(self, now: float) -> bool:
+        """Whether a decided restart has not reached its restart time yet."""
+        return any(at > now for at in self.not_before.values())
+
     def ended_through(self, task_id: str) -> int:
         """The highest try of ``task_id`` whose end is recorded: a handled failure or a clear by failover."""
         return max(self.handled.get(task_id, 0), self.superseded.get(task_id, 0))
@@ -113,11 +118,20 @@ def _try_number(value: object, where: str) -> int:
     return value
 
 
+class Outcome(enum.Enum):
+    """What a failure leads to (Flink's FailureHandlingResult: restartable or unrecoverable), plus the
+    case Flink does not have: a try that failover itself stopped (cleared while it ran)."""
+
+    RESTART = "restart"  # the regions in ``regions`` run again at ``restart_at``
+    SUPPRESSED = "suppressed"  # the restart strategy allows no more restarts: the run fails
+    SUPERSEDED = "superseded"  # stopped by a failover restart: not a failure, nothing to decide
+
+
 @dataclass(frozen=True)
 class FailoverDecision:
     failed_task: str
     try_number: int
-    restart: bool
+    outcome: Outcome
     delay: float  # seconds from the failure until the restart
     restart_at: float
     regions: tuple[frozenset[str], ...]
@@ -127,8 +141,16 @@ class FailoverDecision:
     strategy: str
     scope: str
     cause: str
-    already_handled: bool = False
-    superseded: bool = False  # the try was stopped by a failover restart; nothing to decide
+    already_handled: bool = False  # replayed from the journal: another try or component decided it
+
+    @property
+    def restart(self) -> bool:
+        """Whether the failed task runs again (a superseded try runs again too: as part of its restart)."""
+        return self.outcome is not Outcome.SUPPRESSED
+
+    @property
+    def superseded(self) -> bool:
+        return self.outcome is Outcome.SUPERSEDED
 
     @property
     def reason(self) -> str:
@@ -155,7 +177,7 @@ class FailoverDecision:
 
 def scope_of(strategy: FailoverStrategy, task_id: str, per_region: bool) -> str:
     """The key of the restart budget a failure counts against: the run, or the task's region."""
-    if not per_region or not hasattr(strategy, "region_of"):
+    if not per_region:
         return RUN_SCOPE
     return "region:" + min(strategy.region_of(task_id))
 
@@ -181,9 +203,9 @@ def handle_failure(
     if state.superseded.get(failed_task, 0) >= try_number:
         # Failover itself stopped this try (cleared while running): its end is not a new failure.
         return FailoverDecision(
-            failed_task=failed_task, try_number=try_number, restart=True, delay=0.0, restart_at=clock.now(),
-            regions=(), tasks=frozenset(), unavailable=(), new_attempt=False, strategy="", scope="",
-            cause=cause, superseded=True,
+            failed_task=failed_task, try_number=try_number, outcome=Outcome.SUPERSEDED, delay=0.0,
+            restart_at=clock.now(), regions=(), tasks=frozenset(), unavailable=(), new_attempt=False,
+            strategy="", scope="", cause=cause,
         )
     lost = tuple(sorted(set(unavailable)))
     scope = scope_of(failover, failed_task, per_region)
@@ -199,18 +221,15 @@ def handle_failure(
     regions: tuple[frozenset[str], ...] = ()
     tasks: frozenset[str] = frozenset()
     if restart:
-        if hasattr(failover, "regions_to_restart"):
-            regions = tuple(failover.regions_to_restart(failed_task, lost))
-            tasks = frozenset().union(*regions)
-        else:
-            tasks = frozenset(failover.tasks_to_restart(failed_task, lost))
-            regions = (tasks,)
+        regions = tuple(failover.regions_to_restart(failed_task, lost))
+        tasks = frozenset().union(*regions)
         for task in tasks:
             state.not_before[task] = max(state.not_before.get(task, 0.0), now + delay)
     state.strategies[scope] = strategy.export_state()
     state.handled[failed_task] = max(state.handled.get(failed_task, 0), try_number)
     decision = FailoverDecision(
-        failed_task=failed_task, try_number=try_number, restart=restart, delay=delay, restart_at=now + delay,
+        failed_task=failed_task, try_number=try_number, outcome=Outcome.RESTART if restart else Outcome.SUPPRESSED,
+        delay=delay, restart_at=now + delay,
         regions=regions, tasks=tasks, unavailable=lost, new_attempt=new_attempt, strategy=repr(strategy),
         scope=scope, cause=cause,
     )
@@ -220,7 +239,8 @@ def handle_failure(
 
 def _from_summary(summary: Mapping[str, Any]) -> FailoverDecision:
     return FailoverDecision(
-        failed_task=summary["failed_task"], try_number=summary["try_number"], restart=summary["restart"],
+        failed_task=summary["failed_task"], try_number=summary["try_number"],
+        outcome=Outcome.RESTART if summary["restart"] else Outcome.SUPPRESSED,
         delay=summary["delay"], restart_at=summary["restart_at"],
         regions=tuple(frozenset(r) for r in summary["regions"]), tasks=frozenset(summary["tasks"]),
         unavailable=tuple(summary["unavailable"]), new_attempt=summary["new_attempt"],

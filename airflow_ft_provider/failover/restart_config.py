@@ -111,7 +111,7 @@ def _convert(option: Option, raw: object) -> float:
     try:
         if isinstance(text, bool):
             raise ValueError
-        value = float(text) if option.kind == "float" else int(text)  # type: ignore[arg-type]
+        value = float(text) if option.kind == "float" else int(text)  # type: ignore[arg-type,call-overload]
         if option.kind == "int" and isinstance(text, float) and not text.is_integer():
             raise ValueError
     except (TypeError, ValueError):

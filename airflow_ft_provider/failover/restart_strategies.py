@@ -39,7 +39,9 @@ class RestartStrategy(Protocol):
         """In plain words, how many more failures a restart follows (for the UI and logs)."""
 
 
-def _check_state(strategy: RestartStrategy, state: Mapping[str, Any], fields: dict[str, type]) -> None:
+def _check_state(
+    strategy: RestartStrategy, state: Mapping[str, Any], fields: Mapping[str, type | tuple[type, ...]]
+) -> None:
     if not isinstance(state, Mapping) or state.get("type") != strategy.type_name:
         found = state.get("type") if isinstance(state, Mapping) else state
         raise ValueError(

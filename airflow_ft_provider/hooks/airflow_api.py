@@ -182,7 +182,9 @@ class AirflowApiHook(BaseHook):
                 "existing CA bundle (file or directory); give the path of the PEM file that signed the API "
                 "server's certificate"
             )
-        return ssl.create_default_context(**({"capath": path} if os.path.isdir(path) else {"cafile": path}))
+        if os.path.isdir(path):
+            return ssl.create_default_context(capath=path)
+        return ssl.create_default_context(cafile=path)
 
     @cached_property
     def _http(self) -> httpx.Client:

@@ -10,8 +10,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
-from airflow_ft_provider.exchanges import normalize_inputs, normalize_outputs
 from airflow_ft_provider.failover.indexed_name import IndexedName
+from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
 
 FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
 # Shorter restart waits are slept in the worker: a deferral costs seconds by itself, and when the
@@ -155,7 +155,9 @@ class SparkStageOperator(BaseOperator):
 
     @cached_property
     def store(self):
-        return self.description.partition_store()
+        from airflow_ft_provider.recovery.locator import partition_store
+
+        return partition_store(self.description)
 
     def spark_hook(self, **kwargs: Any):
         """The SparkSubmitHook a try submits with (a seam: tests wrap it)."""
@@ -178,26 +180,36 @@ class SparkStageOperator(BaseOperator):
 
     def _wait_for_restart_time(self, context: Any, map_index: int | None, *, resumed: bool) -> None:
         """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
-        from airflow_ft_provider.policies.recovery_journal import STORE_XCOM_KEY
+        from airflow_ft_provider.recovery.coordinator import RegionFailover
+        from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY
+        from airflow_ft_provider.recovery.locator import settle_run_pipeline
+        from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
 
-        ti = context["ti"]
-        failover = self.description.region_failover(context["run_id"])
-        if not resumed:  # once per try: a resumed deferral is the same try, its XCom and S3 copy stand
-            failover.journal.save_description(self.description)  # for the UI plugin and airflow-ft
-            ti.xcom_push(key=STORE_XCOM_KEY, value=failover.journal.store_pointer(self.description.aws_conn_id))
-        restart_at = failover.before_work(self.task_id, map_index, ti.try_number)
-        if restart_at is None:
-            return
+        ti, run_id = context["ti"], context["run_id"]
+        # The pipeline the run's recovery follows: stored by the run's first try (the UI plugin and
+        # airflow-ft read it there), and found through the XCom.
+        description = settle_run_pipeline(self.description, self.store, run_id, now=time.time())
+        failover = RegionFailover(description, run_id, store=self.store)
+        if not resumed:  # once per try: a resumed deferral is the same try, its XCom stands
+            ti.xcom_push(key=STORE_XCOM_KEY, value=failover.journal.store_pointer(description.aws_conn_id))
+        start = failover.before_work(self.task_id, map_index, ti.try_number)
+        match start:
+            case Proceed():
+                return
+            case WaitUntil(at=restart_at):
+                why = "restart strategy backoff"
+            case Superseded(reason=why):  # wait to be rescheduled once the producers re-ran
+                restart_at = time.time() + 3600
+            case _:
+                raise TypeError(f"unexpected try start {start!r}")
         from datetime import datetime, timezone
 
         from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 
-        if restart_at == float("inf"):  # cleared: wait to be rescheduled after the producers re-ran
-            restart_at = time.time() + 3600
         moment = datetime.fromtimestamp(restart_at, tz=timezone.utc)
         wait = restart_at - time.time()
-        self.log.info("region failover: waiting %.1f s, until %s (restart strategy backoff), %s", wait,
-                      moment.isoformat(), "deferred" if wait >= MIN_DEFERRAL_SECONDS else "in the worker")
+        self.log.info("region failover: waiting %.1f s, until %s (%s), %s", wait, moment.isoformat(), why,
+                      "deferred" if wait >= MIN_DEFERRAL_SECONDS else "in the worker")
         if wait < MIN_DEFERRAL_SECONDS:
             time.sleep(max(0.0, wait))
             return

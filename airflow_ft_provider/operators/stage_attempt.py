@@ -13,13 +13,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from airflow_ft_provider.exchanges import Output
 from airflow_ft_provider.execution.backend import StageBackend, backend_for
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
+from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.faults import injector_for
+from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer, RunRef, Unavailable
 from airflow_ft_provider.partitions.pipelined import (
     EngineLocation,
@@ -27,7 +28,7 @@ from airflow_ft_provider.partitions.pipelined import (
     PipelinedPartitions,
     execution_id,
 )
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.spec import VIEW_PREFIX, InputPartition, InputSpec, OutputSpec, StageSpec
 
 PARTITIONS_XCOM_KEY = "ft_partitions"
@@ -110,7 +111,7 @@ class StageAttempt:
         inputs: dict[str, InputSpec] = {}
         engine_inputs: list[tuple[PartitionRef, PipelinedHandle]] = []
         graph = self.description.graph
-        journal_state = None
+        journal_state: RecoveryState | None = None
         for result, partition_ids in self.description.consumed_partitions(self.stage.task_id, self.map_index).items():
             producer = graph.stages[graph.results[result].producer]
             pipelined = not graph.results[result].result_type.is_reconsumable
@@ -120,7 +121,7 @@ class StageAttempt:
             for number, partition_id in enumerate(partition_ids):
                 ref = self.run_ref.parse(partition_id)
                 handle = None
-                if pipelined:
+                if pipelined and journal_state is not None:
                     producer_task = subtask_id(producer.name, max(ref.map_index, 0), producer.parallelism)
                     handle = self.pipelined.resolve(ref, ended_through=journal_state.ended_through(producer_task))
                 if handle is not None and handle.engine is not None:
@@ -216,7 +217,7 @@ class StageAttempt:
     def _consumers_of(self, ref: PartitionRef) -> set[str]:
         graph = self.description.graph
         index = max(ref.map_index, 0)
-        consumers = set()
+        consumers: set[str] = set()
         for consumption in graph.consumptions:
             if consumption.result != ref.result:
                 continue

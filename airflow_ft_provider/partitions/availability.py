@@ -131,7 +131,8 @@ class PartitionAvailability(StoreObjects):
         self, graph: StageGraph, pipeline: str, run_id: str, *, deep: bool = False
     ) -> AvailabilityReport:
         """Availability of every partition of a pipeline graph (its pipelined results are unavailable)."""
-        blocking, pipelined = [], []
+        blocking: list[str] = []
+        pipelined: list[str] = []
         for result in graph.results.values():
             (blocking if result.result_type.is_reconsumable else pipelined).extend(
                 graph.partition_ids(result.name)

@@ -352,4 +352,4 @@ class PartitionCommits(StoreObjects):
             return data
 
         # An oversized object at the manifest key is invalid like any other: read its head, replace it.
-        self._objects(max_bytes=MAX_MANIFEST_BYTES).update_raw(loc.manifest_key, change, oversized="truncate")
+        self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).update_raw(loc.manifest_key, change, oversized="truncate")

@@ -332,5 +332,5 @@ def _endpoint(client: Any) -> str:
     url = str(getattr(getattr(client, "meta", None), "endpoint_url", None) or f"client-{id(client)}")
     parts = urlsplit(url)
     if parts.username or parts.password:
-        url = parts._replace(netloc=parts.hostname + (f":{parts.port}" if parts.port else "")).geturl()
+        url = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else "")).geturl()
     return url

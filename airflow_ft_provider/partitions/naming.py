@@ -116,7 +116,7 @@ class RunRef:
         check_run_id(self.run_id)
 
     def partition(self, result: str, map_index: int | None = None) -> PartitionRef:
-        return PartitionRef(self.pipeline, self.run_id, result, map_index)
+        return PartitionRef(self.pipeline, self.run_id, result, check_map_index(map_index))
 
     def parse(self, partition: str | PartitionRef) -> PartitionRef:
         """A partition of this run from a failover-core id (``result`` / ``result[i]``) or a ref."""
@@ -144,7 +144,7 @@ class PartitionRef:
     pipeline: str
     run_id: str
     result: str
-    map_index: int | None = UNMAPPED
+    map_index: int = UNMAPPED  # None is accepted too, and stored as UNMAPPED
 
     def __post_init__(self) -> None:
         check_name("pipeline (DAG id)", self.pipeline)
@@ -158,7 +158,7 @@ class PartitionRef:
 
     @property
     def partition_id(self) -> str:
-        return partition_id(self.result, self.map_index)  # type: ignore[arg-type]
+        return partition_id(self.result, self.map_index)
 
     def __str__(self) -> str:
         return f"{self.pipeline}/{self.run_id}/{self.partition_id}"

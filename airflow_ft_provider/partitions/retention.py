@@ -69,6 +69,9 @@ class OrphanReport:
 class PartitionRetention(ConsumerLeases):
     """Retention protocol: what may be deleted, and when; never what a lease or a manifest still needs."""
 
+    retention: float
+    orphan_grace: float
+
     def release_run(
         self,
         pipeline: str,

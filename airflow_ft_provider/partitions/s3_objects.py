@@ -124,9 +124,10 @@ class StoreObjects:
     @property
     def json_objects(self) -> ConditionalJsonStore:
         """The compare-and-swap primitive on this store's bucket, for state kept beside partitions."""
-        return self._objects()
+        return self.conditional_objects()
 
-    def _objects(self, **kwargs: Any) -> ConditionalJsonStore:
+    def conditional_objects(self, **kwargs: Any) -> ConditionalJsonStore:
+        """``json_objects`` with other settings, e.g. ``max_bytes`` for objects larger than 1 MiB."""
         return ConditionalJsonStore(
             self.client,
             self.bucket,
@@ -178,7 +179,7 @@ class StoreObjects:
     def _manifest_bytes(self, key: str) -> Versioned[bytes] | None:
         """The object at a manifest key. An oversized one comes back cut short, so that it parses as
         an invalid manifest (which the next commit replaces) rather than failing the caller."""
-        return self._objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(key, oversized="truncate")
+        return self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(key, oversized="truncate")
 
     def _manifest(self, loc: _Location) -> Manifest:
         raw = self._manifest_bytes(loc.manifest_key)

@@ -39,8 +39,8 @@ from sqlalchemy import select
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.plugins.run_view import build_run_view
 from airflow_ft_provider.plugins.trust import RunNotReady, UntrustedRun, run_journal
-from airflow_ft_provider.policies.recovery_journal import STORE_XCOM_KEY, RecoveryJournal
-from airflow_ft_provider.policies.region_failover import mask_secrets
+from airflow_ft_provider.recovery.coordinator import RegionFailover, mask_secrets
+from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, RecoveryJournal
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).with_name("static") / "failover.html"
@@ -254,7 +254,7 @@ def create_app() -> FastAPI:
         name = user.get_name()
         # Cleared by this process as the caller, never with the airflow_api connection's account.
         caller = CallerClears(session=session, user=user, dag_id=dag_id, run_id=run_id)
-        failover = description.region_failover(run_id, store=journal.store, api=caller)
+        failover = RegionFailover(description, run_id, store=journal.store, api=caller)
         cleared = failover.restart_regions(body.task, reason=f"restart region from the failover page by {name}",
                                            user=name)
         log.warning("user %s restarted the region of %s in %s/%s: cleared %s", name, body.task, dag_id, run_id,

@@ -13,9 +13,9 @@ from typing import Any
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.indexed_name import UNMAPPED
 from airflow_ft_provider.failover.recovery import RUN_SCOPE, RecoveryState
+from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.store import AvailabilityReport
-from airflow_ft_provider.pipeline_description import PipelineDescription
 
 CORRUPT = {Unavailable.INVALID_MANIFEST, Unavailable.SIZE_MISMATCH, Unavailable.CHECKSUM_MISMATCH}
 SUCCESS = "success"

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.naming import StoreLayout
-from airflow_ft_provider.pipeline_description import PipelineDescription
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.locator import stored_run_pipeline
 
 PARTITION_ASSET_GROUP = "ft-partitions"
 DEFAULT_AWS_CONN_ID = "aws_default"
@@ -146,8 +146,7 @@ def run_journal(
     """
     checked = check_pointer(pointer, dag_id=dag.dag_id, run_id=run_id,
                             trusted_url=configured_store(dag, default_url=default_url))
-    journal = RecoveryJournal(store_factory(checked.aws_conn_id, checked.url), RunRef(dag.dag_id, run_id))
-    description = journal.description()
+    journal, description = stored_run_pipeline(store_factory(checked.aws_conn_id, checked.url), dag.dag_id, run_id)
     if description is None:
         raise RunNotReady("the run has no stored pipeline description yet")
     return journal, check_description(description, dag=dag, pointer=checked, max_parallelism=max_parallelism)

@@ -130,7 +130,8 @@ class PartitionSensor(BaseSensorOperator):
     def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> list[str]:
         """Turn the trigger's event into the task's outcome."""
         pipeline, run_id, _ = self._target(context)
-        status = (event or {}).get("status")
+        event = event or {}
+        status = event.get("status")
         if status == "success":
             self.log.info("partitions %s of run %s/%s are available", event["partitions"], pipeline, run_id)
             return list(event["partitions"])

@@ -24,7 +24,7 @@ import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .spec import ENV_VAR, INJECT_FAILURE_CONF, OUTPUT_MARKER, SPARK_CONF_KEY, VIEW_PREFIX, StageSpec
 
@@ -137,7 +137,7 @@ class StageIO:
 
     def _write_marker(self, location: str, content: dict) -> None:
         """Through Hadoop's FileSystem, so one code path serves file:// staging and s3a:// alike."""
-        jvm = self.spark.sparkContext._jvm
+        jvm: Any = self.spark.sparkContext._jvm
         path = jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/" + OUTPUT_MARKER)
         fs = path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
         stream = fs.create(path, False)

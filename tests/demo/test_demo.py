@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

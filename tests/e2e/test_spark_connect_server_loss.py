@@ -17,7 +17,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
 from tests.e2e.dags.ft_e2e_common import run_dir
 from tests.support.airflow_rest import try_numbers
 from tests.support.spark_connect import SparkConnectServer

@@ -58,7 +58,7 @@ from airflow_ft_provider.partitions import (
     S3PartitionStore,
 )
 from airflow_ft_provider.partitions.conditional import ConditionalWritesUnsupported
-from airflow_ft_provider.pipeline_description import PipelineWiringError
+from airflow_ft_provider.model.description import PipelineWiringError
 from tests.support.header_proxy import HeaderStrippingProxy
 from tests.support.partition_files import RUN_ID, version_files, write_files
 from tests.support.s3_server import S3Endpoint, free_port
@@ -414,7 +414,7 @@ def through_an_endpoint_ignoring_conditions(
 
 
 def journal_update(store: S3PartitionStore, env: Env) -> object:
-    from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+    from airflow_ft_provider.recovery.journal import RecoveryJournal
 
     return RecoveryJournal(store, SEEDED.run).update(lambda state: None)
 

@@ -29,7 +29,7 @@ from airflow_ft_provider.partitions import (
     Unavailable,
 )
 from airflow_ft_provider.partitions.store import new_attempt_id
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
 from tests.support.partition_files import RUN_ID, read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3

@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_ft_provider.exchanges import Input, Output
 from airflow_ft_provider.failover import ManualClock
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.recovery.coordinator import RegionFailover
+from airflow_ft_provider.recovery.try_start import WaitUntil
 
 pytestmark = pytest.mark.s3
 
@@ -60,14 +62,14 @@ def test_a_clear_that_ends_a_newer_try_than_listed_supersedes_that_try(seed002):
     api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
                       cleared_tries={"B": 2, "D": 1})
     clock = ManualClock(1000.0)
-    failover = description.region_failover("r1", api=api, store=store, clock=clock)
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
     decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert decision.tasks == {"B", "C", "D"}
     assert api.clears == [[("B", -1), ("D", -1)]]
     state = failover.journal.load()
     assert state.superseded == {"B": 2, "D": 1}
     # B's next try (3) finds try 2 explained: no second, phantom "killed" failover is decided.
-    assert failover.before_work("B", None, 3) == 1002.0
+    assert failover.before_work("B", None, 3) == WaitUntil(1002.0)
     assert [e["task"] for e in failover.journal.events()] == ["C"]
 
 
@@ -75,10 +77,10 @@ def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
     description, store = seed002
     api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
                       cleared_tries={})
-    failover = description.region_failover("r1", api=api, store=store, clock=ManualClock(1000.0))
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
     # C's try 1 was killed before its policy ran: try 2 applies the failover, exactly once.
-    assert failover.before_work("C", None, 2) == 1002.0
-    assert failover.before_work("C", None, 2) == 1002.0
+    assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
+    assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
     [event] = failover.journal.events()
     assert (event["task"], event["try_number"], event["regions"]) == ("C", 1, [["C"]])
     assert "process was killed" in event["cause"]

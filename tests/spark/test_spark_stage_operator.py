@@ -8,7 +8,7 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
 from tests.spark.apps.orders_data import daily_revenue, orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.airflow]

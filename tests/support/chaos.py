@@ -30,7 +30,7 @@ from typing import Any
 
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
 from tests.support.airflow_rest import try_numbers
 from tests.support.orders_expected import DAG_ID, actual_outputs, expected_outputs
 

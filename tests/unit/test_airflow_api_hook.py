@@ -27,16 +27,17 @@ from urllib.parse import quote
 import pytest
 import tenacity
 
-from airflow_ft_provider.exchanges import Input, Output
 from airflow_ft_provider.failover import ManualClock
 from airflow_ft_provider.hooks.airflow_api import (
     AirflowApiHook,
     AirflowApiOutcomeUnknown,
     AirflowApiUnreachable,
 )
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.recovery.coordinator import RegionFailover
 
 PASSWORD = "svc-password-5f0c1d"
 
@@ -165,7 +166,7 @@ def certificate(tmp_path_factory) -> tuple[Path, ssl.SSLContext]:
 @pytest.fixture
 def no_waits(monkeypatch):
     """tenacity's waits off: the tests count requests, they need not wait for the backoff."""
-    import airflow_ft_provider.policies.region_failover as region_failover
+    import airflow_ft_provider.recovery.coordinator as region_failover
 
     monkeypatch.setattr(AirflowApiHook._request.retry, "wait", tenacity.wait_none())
     monkeypatch.setattr(region_failover, "CLEAR_WAIT", tenacity.wait_none())
@@ -279,7 +280,7 @@ def seed002(s3_bucket, monkeypatch, fake_api):
         StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
         StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
     ], restart_config=FIXED, airflow_api_conn_id="ft_api_failover")
-    return description.region_failover("r1", store=store, clock=ManualClock(1000.0))
+    return RegionFailover(description, "r1", store=store, clock=ManualClock(1000.0))
 
 
 def lost_b():

@@ -4,9 +4,9 @@ import json
 
 import pytest
 
-from airflow_ft_provider.exchanges import Input, Output
+from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.failover import DistributionPattern, ResultPartitionType
-from airflow_ft_provider.pipeline_description import PipelineDescription, PipelineWiringError, StageDeclaration
+from airflow_ft_provider.model.description import PipelineDescription, PipelineWiringError, StageDeclaration
 
 PIPELINED = ResultPartitionType.PIPELINED
 POINTWISE = DistributionPattern.POINTWISE

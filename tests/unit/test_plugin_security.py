@@ -23,10 +23,10 @@ from urllib.parse import quote
 
 import pytest
 
-from airflow_ft_provider.exchanges import Input, Output
+from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
-from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration
-from airflow_ft_provider.policies.recovery_journal import STORE_XCOM_KEY, RecoveryJournal
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, RecoveryJournal
 
 pytestmark = [pytest.mark.s3, pytest.mark.airflow]
 
@@ -98,7 +98,7 @@ class Airflow:
                 XComModel.set(STORE_XCOM_KEY, pointer, dag_id=dag_id, task_id="A", run_id=run_id, session=session)
             assert session.scalar(select(TI.id).where(TI.dag_id == dag_id, TI.run_id == run_id, TI.task_id == "B"))
         if "/" not in run_id and run_id not in (".", ".."):
-            RecoveryJournal(self.store, RunRef(dag_id, run_id)).save_description(stored or description(dag_id))
+            RecoveryJournal(self.store, RunRef(dag_id, run_id)).store_description(stored or description(dag_id))
         return run_id
 
     def tries(self, dag_id: str, run_id: str) -> dict[str, tuple[str | None, str]]:

@@ -1,13 +1,13 @@
 """The failover page's data, built from plain values (no Airflow, no S3)."""
 
-from airflow_ft_provider.exchanges import Input, Output
+from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.failover import ManualClock, ResultPartitionType
 from airflow_ft_provider.failover.recovery import RecoveryState, handle_failure
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.manifest import FileEntry, Manifest, Producer
 from airflow_ft_provider.partitions.store import AvailabilityReport, UnavailablePartition
-from airflow_ft_provider.pipeline_description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.plugins.run_view import build_run_view
 
 FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 3,

@@ -8,6 +8,7 @@ from airflow.sdk import DAG, task
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
+from airflow_ft_provider.recovery.locator import partition_store
 
 APPS = Path(os.environ["FT_TEST_APPS"])
 STORE = os.environ["FT_TEST_STORE_URL"]
@@ -33,7 +34,7 @@ with DAG("ft_missing_input", schedule=None, start_date=datetime(2026, 1, 1)):
         @task
         def delete_orders(run_id=None):
             """Lose one data object of the committed partition, as a lifecycle bug or an operator would."""
-            store = pipeline.description.partition_store()
+            store = partition_store(pipeline.description)
             ref = store_run(run_id).parse("orders")
             entry = store.manifest(ref).files[0]
             store.client.delete_object(Bucket=store.bucket, Key=store.layout.partition_prefix(ref) + entry.key)

@@ -185,8 +185,8 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
         "airflow_ft_provider.partitions.pipelined",
         "airflow_ft_provider.spark.spec",
         "airflow_ft_provider.faults",
-        "airflow_ft_provider.policies.recovery_journal",
-        "airflow_ft_provider.policies.region_failover",
+        "airflow_ft_provider.recovery.journal",
+        "airflow_ft_provider.recovery.coordinator",
         "airflow_ft_provider.failover.recovery",
         "airflow_ft_provider.hooks.partition_store",
     }

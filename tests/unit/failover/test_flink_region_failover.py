@@ -10,7 +10,7 @@ Not ported: the ``PIPELINED_APPROXIMATE`` and ``HYBRID_*`` cases (this project h
 pipelined exchanges), the co-location cases of the old building test (no co-location constraints
 here) and ``testRegionFailoverDoesNotRestartCreatedExecutions`` (execution states are not part of
 the pure core: tasks that never started are skipped when the restart is carried out, in
-``policies/region_failover.py``).
+``recovery/coordinator.py``).
 """
 
 from __future__ import annotations

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from airflow_ft_provider.failover import DistributionPattern, ResultPartitionType
 
@@ -62,7 +63,7 @@ def _entries(value, what: str) -> Iterable[tuple[object, object]]:
 
 def _normalize(value: object, what: str, declared_type: type, kind_type: type, default_kind) -> tuple:
     """One declaration per name: an ``Input``/``Output`` as given, or a name with an optional kind."""
-    declared = []
+    declared: list[Any] = []
     for name, kind in _entries(value, what):
         if isinstance(name, declared_type):
             declared.append(name)

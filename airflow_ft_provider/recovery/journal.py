@@ -22,8 +22,8 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from airflow_ft_provider.failover.recovery import RecoveryState
+from airflow_ft_provider.model.description import MAX_DESCRIPTION_BYTES, PipelineDescription
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
-from airflow_ft_provider.pipeline_description import PipelineDescription
 from airflow_ft_provider.safe_json import is_finite_number, load_json
 
 T = TypeVar("T")
@@ -49,16 +49,40 @@ class RecoveryJournal:
         self.events_prefix = prefix + "events/"
         self.description_key = prefix + "pipeline.json"
 
+    @property
+    def _descriptions(self) -> Any:
+        return self.store.conditional_objects(max_bytes=MAX_DESCRIPTION_BYTES)
+
     def store_pointer(self, aws_conn_id: str) -> dict[str, str]:
         return {"url": self.store.layout.url, "aws_conn_id": aws_conn_id}
 
-    def save_description(self, description: PipelineDescription) -> None:
-        """Store the pipeline this run executes (each try rewrites it: the latest parsed version wins)."""
-        self.store.write_object(self.description_key, description.to_json())
+    def store_description(
+        self, description: PipelineDescription, *, replace_if: Callable[[], bool] = lambda: False
+    ) -> PipelineDescription:
+        """Store the pipeline this run executes, once: created if absent (conditional write), replaced
+        only if it differs and ``replace_if()`` says so (or it is damaged). Returns the stored one."""
+        data = description.to_json()
+        outcome: list[PipelineDescription] = []
+
+        def change(current: bytes | None) -> bytes | None:
+            outcome[:] = [description]
+            if current is None or current == data:
+                return None if current == data else data
+            try:
+                stored = PipelineDescription.from_json(current)
+            except ValueError:
+                return data  # damaged: nothing can follow it
+            if stored.to_json() == data or not replace_if():
+                outcome[:] = [stored]
+                return None
+            return data
+
+        self._descriptions.update_raw(self.description_key, change, oversized="truncate")
+        return outcome[0]
 
     def description(self) -> PipelineDescription | None:
         """The stored pipeline of this run; None before its first stage try."""
-        raw = self.store.json_objects.get_bytes(self.description_key)
+        raw = self._descriptions.get_bytes(self.description_key)
         return None if raw is None else PipelineDescription.from_json(raw.value)
 
     def load(self) -> RecoveryState:

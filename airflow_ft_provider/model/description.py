@@ -16,7 +16,6 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
 
-from airflow_ft_provider.exchanges import Input, Output
 from airflow_ft_provider.failover import (
     DistributionPattern,
     ResultPartitionType,
@@ -27,6 +26,7 @@ from airflow_ft_provider.failover import (
     pipelined_regions,
 )
 from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName, all_indexed, indexed
+from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.safe_json import load_json
 
 DESCRIPTION_VERSION = 1
@@ -166,17 +166,6 @@ class PipelineDescription:
 
     def restart_strategy(self, **kwargs: Any):
         return load_restart_strategy(self.restart_config, partitions_persisted=True, **kwargs)
-
-    def partition_store(self):
-        """The run-time store: this pipeline's URL (or [ft_provider] partition_store_url) and aws connection."""
-        from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
-
-        return PartitionStoreHook(self.aws_conn_id, url=self.store).get_store()
-
-    def region_failover(self, run_id: str, **kwargs: Any):
-        from airflow_ft_provider.policies.region_failover import RegionFailover
-
-        return RegionFailover(self, run_id, **kwargs)
 
     def airflow_key(self, core_task: str) -> tuple[str, int]:
         """The (task id, map index) of a core task id; -1 for a task that is not mapped."""

@@ -23,10 +23,11 @@ import tenacity
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName
 from airflow_ft_provider.failover.recovery import FailoverDecision, RecoveryState, handle_failure
+from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import PartitionNotFound, RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.pipeline_description import PipelineDescription
-from airflow_ft_provider.policies.recovery_journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.try_start import Proceed, Superseded, TryStart, WaitUntil
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,11 @@ class RegionFailover:
     ) -> None:
         self.pipeline = pipeline
         self.run = RunRef(pipeline.dag_id, run_id)
-        self.store = store or pipeline.partition_store()
+        if store is None:
+            from airflow_ft_provider.recovery.locator import partition_store
+
+            store = partition_store(pipeline)
+        self.store = store
         self.journal = RecoveryJournal(self.store, self.run)
         self.clock = clock or SystemClock()
         self._api = api
@@ -193,9 +198,9 @@ class RegionFailover:
         return []  # unreachable: the loop returns or re-raises
 
     # -- the start of a try -------------------------------------------------------------------------
-    def before_work(self, task_id: str, map_index: int | None, try_number: int) -> float | None:
-        """Reconcile an unhandled previous failure; return the restart time to wait for, if in the future
-        (infinity: this try was cleared and must not do any work)."""
+    def before_work(self, task_id: str, map_index: int | None, try_number: int) -> TryStart:
+        """Reconcile an unhandled previous failure; then say whether this try proceeds, waits for its
+        region's restart time, or was superseded (cleared: its producers restart first)."""
         core_task = self.pipeline.core_task_id(task_id, map_index)
         state = self.journal.load()
         previous = try_number - 1
@@ -210,24 +215,22 @@ class RegionFailover:
                 if decision.restart and decision.tasks & upstream:
                     # This try started before its producers were cleared: let it go too, so that Airflow
                     # starts the next try only once they have run again.
-                    log.warning("%s restarts after %s", core_task, ", ".join(sorted(decision.tasks & upstream)))
+                    producers = ", ".join(sorted(decision.tasks & upstream))
+                    log.warning("%s restarts after %s", core_task, producers)
                     self._clear_started([core_task])
-                    return float("inf")
+                    return Superseded(f"{core_task} restarts after {producers}")
             state = self.journal.load()
         not_before = state.restart_not_before(core_task)
         if not_before is not None and not_before > self.clock.now():
-            return not_before
-        return None
+            return WaitUntil(not_before)
+        return Proceed()
 
     # -- manual control -----------------------------------------------------------------------------
     def restart_regions(self, task: str, *, reason: str = "manual restart", user: str | None = None) -> list[str]:
         """Restart ``task``'s region and its consumer regions now, re-using available upstream partitions."""
         self.pipeline.airflow_key(task)  # a clear error for a task that is not in the pipeline
         failover = self.pipeline.failover_strategy()
-        if hasattr(failover, "regions_to_restart"):
-            regions = failover.regions_to_restart(task, self.unavailable_partitions())
-        else:
-            regions = [failover.tasks_to_restart(task)]
+        regions = failover.regions_to_restart(task, self.unavailable_partitions())
         tasks = set().union(*regions)
 
         def no_waiting(state: RecoveryState) -> None:

@@ -1,1 +1,0 @@
-"""Region failover in a running Airflow: the retry policy, the run's recovery journal, the coordinator."""

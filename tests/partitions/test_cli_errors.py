@@ -1,0 +1,75 @@
+"""``airflow-ft`` answers a bad argument with one clear line, never a traceback, and changes nothing.
+
+    A --a--> B[0..1]          (B mapped over two map indexes)
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from airflow_ft_provider.cli import main
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+
+PIPELINE = PipelineDescription(
+    "ft_cli_errors",
+    [StageDeclaration("A", 1, (), (Output("a"),)), StageDeclaration("B", 2, (Input("a"),), (), mapped=True)],
+)
+
+
+@pytest.fixture
+def dags(monkeypatch, s3_bucket):
+    """The run's stored pipeline (as its first stage try stores it) in the S3 endpoint, the cluster's
+    default store pointing there; the CLI reads nothing else."""
+    endpoint = s3_bucket.endpoint
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", json.dumps({
+        "conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
+        "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region},
+    }))
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL", s3_bucket.url)
+    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url)
+    RecoveryJournal(store, RunRef("ft_cli_errors", "manual__1")).store_description(PIPELINE)
+    return s3_bucket
+
+
+def run(capsys, *argv: str) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as stopped:
+        main(["restart-region", "--dag-id", "ft_cli_errors", "--run-id", "manual__1", *argv])
+    return stopped.value.code, capsys.readouterr().err
+
+
+@pytest.mark.parametrize("task", ["b[x]", "B[", "B[1", "B]0[", "B[-1]", "B [0]"])
+def test_a_malformed_task_is_a_usage_error(capsys, dags, task):
+    code, err = run(capsys, "--task", task)
+    assert code == 2 and f"invalid task {task!r}" in err and "score[3]" in err and "Traceback" not in err
+
+
+@pytest.mark.parametrize(("task", "says"), [
+    ("Z", "'Z' is not a task of pipeline 'ft_cli_errors'; tasks: A, B[0], B[1]"),
+    ("B[7]", "'B[7]' is not a task of pipeline 'ft_cli_errors'"),
+    ("A[0]", "'A[0]' is not a task of pipeline 'ft_cli_errors'"),
+])
+def test_a_task_the_pipeline_does_not_have_is_a_clear_error(capsys, dags, task, says):
+    code, err = run(capsys, "--task", task)
+    assert code == 1 and says in err and "Traceback" not in err
+
+
+def test_a_run_without_a_stored_pipeline_is_a_clear_error_naming_the_store(capsys, dags):
+    with pytest.raises(SystemExit) as stopped:
+        main(["history", "--dag-id", "ft_cli_errors", "--run-id", "manual__2"])
+    err = capsys.readouterr().err
+    assert stopped.value.code == 1 and "Traceback" not in err
+    assert "run 'manual__2' of DAG 'ft_cli_errors' has no stored pipeline in " + dags.url in err
+    assert "pass --store" in err
+
+
+def test_history_prints_the_stored_runs_events(capsys, dags):
+    store = S3PartitionStore(dags.client(), dags.url)
+    RecoveryJournal(store, RunRef("ft_cli_errors", "manual__1")).record({"time": 1.0, "kind": "manual", "task": "A"})
+    assert main(["history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1"]) == 0
+    [line] = capsys.readouterr().out.splitlines()
+    assert json.loads(line)["task"] == "A" and json.loads(line)["kind"] == "manual"
