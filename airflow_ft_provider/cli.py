@@ -8,8 +8,9 @@
 available upstream partitions (only missing ones are rebuilt). It clears through the Airflow REST API
 (connection ``airflow_api``) and follows the pipeline the run stored in its partition store
 (``--store``, default ``[ft_provider] partition_store_url``), as the UI does: no DAG file is parsed.
-It does not count against the restart strategy. ``gc`` releases succeeded runs whose ``partition_store_retention`` has
-passed and removes orphaned attempt data older than ``partition_store_orphan_grace``
+It does not count against the restart strategy. ``gc`` releases succeeded runs whose
+``partition_store_retention`` has passed and removes orphaned attempt data older than
+``partition_store_orphan_grace``
 (``airflow_ft_provider/partitions/garbage.py``); run it on a schedule (README, *Partition store*).
 """
 
@@ -37,22 +38,32 @@ def _task_argument(value: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="airflow-ft", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
-    for name, text in (("restart-region", "restart a task's region and its consumer regions"),
-                       ("history", "print the run's recovery decisions as JSON lines")):
+    for name, text in (
+        ("restart-region", "restart a task's region and its consumer regions"),
+        ("history", "print the run's recovery decisions as JSON lines"),
+    ):
         command = commands.add_parser(name, help=text)
         command.add_argument("--dag-id", required=True)
         command.add_argument("--run-id", required=True)
-        command.add_argument("--store", help="the pipeline's partition store, s3://bucket/prefix/ "
-                             "(default: [ft_provider] partition_store_url)")
+        command.add_argument(
+            "--store",
+            help="the pipeline's partition store, s3://bucket/prefix/ "
+            "(default: [ft_provider] partition_store_url)",
+        )
         command.add_argument("--aws-conn-id", default="aws_default", help="the store's aws connection")
         if name == "restart-region":
-            command.add_argument("--task", required=True, type=_task_argument,
-                                 help="a task id, with [i] for map index i")
+            command.add_argument(
+                "--task", required=True, type=_task_argument, help="a task id, with [i] for map index i"
+            )
     gc = commands.add_parser("gc", help="release runs whose retention passed and orphaned attempt data")
     gc.add_argument("--store", help="s3://bucket/prefix/ (default: [ft_provider] partition_store_url)")
     gc.add_argument("--aws-conn-id", default="aws_default", help="the store's aws connection")
-    gc.add_argument("--pipeline", action="append", metavar="DAG_ID",
-                    help="only this pipeline (repeatable); default: every pipeline in the store")
+    gc.add_argument(
+        "--pipeline",
+        action="append",
+        metavar="DAG_ID",
+        help="only this pipeline (repeatable); default: every pipeline in the store",
+    )
     args = parser.parse_args(argv)
     if args.command == "gc":
         return _collect_garbage(parser, args)
@@ -73,20 +84,29 @@ def main(argv: list[str] | None = None) -> int:
         store = PartitionStoreHook(args.aws_conn_id, url=args.store).get_store()
         journal, description = stored_run_pipeline(store, args.dag_id, args.run_id)
         if description is None:
-            raise ValueError(f"run {args.run_id!r} of DAG {args.dag_id!r} has no stored pipeline in {store.layout.url}: "
-                             "no stage try of it has started, or the pipeline has its own store (pass --store)")
+            raise ValueError(
+                f"run {args.run_id!r} of DAG {args.dag_id!r} has no stored pipeline in {store.layout.url}: "
+                "no stage try of it has started, or the pipeline has its own store (pass --store)"
+            )
         if args.command == "restart-region":
             if args.task not in (tasks := description.graph.task_ids()):
-                raise ValueError(f"{args.task!r} is not a task of pipeline {args.dag_id!r}; tasks: "
-                                 f"{', '.join(tasks[:50])}")
+                raise ValueError(
+                    f"{args.task!r} is not a task of pipeline {args.dag_id!r}; tasks: {', '.join(tasks[:50])}"
+                )
             failover = RegionFailover(description, args.run_id, store=store)
             cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
             print(f"restarted: {', '.join(cleared) if cleared else 'nothing had started yet'}")
         else:
             for event in journal.events():
                 print(json.dumps(event, sort_keys=True))
-    except (ValueError, AirflowNotFoundException, AirflowApiError, AirflowApiOutcomeUnknown,
-            AirflowApiUnreachable, PartitionStoreError) as err:
+    except (
+        ValueError,
+        AirflowNotFoundException,
+        AirflowApiError,
+        AirflowApiOutcomeUnknown,
+        AirflowApiUnreachable,
+        PartitionStoreError,
+    ) as err:
         parser.exit(1, f"airflow-ft {args.command}: error: {err}\n")
     return 0
 

@@ -68,8 +68,15 @@ def parse_faults(raw: object, core_task: str) -> list[Fault]:
         if mode not in MODES:
             raise ValueError(f"{FAULTS_KEY} entry {entry!r}: mode must be one of {MODES}, got {mode!r}")
         if entry["task"] == core_task:
-            faults.append(Fault(core_task, int(entry.get("times", 1)), mode, tuple(entry.get("delete", ())),
-                                tuple(entry.get("truncate", ()))))
+            faults.append(
+                Fault(
+                    core_task,
+                    int(entry.get("times", 1)),
+                    mode,
+                    tuple(entry.get("delete", ())),
+                    tuple(entry.get("truncate", ())),
+                )
+            )
     return faults
 
 
@@ -88,7 +95,9 @@ class NoFaults:
 class FaultInjector:
     """The faults one try of one task was asked for, at the two points a stage try offers."""
 
-    def __init__(self, faults: list[Fault], *, task: str, try_number: int, store: Any, run: Any, log: Any) -> None:
+    def __init__(
+        self, faults: list[Fault], *, task: str, try_number: int, store: Any, run: Any, log: Any
+    ) -> None:
         self.faults = [f for f in faults if try_number <= f.times]
         self.task = task
         self.try_number = try_number
@@ -124,15 +133,22 @@ def injector_for(context: Any, core_task: str, *, store: Any, run: Any, log: Any
         log.warning(
             "ignoring %s in the run's conf: fault injection is off on this deployment ([ft_provider] %s = "
             "False). It kills task processes and damages partitions, so enable it only where that is wanted "
-            "(AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION=True on a test or demo deployment).", FAULTS_KEY, ALLOW_KEY)
+            "(AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION=True on a test or demo deployment).",
+            FAULTS_KEY,
+            ALLOW_KEY,
+        )
         return NoFaults()
     faults = parse_faults(raw, core_task)
     if not faults:
         return NoFaults()
-    return FaultInjector(faults, task=core_task, try_number=context["ti"].try_number, store=store, run=run, log=log)
+    return FaultInjector(
+        faults, task=core_task, try_number=context["ti"].try_number, store=store, run=run, log=log
+    )
 
 
-def delete_partitions(store: Any, run: Any, partition_ids: tuple[str, ...], log: Any, *, truncate: bool = False) -> None:
+def delete_partitions(
+    store: Any, run: Any, partition_ids: tuple[str, ...], log: Any, *, truncate: bool = False
+) -> None:
     """Lose (or cut in half) one data object of each partition; the manifest stays, so the partition is
     corrupt rather than missing, and readers must notice."""
     for partition_id in partition_ids:
@@ -148,8 +164,12 @@ def delete_partitions(store: Any, run: Any, partition_ids: tuple[str, ...], log:
             store.write_object(key, body[: len(body) // 2], content_type="application/octet-stream")
         else:
             store.delete_keys([key])
-        log.warning("fault injection: %s %s of partition %s", "truncated" if truncate else "deleted",
-                    manifest.files[0].key, partition_id)
+        log.warning(
+            "fault injection: %s %s of partition %s",
+            "truncated" if truncate else "deleted",
+            manifest.files[0].key,
+            partition_id,
+        )
 
 
 def kill_self() -> None:

@@ -16,7 +16,6 @@ one. Edges to and from other tasks (sensors, notifications) are untouched.
 
 from __future__ import annotations
 
-import inspect
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
@@ -37,12 +36,10 @@ from airflow_ft_provider._compat import (
 )
 from airflow_ft_provider.failover import (
     FAILOVER_STRATEGY_KEY,
-    RESTART_STRATEGY_KEYS,
     StageGraph,
-    failover_strategy_name,
     load_restart_strategy,
 )
-from airflow_ft_provider.failover.restart_config import DEPRECATED_TYPE_KEY, resolve_deprecated_keys
+from airflow_ft_provider.failover.restart_config import resolve_deprecated_keys
 from airflow_ft_provider.failover.union_find import UnionFind
 from airflow_ft_provider.model.description import (
     PipelineDescription,
@@ -52,28 +49,10 @@ from airflow_ft_provider.model.description import (
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
 from airflow_ft_provider.model.registry import register
 from airflow_ft_provider.partitions.naming import check_name
+from airflow_ft_provider.retry_settings import cluster_restart_config, own_retry_settings, where_set
 
 _PIPELINES: dict[str, FailoverPipeline] = {}
 __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_for", "stage_declaration"]
-
-
-def cluster_restart_config() -> dict[str, object]:
-    """The restart and failover strategy keys set in ``[ft_provider]`` of airflow.cfg (validated here,
-    so that a bad cluster value names where it came from)."""
-    from airflow.sdk import conf
-
-    config: dict[str, object] = {}
-    for key in (*RESTART_STRATEGY_KEYS, DEPRECATED_TYPE_KEY, FAILOVER_STRATEGY_KEY):
-        value = conf.get("ft_provider", key, fallback=None)
-        if value not in (None, ""):
-            config[key] = value
-    config = resolve_deprecated_keys(config, source="[ft_provider] of airflow.cfg")
-    try:
-        load_restart_strategy(config, partitions_persisted=True)
-        failover_strategy_name(config)
-    except ValueError as err:
-        raise ValueError(f"{err} (set in [ft_provider] of airflow.cfg)") from None
-    return config
 
 
 def pipeline_for(dag_id: str) -> FailoverPipeline:
@@ -84,49 +63,6 @@ def pipeline_for(dag_id: str) -> FailoverPipeline:
             f"DAG {dag_id!r} has no FailoverPipeline; create stage operators inside "
             "'with FailoverPipeline(...):' in the DAG file"
         ) from None
-
-
-def _own_retry_settings(task: Any) -> dict[str, object]:
-    """``retries`` / ``retry_policy`` as the DAG author gave them: as arguments, through default_args
-    (the DAG's, a TaskGroup's or the task's) or to ``.partial()``; Airflow's defaults are not listed.
-
-    A mapped operator keeps only merged arguments, so there a value equal to the operator's default
-    (``[core] default_task_retries``, usually 0) cannot be told apart from no value.
-    """
-    kwargs = given_arguments(task)
-    if is_mapped(task):
-        default = _default_retries(mapped_operator_class(task))
-        found = {"retries": kwargs["retries"]} if kwargs.get("retries", default) != default else {}
-    else:
-        found = {"retries": kwargs["retries"]} if "retries" in kwargs else {}
-    if kwargs.get("retry_policy") is not None:
-        found["retry_policy"] = kwargs["retry_policy"]
-    return found
-
-
-def _default_retries(operator_class: type) -> object:
-    """The ``retries`` an operator class gets when nobody sets it (Airflow's rule for .partial())."""
-    for cls in operator_class.__mro__:
-        init = cls.__dict__.get("__init__")
-        if init is None:
-            continue
-        parameter = inspect.signature(init).parameters.get("retries")
-        if parameter is not None and parameter.default is not inspect.Parameter.empty:
-            return parameter.default
-    return None
-
-
-def _origin(task: Any, name: str, value: object) -> str:
-    """Where a retry setting most likely came from, for the error message."""
-    group = getattr(task, "task_group", None)
-    group_args = getattr(group, "default_args", None) or {}
-    if group is not None and name in group_args and group_args[name] == value:
-        return f"from default_args of TaskGroup {group.group_id!r}"
-    dag = getattr(task, "dag", None)
-    dag_args = (dag.default_args or {}) if dag is not None else {}
-    if dag is not None and name in dag_args and dag_args[name] == value:
-        return f"from default_args of DAG {dag.dag_id!r}"
-    return "as an argument of the stage" + (" or its .partial()" if is_mapped(task) else "")
 
 
 def stage_declaration(task: Any) -> StageDeclaration | None:
@@ -149,8 +85,11 @@ def stage_declaration(task: Any) -> StageDeclaration | None:
                 f"{'both' if kwargs.get('application') is not None else 'neither'}"
             )
         return StageDeclaration(
-            task.task_id, parallelism, normalize_inputs(kwargs.get("inputs")),
-            normalize_outputs(kwargs.get("outputs")), mapped=True,
+            task.task_id,
+            parallelism,
+            normalize_inputs(kwargs.get("inputs")),
+            normalize_outputs(kwargs.get("outputs")),
+            mapped=True,
         )
     if not getattr(task, "is_pipeline_stage", False):
         return None
@@ -213,7 +152,9 @@ class FailoverPipeline:
         if self.dag is None:
             raise PipelineWiringError("FailoverPipeline must be used inside a DAG: 'with DAG(...):' first")
         if self.dag.dag_id in _PIPELINES and _PIPELINES[self.dag.dag_id].dag is self.dag:
-            raise PipelineWiringError(f"DAG {self.dag.dag_id!r} already has a FailoverPipeline; use one per DAG")
+            raise PipelineWiringError(
+                f"DAG {self.dag.dag_id!r} already has a FailoverPipeline; use one per DAG"
+            )
         try:
             # The DAG id names the run's prefix in the partition store: the store's rule, checked now
             # rather than in every stage at run time. Airflow itself also allows '-etl' or 'état'.
@@ -240,14 +181,18 @@ class FailoverPipeline:
             )
         self.stages = {d.task_id: d for d in declared}
         self.description = PipelineDescription(
-            self.dag.dag_id, declared, store=self.store, aws_conn_id=self.aws_conn_id,
-            airflow_api_conn_id=self.airflow_api_conn_id, restart_config=self.restart_config,
+            self.dag.dag_id,
+            declared,
+            store=self.store,
+            aws_conn_id=self.aws_conn_id,
+            airflow_api_conn_id=self.airflow_api_conn_id,
+            restart_config=self.restart_config,
             per_region_restarts=self.per_region_restarts,
         )
         self.graph = self.description.graph
         tasks_by_id = {t.task_id: t for t in tasks}
         if self.store_url:
-            self._refuse_own_retry_settings(tasks_by_id)
+            self._refuseown_retry_settings(tasks_by_id)
         self._check_explicit_edges(tasks_by_id)
         if cycle := self.graph.find_cycle():
             raise PipelineWiringError(
@@ -303,17 +248,17 @@ class FailoverPipeline:
                     "same spark_conn_id, or make the result blocking"
                 )
 
-    def _refuse_own_retry_settings(self, tasks_by_id: dict[str, Any]) -> None:
+    def _refuseown_retry_settings(self, tasks_by_id: dict[str, Any]) -> None:
         """A stage's own ``retries`` or ``retry_policy`` would be replaced by the restart strategy's
         policy below: refuse them rather than drop them without a word."""
         for stage in self.stages:
             task = tasks_by_id[stage]
-            own = _own_retry_settings(task)
+            own = own_retry_settings(task)
             if not own:
                 continue
             name, value = next(iter(own.items()))
             raise PipelineWiringError(
-                f"stage {stage!r} sets {name}={value!r} ({_origin(task, name, value)}), but in a "
+                f"stage {stage!r} sets {name}={value!r} ({where_set(task, name, value)}), but in a "
                 "FailoverPipeline with a partition store the restart strategy decides whether and when a "
                 f"stage runs again; remove {name} from the stage (default_args apply to every task: set "
                 "it on the tasks that are not stages instead) and configure restarts with restart_strategy=, "
@@ -327,12 +272,17 @@ class FailoverPipeline:
         their region's restart time in ``before_work`` anyway."""
         from airflow_ft_provider.recovery.retry_policy import FailoverRetryPolicy
 
-        settings = {"retry_policy": FailoverRetryPolicy(), "retries": RETRY_BUDGET, "retry_delay": timedelta(seconds=1)}
+        settings = {
+            "retry_policy": FailoverRetryPolicy(),
+            "retries": RETRY_BUDGET,
+            "retry_delay": timedelta(seconds=1),
+        }
         for stage in self.stages:
             set_arguments(tasks_by_id[stage], **settings)
 
     def _declare_assets(self, tasks_by_id: dict[str, Any]) -> None:
-        """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled on them."""
+        """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled
+        on them."""
         if not self.store_url:
             return
         from airflow_ft_provider.partitions.naming import StoreLayout
@@ -361,8 +311,9 @@ class FailoverPipeline:
                 if upstream in self.stages and (upstream, task_id) not in feeds:
                     produced = [r.name for r in self.graph.results.values() if r.producer == upstream]
                     raise PipelineWiringError(
-                        f"the edge {upstream} >> {task_id} contradicts the declared partitions: {task_id!r} consumes "
-                        f"none of the results of {upstream!r} ({produced or 'it produces none'}); declare the input "
+                        f"the edge {upstream} >> {task_id} contradicts the declared partitions: "
+                        f"{task_id!r} consumes none of the results of {upstream!r} "
+                        f"({produced or 'it produces none'}); declare the input "
                         f"on {task_id!r} or remove the edge (stage dependencies are derived from partitions)"
                     )
 
@@ -371,7 +322,9 @@ class FailoverPipeline:
         shown at stage level: the group holds every stage any of whose tasks share a region."""
         names = list(self.graph.stages)  # declaration order
         number = {name: i for i, name in enumerate(names)}
-        stage_of = {task: number[stage.name] for stage in self.graph.stages.values() for task in stage.task_ids}
+        stage_of = {
+            task: number[stage.name] for stage in self.graph.stages.values() for task in stage.task_ids
+        }
         joined = UnionFind(len(names))
         for region in self.regions:
             first, *others = sorted({stage_of[t] for t in region})
@@ -386,14 +339,23 @@ class FailoverPipeline:
                 continue
             group_id = f"region_{members[0]}"
             if group_id in self.dag.task_dict or group_id in root.children:
-                raise PipelineWiringError(f"cannot name the failover region of {members}: {group_id!r} is taken")
-            pipelined = [r.name for r in self.graph.results.values() if r.producer in members and not r.result_type.is_reconsumable]
+                raise PipelineWiringError(
+                    f"cannot name the failover region of {members}: {group_id!r} is taken"
+                )
+            pipelined = [
+                r.name
+                for r in self.graph.results.values()
+                if r.producer in members and not r.result_type.is_reconsumable
+            ]
             group = TaskGroup(
                 group_id,
                 dag=self.dag,
                 parent_group=root,
                 prefix_group_id=False,
-                tooltip=f"Failover region: {', '.join(members)} restart together (pipelined: {', '.join(pipelined)})",
+                tooltip=(
+                    f"Failover region: {', '.join(members)} restart together "
+                    f"(pipelined: {', '.join(pipelined)})"
+                ),
                 ui_color="#fde9c9",
             )
             for member in members:

@@ -47,10 +47,17 @@ class RunEnd:
         released = PipelinedPartitions(store).release_run(run, refs, ended_at=end, drop_views=self.drop_views)
         if self.succeeded:
             store.mark_run_succeeded(run.pipeline, run.run_id, at=end)
-        log.info("run %s %s: released %d pipelined views and %d scratch objects%s%s", run,
-                 "succeeded" if self.succeeded else "failed", len(released.views), released.scratch_objects,
-                 f"; left {list(released.kept)} to an execution started after the run ended" if released.kept else "",
-                 "; retention starts now" if self.succeeded else "")
+        log.info(
+            "run %s %s: released %d pipelined views and %d scratch objects%s%s",
+            run,
+            "succeeded" if self.succeeded else "failed",
+            len(released.views),
+            released.scratch_objects,
+            f"; left {list(released.kept)} to an execution started after the run ended"
+            if released.kept
+            else "",
+            "; retention starts now" if self.succeeded else "",
+        )
 
     def drop_views(self, handles: list[Any]) -> None:
         """Drop views through each producer's Spark connection (a view lives in its producer's server)."""

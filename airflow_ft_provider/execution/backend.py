@@ -41,7 +41,9 @@ def connection_type(conn_id: str) -> str | None:
         return None
 
 
-def backend_for(stage: Any, *, conn_id: str, workdir: Path, store: Any, map_index: int | None, log: Any) -> StageBackend:
+def backend_for(
+    stage: Any, *, conn_id: str, workdir: Path, store: Any, map_index: int | None, log: Any
+) -> StageBackend:
     """Spark Connect for a ``spark_connect`` connection, else ``spark-submit`` (whose hook refuses an
     undefined connection with SparkConnectionMissing)."""
     if connection_type(conn_id) == CONNECT_CONN_TYPE:

@@ -48,8 +48,12 @@ def drop_views(conn_id: str, views: Iterable[Any], log: Any, *, connect_timeout:
     mine = sorted({v.view for v in views if v.server == server})
     elsewhere = sorted({f"{v.server}/{v.view}" for v in views if v.server != server})
     if elsewhere:
-        log.warning("pipelined views %s are on other servers than %s (connection %s); not released",
-                    elsewhere, server, conn_id)
+        log.warning(
+            "pipelined views %s are on other servers than %s (connection %s); not released",
+            elsewhere,
+            server,
+            conn_id,
+        )
     if not mine:
         return []
     host, _, port = urllib.parse.urlparse(server).netloc.rpartition(":")
@@ -124,7 +128,7 @@ class ConnectBackend:
         """This try's session (a new one if the application stopped it), with the stage's settings."""
         if self.session is not None and not self.session.is_stopped:
             return self.session
-        from airflow_ft_provider.execution.preload import preloaded
+        from airflow_ft_provider.execution.spark_client import preloaded
 
         was_preloaded, started = preloaded(), time.monotonic()
         from pyspark.sql.connect.session import SparkSession
@@ -132,8 +136,10 @@ class ConnectBackend:
         if was_preloaded:
             self.log.info("Spark Connect client: preloaded in the worker")
         else:
-            self.log.info("Spark Connect client: imported in %.1f s (see [ft_provider] preload_spark_client)",
-                          time.monotonic() - started)
+            self.log.info(
+                "Spark Connect client: imported in %.1f s (see [ft_provider] preload_spark_client)",
+                time.monotonic() - started,
+            )
         quiet_abandoned_releases()
         self.session = SparkSession.builder.remote(self.url).getOrCreate()
         static = []
@@ -143,8 +149,11 @@ class ConnectBackend:
             else:
                 static.append(key)
         if static:
-            self.log.info("Spark Connect %s: %s are settings of the server, not of a session; not applied",
-                          self.server, ", ".join(sorted(static)))
+            self.log.info(
+                "Spark Connect %s: %s are settings of the server, not of a session; not applied",
+                self.server,
+                ", ".join(sorted(static)),
+            )
         return self.session
 
     def close(self) -> None:

@@ -27,21 +27,39 @@ class StagedFiles:
         self.pipelined = PipelinedPartitions(store)
         self.workdir = workdir
 
-    def input_paths(self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None) -> list[str]:
+    def input_paths(
+        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
+    ) -> list[str]:
         # Not the partition id: '[' is a glob character in Hadoop paths.
         dest = self.workdir / "in" / f"{result}-{number}"
-        fetched = self.pipelined.fetch(ref, handle, dest) if handle is not None else self.store.fetch(ref, dest)
+        fetched = (
+            self.pipelined.fetch(ref, handle, dest) if handle is not None else self.store.fetch(ref, dest)
+        )
         return [p.as_uri() for p in fetched.paths]
 
-    def output_location(self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int) -> tuple[str, str | None]:
+    def output_location(
+        self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
+    ) -> tuple[str, str | None]:
         return (self.workdir / "out" / result).as_uri(), None
 
-    def commit(self, ref: PartitionRef, location: str, attempt: str | None, *, pipelined: bool, producer: Producer,
-               compression: str, rows: int) -> Manifest:
+    def commit(
+        self,
+        ref: PartitionRef,
+        location: str,
+        attempt: str | None,
+        *,
+        pipelined: bool,
+        producer: Producer,
+        compression: str,
+        rows: int,
+    ) -> Manifest:
         if pipelined:
-            return self.pipelined.commit(ref, local_dir(location), producer=producer, compression=compression,
-                                         row_count=rows)
-        return self.store.commit(ref, local_dir(location), producer=producer, compression=compression, row_count=rows)
+            return self.pipelined.commit(
+                ref, local_dir(location), producer=producer, compression=compression, row_count=rows
+            )
+        return self.store.commit(
+            ref, local_dir(location), producer=producer, compression=compression, row_count=rows
+        )
 
 
 class DirectS3a:
@@ -54,21 +72,42 @@ class DirectS3a:
         self.store = store
         self.pipelined = PipelinedPartitions(store)
 
-    def input_paths(self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None) -> list[str]:
-        _, uris = self.pipelined.remote_files(ref, handle) if handle is not None else self.store.remote_files(ref)
+    def input_paths(
+        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
+    ) -> list[str]:
+        _, uris = (
+            self.pipelined.remote_files(ref, handle) if handle is not None else self.store.remote_files(ref)
+        )
         return [uri.replace("s3://", "s3a://", 1) for uri in uris]
 
-    def output_location(self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int) -> tuple[str, str | None]:
+    def output_location(
+        self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
+    ) -> tuple[str, str | None]:
         attempt = new_attempt_id(try_number)
-        location = (self.pipelined.attempt_location(ref, attempt, try_number) if pipelined
-                    else self.store.attempt_location(ref, attempt))
+        location = (
+            self.pipelined.attempt_location(ref, attempt, try_number)
+            if pipelined
+            else self.store.attempt_location(ref, attempt)
+        )
         return location.replace("s3://", "s3a://", 1), attempt
 
-    def commit(self, ref: PartitionRef, location: str, attempt: str | None, *, pipelined: bool, producer: Producer,
-               compression: str, rows: int) -> Manifest:
+    def commit(
+        self,
+        ref: PartitionRef,
+        location: str,
+        attempt: str | None,
+        *,
+        pipelined: bool,
+        producer: Producer,
+        compression: str,
+        rows: int,
+    ) -> Manifest:
         if attempt is None:
             raise ValueError(f"no attempt id for the direct-s3a output of {ref}")
         if pipelined:
-            return self.pipelined.commit_uploaded(ref, attempt, producer=producer, compression=compression,
-                                                  row_count=rows)
-        return self.store.commit_uploaded(ref, attempt, producer=producer, compression=compression, row_count=rows)
+            return self.pipelined.commit_uploaded(
+                ref, attempt, producer=producer, compression=compression, row_count=rows
+            )
+        return self.store.commit_uploaded(
+            ref, attempt, producer=producer, compression=compression, row_count=rows
+        )

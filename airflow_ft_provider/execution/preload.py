@@ -19,14 +19,11 @@ import os
 import sys
 import time
 
+from airflow_ft_provider.execution.spark_client import CLIENT_MODULE, preloaded
+
 log = logging.getLogger(__name__)
 CONFIG_KEY = "preload_spark_client"
-CLIENT_MODULE = "pyspark.sql.connect.session"
-
-
-def preloaded() -> bool:
-    """Whether this process already has the client (inherited from the worker or imported earlier)."""
-    return CLIENT_MODULE in sys.modules
+__all__ = ["CLIENT_MODULE", "CONFIG_KEY", "forks_task_processes", "preload_if_configured", "preloaded"]
 
 
 def forks_task_processes(argv: list[str]) -> bool:
@@ -53,6 +50,9 @@ def preload_if_configured(argv: list[str] | None = None) -> bool:
 
     import airflow_ft_provider.execution.connect  # noqa: F401
 
-    log.info("Spark Connect client preloaded in %.1f s (pid %d): stage tries forked from here skip the import",
-             time.monotonic() - started, os.getpid())
+    log.info(
+        "Spark Connect client preloaded in %.1f s (pid %d): stage tries forked from here skip the import",
+        time.monotonic() - started,
+        os.getpid(),
+    )
     return True

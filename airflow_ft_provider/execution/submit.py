@@ -56,7 +56,8 @@ class SubmitBackend:
     def __init__(self, stage: Any, *, conn_id: str, workdir: Path, store: Any, map_index: int | None) -> None:
         if stage.application is None:
             raise ValueError(
-                f"stage {stage.task_id!r} gives python_callable=, which runs only on a Spark Connect session; "
+                f"stage {stage.task_id!r} gives python_callable=, which runs only on a Spark Connect "
+                "session; "
                 f"connection {conn_id!r} is a spark-submit connection: give application= (a PySpark file) or "
                 "use a connection of type spark_connect"
             )
@@ -84,9 +85,14 @@ class SubmitBackend:
             **stage.env_vars,
         }
         self.hook = stage.spark_hook(
-            conf={**stage.conf, SPARK_CONF_KEY: spec.encode(), **({INJECT_FAILURE_CONF: "true"} if fail_in_app else {})},
+            conf={
+                **stage.conf,
+                SPARK_CONF_KEY: spec.encode(),
+                **({INJECT_FAILURE_CONF: "true"} if fail_in_app else {}),
+            },
             conn_id=self.conn_id,
-            name=stage.spark_name or f"{stage.dag_id}.{IndexedName.from_airflow(stage.task_id, self.map_index)}",
+            name=stage.spark_name
+            or f"{stage.dag_id}.{IndexedName.from_airflow(stage.task_id, self.map_index)}",
             application_args=[str(a) for a in stage.application_args],
             env_vars=env,
             py_files=py_files,

@@ -34,7 +34,9 @@ JAVA_LONG_MAX = 2**63 - 1
 MAX_DURATION_DAYS = 365_000
 MAX_DURATION = MAX_DURATION_DAYS * 86_400.0  # seconds
 
-DURATION_HELP = 'write a number with a unit, e.g. "10 s", "1 min", "500 ms", "1 h" (a bare number is milliseconds)'
+DURATION_HELP = (
+    'write a number with a unit, e.g. "10 s", "1 min", "500 ms", "1 h" (a bare number is milliseconds)'
+)
 
 
 def parse_duration(value: object) -> float:

@@ -215,9 +215,7 @@ class StageGraph:
 
     def partition_ids(self, result: str | None = None) -> list[str]:
         results = [self._results[result]] if result is not None else self._results.values()
-        return [
-            pid for r in results for pid in subtask_ids(r.name, self._stages[r.producer].parallelism)
-        ]
+        return [pid for r in results for pid in subtask_ids(r.name, self._stages[r.producer].parallelism)]
 
     def exchange_groups(self, consumption: Consumption) -> list[ExchangeGroup]:
         """The task-level wiring of one consumption, as groups (see ExchangeGroup)."""
@@ -248,7 +246,7 @@ class StageGraph:
                     state[path.pop()] = 2
                     iters.pop()
                 elif state.get(nxt) == 1:
-                    return path[path.index(nxt):] + [nxt]
+                    return path[path.index(nxt) :] + [nxt]
                 elif nxt not in state:
                     state[nxt] = 1
                     path.append(nxt)

@@ -29,7 +29,9 @@ class IndexedName:
         if not isinstance(self.name, str) or not _FORM.match(self.name) or "[" in self.name:
             raise ValueError(f"invalid name {self.name!r}: must be non-empty, without brackets")
         if isinstance(self.index, bool) or not isinstance(self.index, int) or self.index < UNMAPPED:
-            raise ValueError(f"invalid index {self.index!r} of {self.name!r}: -1 (unmapped) or an integer ≥ 0")
+            raise ValueError(
+                f"invalid index {self.index!r} of {self.name!r}: -1 (unmapped) or an integer ≥ 0"
+            )
 
     @classmethod
     def of(cls, name: str, index: int, parallelism: int) -> IndexedName:
@@ -51,7 +53,9 @@ class IndexedName:
         """``name`` or ``name[i]``; ValueError naming the expected form otherwise."""
         match = _FORM.match(text) if isinstance(text, str) else None
         if match is None:
-            raise ValueError(f"invalid id {text!r}: give a name, or name[i] for index i (e.g. score or score[3])")
+            raise ValueError(
+                f"invalid id {text!r}: give a name, or name[i] for index i (e.g. score or score[3])"
+            )
         return cls(match.group(1), UNMAPPED if match.group(2) is None else int(match.group(2)))
 
     @property

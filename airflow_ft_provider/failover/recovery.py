@@ -38,12 +38,20 @@ class RecoveryState:
     not_before: dict[str, float] = field(default_factory=dict)  # task id -> earliest restart time
     handled: dict[str, int] = field(default_factory=dict)  # task id -> highest try whose failure was handled
     decisions: dict[str, dict[str, Any]] = field(default_factory=dict)  # "task#try" -> decision summary
-    superseded: dict[str, int] = field(default_factory=dict)  # task id -> highest try ended by a failover clear
+    superseded: dict[str, int] = field(
+        default_factory=dict
+    )  # task id -> highest try ended by a failover clear
 
     def to_json(self) -> bytes:
         return json.dumps(
-            {"version": STATE_VERSION, "strategies": self.strategies, "not_before": self.not_before,
-             "handled": self.handled, "decisions": self.decisions, "superseded": self.superseded},
+            {
+                "version": STATE_VERSION,
+                "strategies": self.strategies,
+                "not_before": self.not_before,
+                "handled": self.handled,
+                "decisions": self.decisions,
+                "superseded": self.superseded,
+            },
             sort_keys=True,
         ).encode()
 
@@ -61,7 +69,13 @@ class RecoveryState:
         if not isinstance(doc, dict) or doc.get("version") != STATE_VERSION:
             found = reprlib.repr(doc.get("version") if isinstance(doc, dict) else doc)
             raise ValueError(f"unsupported recovery state version {found}; expected {STATE_VERSION}")
-        fields = {"strategies": dict, "not_before": dict, "handled": dict, "decisions": dict, "superseded": dict}
+        fields = {
+            "strategies": dict,
+            "not_before": dict,
+            "handled": dict,
+            "decisions": dict,
+            "superseded": dict,
+        }
         for name, kind in fields.items():
             if not isinstance(doc.get(name, {}), kind):
                 got = reprlib.repr(doc.get(name))
@@ -155,7 +169,10 @@ class FailoverDecision:
     @property
     def reason(self) -> str:
         if self.superseded:
-            return f"{self.failed_task} try {self.try_number} was stopped by a failover restart; not counted as a failure"
+            return (
+                f"{self.failed_task} try {self.try_number} was stopped by a failover restart; "
+                "not counted as a failure"
+            )
         if not self.restart:
             return f"Recovery is suppressed by {self.strategy}"
         what = "; ".join("[" + ", ".join(sorted(r)) + "]" for r in self.regions)
@@ -168,10 +185,19 @@ class FailoverDecision:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "failed_task": self.failed_task, "try_number": self.try_number, "restart": self.restart,
-            "delay": self.delay, "restart_at": self.restart_at, "regions": [sorted(r) for r in self.regions],
-            "tasks": sorted(self.tasks), "unavailable": list(self.unavailable), "new_attempt": self.new_attempt,
-            "strategy": self.strategy, "scope": self.scope, "cause": self.cause, "reason": self.reason,
+            "failed_task": self.failed_task,
+            "try_number": self.try_number,
+            "restart": self.restart,
+            "delay": self.delay,
+            "restart_at": self.restart_at,
+            "regions": [sorted(r) for r in self.regions],
+            "tasks": sorted(self.tasks),
+            "unavailable": list(self.unavailable),
+            "new_attempt": self.new_attempt,
+            "strategy": self.strategy,
+            "scope": self.scope,
+            "cause": self.cause,
+            "reason": self.reason,
         }
 
 
@@ -203,9 +229,18 @@ def handle_failure(
     if state.superseded.get(failed_task, 0) >= try_number:
         # Failover itself stopped this try (cleared while running): its end is not a new failure.
         return FailoverDecision(
-            failed_task=failed_task, try_number=try_number, outcome=Outcome.SUPERSEDED, delay=0.0,
-            restart_at=clock.now(), regions=(), tasks=frozenset(), unavailable=(), new_attempt=False,
-            strategy="", scope="", cause=cause,
+            failed_task=failed_task,
+            try_number=try_number,
+            outcome=Outcome.SUPERSEDED,
+            delay=0.0,
+            restart_at=clock.now(),
+            regions=(),
+            tasks=frozenset(),
+            unavailable=(),
+            new_attempt=False,
+            strategy="",
+            scope="",
+            cause=cause,
         )
     lost = tuple(sorted(set(unavailable)))
     scope = scope_of(failover, failed_task, per_region)
@@ -228,10 +263,18 @@ def handle_failure(
     state.strategies[scope] = strategy.export_state()
     state.handled[failed_task] = max(state.handled.get(failed_task, 0), try_number)
     decision = FailoverDecision(
-        failed_task=failed_task, try_number=try_number, outcome=Outcome.RESTART if restart else Outcome.SUPPRESSED,
-        delay=delay, restart_at=now + delay,
-        regions=regions, tasks=tasks, unavailable=lost, new_attempt=new_attempt, strategy=repr(strategy),
-        scope=scope, cause=cause,
+        failed_task=failed_task,
+        try_number=try_number,
+        outcome=Outcome.RESTART if restart else Outcome.SUPPRESSED,
+        delay=delay,
+        restart_at=now + delay,
+        regions=regions,
+        tasks=tasks,
+        unavailable=lost,
+        new_attempt=new_attempt,
+        strategy=repr(strategy),
+        scope=scope,
+        cause=cause,
     )
     state.decisions[key] = decision.summary()
     return decision
@@ -239,10 +282,17 @@ def handle_failure(
 
 def _from_summary(summary: Mapping[str, Any]) -> FailoverDecision:
     return FailoverDecision(
-        failed_task=summary["failed_task"], try_number=summary["try_number"],
+        failed_task=summary["failed_task"],
+        try_number=summary["try_number"],
         outcome=Outcome.RESTART if summary["restart"] else Outcome.SUPPRESSED,
-        delay=summary["delay"], restart_at=summary["restart_at"],
-        regions=tuple(frozenset(r) for r in summary["regions"]), tasks=frozenset(summary["tasks"]),
-        unavailable=tuple(summary["unavailable"]), new_attempt=summary["new_attempt"],
-        strategy=summary["strategy"], scope=summary["scope"], cause=summary["cause"], already_handled=True,
+        delay=summary["delay"],
+        restart_at=summary["restart_at"],
+        regions=tuple(frozenset(r) for r in summary["regions"]),
+        tasks=frozenset(summary["tasks"]),
+        unavailable=tuple(summary["unavailable"]),
+        new_attempt=summary["new_attempt"],
+        strategy=summary["strategy"],
+        scope=summary["scope"],
+        cause=summary["cause"],
+        already_handled=True,
     )

@@ -27,7 +27,8 @@ from .restart_strategies import (
 )
 
 TYPE_KEY = "restart-strategy.type"
-# Flink: RestartStrategyOptions.RESTART_STRATEGY = key("restart-strategy.type").withDeprecatedKeys("restart-strategy")
+# Flink: RestartStrategyOptions.RESTART_STRATEGY =
+#     key("restart-strategy.type").withDeprecatedKeys("restart-strategy")
 DEPRECATED_TYPE_KEY = "restart-strategy"
 _PREFIX = "restart-strategy."
 
@@ -58,34 +59,104 @@ def _at_least(bound: float) -> Callable[[float], bool]:
     return lambda value: value >= bound
 
 
-_FD, _FR, _ED = "restart-strategy.fixed-delay.", "restart-strategy.failure-rate.", "restart-strategy.exponential-delay."
+_FD, _FR, _ED = (
+    "restart-strategy.fixed-delay.",
+    "restart-strategy.failure-rate.",
+    "restart-strategy.exponential-delay.",
+)
 _POSITIVE_DURATION = "a duration ≥ 1 ms"
 
 OPTIONS: dict[str, Option] = {
     option.key: option
     for option in (
-        Option(_FD + "attempts", 1, "int", _at_least(0), "an integer ≥ 0",
-               "Failures tolerated before the run fails."),
-        Option(_FD + "delay", "1 s", "duration", _at_least(0), "a duration ≥ 0",
-               "Delay between a failure and the restart."),
-        Option(_FR + "max-failures-per-interval", 1, "int", _at_least(1), "an integer ≥ 1",
-               "Failures tolerated inside one failure-rate-interval."),
-        Option(_FR + "failure-rate-interval", "1 min", "duration", _at_least(0.001), _POSITIVE_DURATION,
-               "Sliding window over which failures are counted."),
-        Option(_FR + "delay", "1 s", "duration", _at_least(0), "a duration ≥ 0",
-               "Delay between a failure and the restart."),
-        Option(_ED + "initial-backoff", "1 s", "duration", _at_least(0.001), _POSITIVE_DURATION,
-               "Backoff of the first restart attempt."),
-        Option(_ED + "max-backoff", "1 min", "duration", _at_least(0.001), _POSITIVE_DURATION,
-               "Upper bound of the backoff."),
-        Option(_ED + "backoff-multiplier", 1.5, "float", lambda v: v > 1, "> 1",
-               "Factor applied to the backoff after every attempt."),
-        Option(_ED + "reset-backoff-threshold", "1 h", "duration", _at_least(0.001), _POSITIVE_DURATION,
-               "Failure-free time after the scheduled restart that resets backoff and attempt count."),
-        Option(_ED + "jitter-factor", 0.1, "float", lambda v: 0 <= v <= 1, "between 0 and 1",
-               "Random ± share of the backoff, so that runs do not restart in lockstep."),
-        Option(_ED + "attempts-before-reset-backoff", "infinite", "int", _at_least(1),
-               "an integer ≥ 1 (or 'infinite')", "Restart attempts allowed before the run fails."),
+        Option(
+            _FD + "attempts",
+            1,
+            "int",
+            _at_least(0),
+            "an integer ≥ 0",
+            "Failures tolerated before the run fails.",
+        ),
+        Option(
+            _FD + "delay",
+            "1 s",
+            "duration",
+            _at_least(0),
+            "a duration ≥ 0",
+            "Delay between a failure and the restart.",
+        ),
+        Option(
+            _FR + "max-failures-per-interval",
+            1,
+            "int",
+            _at_least(1),
+            "an integer ≥ 1",
+            "Failures tolerated inside one failure-rate-interval.",
+        ),
+        Option(
+            _FR + "failure-rate-interval",
+            "1 min",
+            "duration",
+            _at_least(0.001),
+            _POSITIVE_DURATION,
+            "Sliding window over which failures are counted.",
+        ),
+        Option(
+            _FR + "delay",
+            "1 s",
+            "duration",
+            _at_least(0),
+            "a duration ≥ 0",
+            "Delay between a failure and the restart.",
+        ),
+        Option(
+            _ED + "initial-backoff",
+            "1 s",
+            "duration",
+            _at_least(0.001),
+            _POSITIVE_DURATION,
+            "Backoff of the first restart attempt.",
+        ),
+        Option(
+            _ED + "max-backoff",
+            "1 min",
+            "duration",
+            _at_least(0.001),
+            _POSITIVE_DURATION,
+            "Upper bound of the backoff.",
+        ),
+        Option(
+            _ED + "backoff-multiplier",
+            1.5,
+            "float",
+            lambda v: v > 1,
+            "> 1",
+            "Factor applied to the backoff after every attempt.",
+        ),
+        Option(
+            _ED + "reset-backoff-threshold",
+            "1 h",
+            "duration",
+            _at_least(0.001),
+            _POSITIVE_DURATION,
+            "Failure-free time after the scheduled restart that resets backoff and attempt count.",
+        ),
+        Option(
+            _ED + "jitter-factor",
+            0.1,
+            "float",
+            lambda v: 0 <= v <= 1,
+            "between 0 and 1",
+            "Random ± share of the backoff, so that runs do not restart in lockstep.",
+        ),
+        Option(
+            _ED + "attempts-before-reset-backoff",
+            "infinite",
+            "int",
+            _at_least(1),
+            "an integer ≥ 1 (or 'infinite')",
+            "Restart attempts allowed before the run fails.",
+        ),
     )
 }
 KNOWN_KEYS = (TYPE_KEY, *OPTIONS)
@@ -192,8 +263,10 @@ def _type(config: Mapping[str, object], partitions_persisted: bool, key: str = T
         return "exponential-delay" if partitions_persisted else "none"
     name = raw.strip().lower() if isinstance(raw, str) else raw
     if name not in TYPE_ALIASES:
-        choices = "none (aliases off, disable), fixed-delay (fixeddelay), failure-rate (failurerate), " \
+        choices = (
+            "none (aliases off, disable), fixed-delay (fixeddelay), failure-rate (failurerate), "
             "exponential-delay (exponentialdelay)"
+        )
         close = difflib.get_close_matches(str(name), TYPE_ALIASES, n=1)
         hint = f"did you mean {TYPE_ALIASES[close[0]]!r}? " if close else ""
         raise ValueError(f"{key}: unknown restart strategy {raw!r}; {hint}use one of: {choices}")
@@ -234,7 +307,9 @@ def load_restart_strategy(
         )
     if kind == "failure-rate":
         return FailureRateRestartStrategy(
-            max_failures_per_interval=int(_value(config, "restart-strategy.failure-rate.max-failures-per-interval")),
+            max_failures_per_interval=int(
+                _value(config, "restart-strategy.failure-rate.max-failures-per-interval")
+            ),
             interval=_value(config, "restart-strategy.failure-rate.failure-rate-interval"),
             delay=_value(config, "restart-strategy.failure-rate.delay"),
             clock=clock,

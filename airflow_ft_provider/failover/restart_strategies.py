@@ -122,7 +122,9 @@ class FailureRateRestartStrategy:
 
     type_name = "failure-rate"
 
-    def __init__(self, max_failures_per_interval: int, interval: float, delay: float, *, clock: Clock) -> None:
+    def __init__(
+        self, max_failures_per_interval: int, interval: float, delay: float, *, clock: Clock
+    ) -> None:
         self.max_failures_per_interval = max_failures_per_interval
         self.interval = interval
         self.delay = delay
@@ -150,7 +152,9 @@ class FailureRateRestartStrategy:
     def restore_state(self, state: Mapping[str, Any]) -> None:
         _check_state(self, state, {"failure_times": list})
         times = state.get("failure_times", [])
-        if not all(isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) for t in times):
+        if not all(
+            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) for t in times
+        ):
             raise ValueError(f"malformed failure-rate restart-strategy state: failure_times={times!r}")
         self._failures = deque((round(t * 1000) for t in times), maxlen=self.max_failures_per_interval + 1)
 
@@ -158,8 +162,10 @@ class FailureRateRestartStrategy:
         now = now_millis(self._clock)
         recent = sum(1 for t in self._failures if now - t <= self._interval_ms)
         left = max(0, self.max_failures_per_interval - recent)
-        return (f"{left} more failures allowed within {format_duration(self.interval)} "
-                f"({recent} of {self.max_failures_per_interval} in the last {format_duration(self.interval)})")
+        return (
+            f"{left} more failures allowed within {format_duration(self.interval)} "
+            f"({recent} of {self.max_failures_per_interval} in the last {format_duration(self.interval)})"
+        )
 
     def __repr__(self) -> str:
         return (
@@ -205,10 +211,15 @@ class ExponentialDelayRestartStrategy:
         _require(self._initial_ms >= 1, "initial-backoff must be at least 1 ms", initial_backoff)
         _require(self._max_ms >= self._initial_ms, "max-backoff must be ≥ initial-backoff", max_backoff)
         _require(backoff_multiplier > 1, "backoff-multiplier must be > 1", backoff_multiplier)
-        _require(self._reset_ms >= 1, "reset-backoff-threshold must be at least 1 ms", reset_backoff_threshold)
+        _require(
+            self._reset_ms >= 1, "reset-backoff-threshold must be at least 1 ms", reset_backoff_threshold
+        )
         _require(0 <= jitter_factor <= 1, "jitter-factor must be between 0 and 1", jitter_factor)
-        _require(attempts_before_reset_backoff >= 1, "attempts-before-reset-backoff must be ≥ 1",
-                 attempts_before_reset_backoff)
+        _require(
+            attempts_before_reset_backoff >= 1,
+            "attempts-before-reset-backoff must be ≥ 1",
+            attempts_before_reset_backoff,
+        )
         self._clock = clock
         self._rng = rng
         self._attempt = 0
@@ -268,7 +279,9 @@ class ExponentialDelayRestartStrategy:
 
     def restore_state(self, state: Mapping[str, Any]) -> None:
         number = (int, float)
-        _check_state(self, state, {"attempt": int, "backoff": number, "failed_at": number, "restart_at": number})
+        _check_state(
+            self, state, {"attempt": int, "backoff": number, "failed_at": number, "restart_at": number}
+        )
         self._attempt = int(state.get("attempt", 0))
         self._backoff_ms = _millis_of(state.get("backoff")) or 0
         self._failed_at_ms = _millis_of(state.get("failed_at"))
@@ -277,10 +290,15 @@ class ExponentialDelayRestartStrategy:
     def remaining_budget(self) -> str:
         quiet = format_duration(self.reset_backoff_threshold)
         if math.isinf(self.attempts_before_reset_backoff):
-            return f"unlimited restarts; {self._attempt} so far, the backoff resets after {quiet} without failure"
+            return (
+                f"unlimited restarts; {self._attempt} so far, the backoff resets after {quiet} "
+                "without failure"
+            )
         left = max(0, int(self.attempts_before_reset_backoff) - self._attempt)
-        return (f"{left} of {int(self.attempts_before_reset_backoff)} restarts left; "
-                f"the count resets after {quiet} without failure")
+        return (
+            f"{left} of {int(self.attempts_before_reset_backoff)} restarts left; "
+            f"the count resets after {quiet} without failure"
+        )
 
     def __repr__(self) -> str:
         attempts = self.attempts_before_reset_backoff

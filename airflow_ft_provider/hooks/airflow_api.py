@@ -115,7 +115,9 @@ class AirflowApiHook(BaseHook):
     conn_type = "http"
     hook_name = "Airflow REST API (region failover)"
 
-    def __init__(self, airflow_api_conn_id: str = default_conn_name, *, timeout: float = 30.0, **kwargs: Any) -> None:
+    def __init__(
+        self, airflow_api_conn_id: str = default_conn_name, *, timeout: float = 30.0, **kwargs: Any
+    ) -> None:
         super().__init__(**kwargs)
         self.airflow_api_conn_id = airflow_api_conn_id
         self.timeout = timeout
@@ -154,12 +156,16 @@ class AirflowApiHook(BaseHook):
             host, port = conn.host, conn.port
         if scheme not in ("http", "https"):
             raise ValueError(f"connection {conn_id!r}: scheme {scheme!r} is not http or https")
-        allow_http = _flag(extra.get("allow_insecure_http", False), what=f"connection {conn_id!r} extra allow_insecure_http")
+        allow_http = _flag(
+            extra.get("allow_insecure_http", False), what=f"connection {conn_id!r} extra allow_insecure_http"
+        )
         if scheme == "http" and not _is_loopback(host) and not allow_http:
             raise ValueError(
-                f"connection {conn_id!r} would send the password of {conn.login!r} in clear text over http to "
-                f"{host!r}, which is not a loopback address; use https (e.g. AIRFLOW_CONN_{conn_id.upper()}="
-                f"'https://<user>:<password>@{host}:<port>') or, on a private network you trust, set the extra "
+                f"connection {conn_id!r} would send the password of {conn.login!r} in clear text over "
+                f"http to {host!r}, which is not a loopback address; use https "
+                f"(e.g. AIRFLOW_CONN_{conn_id.upper()}="
+                f"'https://<user>:<password>@{host}:<port>') or, on a private network you trust, set the "
+                "extra "
                 '{"allow_insecure_http": true}'
             )
         netloc = f"[{host}]" if ":" in host and not host.startswith("[") else host
@@ -172,15 +178,18 @@ class AirflowApiHook(BaseHook):
         if flag is True:
             return True
         if flag is False:
-            self.log.warning("TLS certificate verification is off for connection %r: anyone on the network "
-                             "path can impersonate the API server", self.airflow_api_conn_id)
+            self.log.warning(
+                "TLS certificate verification is off for connection %r: anyone on the network "
+                "path can impersonate the API server",
+                self.airflow_api_conn_id,
+            )
             return False
         path = os.path.expanduser(str(value))
         if not os.path.exists(path):
             raise ValueError(
-                f"connection {self.airflow_api_conn_id!r}: extra verify={value!r} is neither true/false nor an "
-                "existing CA bundle (file or directory); give the path of the PEM file that signed the API "
-                "server's certificate"
+                f"connection {self.airflow_api_conn_id!r}: extra verify={value!r} is neither true/false "
+                "nor an existing CA bundle (file or directory); give the path of the PEM file that signed "
+                "the API server's certificate"
             )
         if os.path.isdir(path):
             return ssl.create_default_context(capath=path)
@@ -190,8 +199,12 @@ class AirflowApiHook(BaseHook):
     def _http(self) -> httpx.Client:
         server = self.server
         self.log.info("Airflow REST API at %s (connection %r)", server.base_url, self.airflow_api_conn_id)
-        return httpx.Client(base_url=server.base_url, timeout=httpx.Timeout(self.timeout), verify=server.verify,
-                            follow_redirects=False)
+        return httpx.Client(
+            base_url=server.base_url,
+            timeout=httpx.Timeout(self.timeout),
+            verify=server.verify,
+            follow_redirects=False,
+        )
 
     def close(self) -> None:
         if "_http" in self.__dict__:
@@ -213,19 +226,24 @@ class AirflowApiHook(BaseHook):
             if idempotent:
                 raise _RetryableTransportError(str(err)) from err
             raise AirflowApiOutcomeUnknown(
-                f"Airflow REST API {method} {path}: the answer was lost ({type(err).__name__}: {err}); it may "
-                "or may not have been applied"
+                f"Airflow REST API {method} {path}: the answer was lost ({type(err).__name__}: {err}); "
+                "it may or may not have been applied"
             ) from err
 
     def _authenticate(self) -> str:
         server = self.server
         # Repeating a login is harmless: it mints another token.
-        response = self._send("POST", TOKEN_PATH, idempotent=True,
-                              json={"username": server.login, "password": server.password})
+        response = self._send(
+            "POST", TOKEN_PATH, idempotent=True, json={"username": server.login, "password": server.password}
+        )
         if response.status_code not in (200, 201):
-            raise AirflowApiError("POST", TOKEN_PATH, response.status_code,
-                                  f"login of {server.login!r} refused; check the connection "
-                                  f"{self.airflow_api_conn_id!r}", retryable=response.status_code >= 500)
+            raise AirflowApiError(
+                "POST",
+                TOKEN_PATH,
+                response.status_code,
+                f"login of {server.login!r} refused; check the connection {self.airflow_api_conn_id!r}",
+                retryable=response.status_code >= 500,
+            )
         self._token = response.json()["access_token"]
         return self._token
 
@@ -239,8 +257,8 @@ class AirflowApiHook(BaseHook):
             cause = err.__cause__ if isinstance(err, _RetryableTransportError) and err.__cause__ else err
             raise AirflowApiUnreachable(
                 f"Airflow REST API at {self.server.base_url} (connection {self.airflow_api_conn_id!r}) is "
-                f"unreachable: {cause}; check host, port and schema of the connection and that the API server "
-                "is running"
+                f"unreachable: {cause}; check host, port and schema of the connection and that the API "
+                "server is running"
             ) from err
 
     @tenacity.retry(
@@ -252,18 +270,20 @@ class AirflowApiHook(BaseHook):
     def _request(self, method: str, path: str, *, idempotent: bool, **kwargs: Any) -> Any:
         for fresh_login in (False, True):  # a 401 is answered before anything is applied: repeat once
             token = self._token if self._token and not fresh_login else self._authenticate()
-            response = self._send(method, path, idempotent=idempotent,
-                                  headers={"Authorization": f"Bearer {token}"}, **kwargs)
+            response = self._send(
+                method, path, idempotent=idempotent, headers={"Authorization": f"Bearer {token}"}, **kwargs
+            )
             if response.status_code != 401:
                 break
         if response.status_code >= 500 and not idempotent:
             raise AirflowApiOutcomeUnknown(
-                f"Airflow REST API {method} {path} answered {response.status_code}: {response.text[:300]}; it "
-                "may or may not have been applied"
+                f"Airflow REST API {method} {path} answered {response.status_code}: "
+                f"{response.text[:300]}; it may or may not have been applied"
             )
         if response.status_code >= 300:
-            raise AirflowApiError(method, path, response.status_code, response.text,
-                                  retryable=response.status_code >= 500)
+            raise AirflowApiError(
+                method, path, response.status_code, response.text, retryable=response.status_code >= 500
+            )
         return response.json()
 
     # -- task instances -----------------------------------------------------------------------------
@@ -271,20 +291,25 @@ class AirflowApiHook(BaseHook):
         instances: list[dict[str, Any]] = []
         while True:
             page = self.request(
-                "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances",
+                "GET",
+                f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances",
                 params={"limit": 100, "offset": len(instances)},
             )
             instances.extend(page["task_instances"])
             if not page["task_instances"] or len(instances) >= page.get("total_entries", 0):
                 return instances
 
-    def task_instance_try(self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int) -> dict:
+    def task_instance_try(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
+    ) -> dict:
         index = f"/{map_index}" if map_index >= 0 else ""
         return self.request(
             "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}{index}/tries/{try_number}"
         )
 
-    def clear(self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    def clear(
+        self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]
+    ) -> list[dict[str, Any]]:
         """Clear exactly these (task id, map index) instances of one run, whatever their state.
 
         Sent once: raises :class:`AirflowApiOutcomeUnknown` when the answer is lost. Every instance a
@@ -292,7 +317,9 @@ class AirflowApiHook(BaseHook):
         """
         body = {
             "dag_run_id": run_id,
-            "task_ids": [[task_id, map_index] if map_index >= 0 else task_id for task_id, map_index in task_instances],
+            "task_ids": [
+                [task_id, map_index] if map_index >= 0 else task_id for task_id, map_index in task_instances
+            ],
             "dry_run": False,  # the endpoint's defaults are dry_run=true and only_failed=true
             "only_failed": False,
             "include_downstream": False,

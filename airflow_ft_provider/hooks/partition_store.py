@@ -73,8 +73,8 @@ class PartitionStoreHook(BaseHook):
             if self.aws_conn_id != self.default_conn_name:
                 raise AirflowNotFoundException(
                     f"the partition store's connection {self.aws_conn_id!r} is not defined; define an 'aws' "
-                    f"connection (e.g. AIRFLOW_CONN_{self.aws_conn_id.upper()}) or pass aws_conn_id='aws_default' "
-                    "to use the standard AWS credential chain"
+                    f"connection (e.g. AIRFLOW_CONN_{self.aws_conn_id.upper()}) or pass "
+                    "aws_conn_id='aws_default' to use the standard AWS credential chain"
                 ) from None
             self.log.info(
                 "connection %r not defined; using boto3's standard credential chain", self.aws_conn_id
@@ -102,8 +102,15 @@ class PartitionStoreHook(BaseHook):
         config_kwargs.setdefault("retries", {"mode": "standard"})
         config_kwargs.setdefault("max_pool_connections", 16)
         endpoint_url = extra.get("endpoint_url") or None
-        settings = (access_key, secret_key, extra.get("aws_session_token"), region, extra.get("profile_name"),
-                    endpoint_url, json.dumps(config_kwargs, sort_keys=True, default=repr))
+        settings = (
+            access_key,
+            secret_key,
+            extra.get("aws_session_token"),
+            region,
+            extra.get("profile_name"),
+            endpoint_url,
+            json.dumps(config_kwargs, sort_keys=True, default=repr),
+        )
         key = (os.getpid(), hashlib.sha256(repr(settings).encode()).hexdigest())  # no secret kept in clear
         with _CLIENTS_LOCK:
             client = _CLIENTS.get(key)
@@ -121,7 +128,9 @@ class PartitionStoreHook(BaseHook):
                     endpoint_url or "AWS default",
                     region or "from the environment",
                 )
-                client = _CLIENTS[key] = session.client("s3", endpoint_url=endpoint_url, config=Config(**config_kwargs))
+                client = _CLIENTS[key] = session.client(
+                    "s3", endpoint_url=endpoint_url, config=Config(**config_kwargs)
+                )
         return client
 
     @cached_property
@@ -173,9 +182,7 @@ def _flag(key: str) -> bool:
     try:
         return conf.getboolean(CONFIG_SECTION, key, fallback=False)
     except Exception:  # AirflowConfigException (its module moves between Airflow versions)
-        raise ValueError(
-            f"[{CONFIG_SECTION}] {key} must be True or False, got {_config(key)!r}"
-        ) from None
+        raise ValueError(f"[{CONFIG_SECTION}] {key} must be True or False, got {_config(key)!r}") from None
 
 
 def _seconds(key: str, default: float) -> float:

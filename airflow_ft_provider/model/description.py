@@ -47,19 +47,27 @@ class StageDeclaration:
 
     def to_dict(self) -> dict[str, Any]:
         return {
-            "task_id": self.task_id, "parallelism": self.parallelism, "mapped": self.mapped,
+            "task_id": self.task_id,
+            "parallelism": self.parallelism,
+            "mapped": self.mapped,
             "inputs": [{"result": i.result, "pattern": i.pattern.value} for i in self.inputs],
-            "outputs": [{"result": o.result, "type": o.result_type.value, "compression": o.compression}
-                        for o in self.outputs],
+            "outputs": [
+                {"result": o.result, "type": o.result_type.value, "compression": o.compression}
+                for o in self.outputs
+            ],
         }
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, Any]) -> StageDeclaration:
         return cls(
-            task_id=str(doc["task_id"]), parallelism=int(doc["parallelism"]), mapped=bool(doc.get("mapped", False)),
+            task_id=str(doc["task_id"]),
+            parallelism=int(doc["parallelism"]),
+            mapped=bool(doc.get("mapped", False)),
             inputs=tuple(Input(str(i["result"]), DistributionPattern(i["pattern"])) for i in doc["inputs"]),
-            outputs=tuple(Output(str(o["result"]), ResultPartitionType(o["type"]), str(o["compression"]))
-                          for o in doc["outputs"]),
+            outputs=tuple(
+                Output(str(o["result"]), ResultPartitionType(o["type"]), str(o["compression"]))
+                for o in doc["outputs"]
+            ),
         )
 
 
@@ -110,23 +118,31 @@ class PipelineDescription:
                     close = difflib.get_close_matches(inp.result, producers, n=1)
                     hint = f"did you mean {close[0]!r}? " if close else ""
                     raise PipelineWiringError(
-                        f"stage {stage.task_id!r} consumes result {inp.result!r}, which no stage of the pipeline "
-                        f"produces; {hint}produced results: {sorted(producers) or 'none'}"
+                        f"stage {stage.task_id!r} consumes result {inp.result!r}, which no stage of the "
+                        f"pipeline produces; {hint}produced results: {sorted(producers) or 'none'}"
                     )
                 if producers[inp.result] == stage.task_id:
                     raise PipelineWiringError(
-                        f"stage {stage.task_id!r} consumes its own output {inp.result!r}; split it into two stages"
+                        f"stage {stage.task_id!r} consumes its own output {inp.result!r}; "
+                        "split it into two stages"
                     )
                 graph.consume(stage.task_id, inp.result, inp.pattern)
         return graph
 
     def to_json(self) -> bytes:
-        return json.dumps({
-            "version": DESCRIPTION_VERSION, "dag_id": self.dag_id, "store": self.store,
-            "aws_conn_id": self.aws_conn_id, "airflow_api_conn_id": self.airflow_api_conn_id,
-            "restart_config": self.restart_config, "per_region_restarts": self.per_region_restarts,
-            "stages": [s.to_dict() for s in self.stages.values()],
-        }, sort_keys=True).encode()
+        return json.dumps(
+            {
+                "version": DESCRIPTION_VERSION,
+                "dag_id": self.dag_id,
+                "store": self.store,
+                "aws_conn_id": self.aws_conn_id,
+                "airflow_api_conn_id": self.airflow_api_conn_id,
+                "restart_config": self.restart_config,
+                "per_region_restarts": self.per_region_restarts,
+                "stages": [s.to_dict() for s in self.stages.values()],
+            },
+            sort_keys=True,
+        ).encode()
 
     @classmethod
     def from_json(cls, raw: bytes) -> PipelineDescription:
@@ -142,9 +158,12 @@ class PipelineDescription:
             if not isinstance(restart_config, dict):
                 raise ValueError("restart_config must be an object")
             description = cls(
-                str(doc["dag_id"]), [StageDeclaration.from_dict(s) for s in doc["stages"]],
-                store=doc.get("store"), aws_conn_id=str(doc["aws_conn_id"]),
-                airflow_api_conn_id=str(doc["airflow_api_conn_id"]), restart_config=restart_config,
+                str(doc["dag_id"]),
+                [StageDeclaration.from_dict(s) for s in doc["stages"]],
+                store=doc.get("store"),
+                aws_conn_id=str(doc["aws_conn_id"]),
+                airflow_api_conn_id=str(doc["airflow_api_conn_id"]),
+                restart_config=restart_config,
                 per_region_restarts=bool(doc["per_region_restarts"]),
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:

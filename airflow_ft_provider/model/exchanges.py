@@ -1,10 +1,10 @@
 """How a stage declares the result partitions it reads and writes.
 
-    inputs=["raw"]                                   # all-to-all (every partition of raw)
-    inputs={"raw": "pointwise"}                      # Flink's pointwise rule by map index
-    outputs=["cleaned"]                              # blocking, snappy-compressed Parquet
-    outputs={"enriched": "pipelined"}
-    outputs=[Output("cleaned", compression="zstd")]
+inputs=["raw"]                                   # all-to-all (every partition of raw)
+inputs={"raw": "pointwise"}                      # Flink's pointwise rule by map index
+outputs=["cleaned"]                              # blocking, snappy-compressed Parquet
+outputs={"enriched": "pipelined"}
+outputs=[Output("cleaned", compression="zstd")]
 """
 
 from __future__ import annotations
@@ -68,9 +68,15 @@ def _normalize(value: object, what: str, declared_type: type, kind_type: type, d
         if isinstance(name, declared_type):
             declared.append(name)
         elif isinstance(name, str):
-            declared.append(declared_type(name, default_kind if kind is None else _enum_value(kind_type, kind, what, name)))
+            declared.append(
+                declared_type(
+                    name, default_kind if kind is None else _enum_value(kind_type, kind, what, name)
+                )
+            )
         else:
-            raise ValueError(f"{what} {name!r}: expected a result name (str) or {declared_type.__name__}(...)")
+            raise ValueError(
+                f"{what} {name!r}: expected a result name (str) or {declared_type.__name__}(...)"
+            )
     _no_duplicates([d.result for d in declared], what)
     return tuple(declared)
 

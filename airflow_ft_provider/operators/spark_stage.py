@@ -26,7 +26,10 @@ def failover_page_url(dag_id: str, run_id: str, *, task: str | None = None, sect
     from airflow.sdk import conf
 
     base = urllib.parse.urlparse(conf.get("api", "base_url", fallback="") or "").path.rstrip("/")
-    path = f"{base}{FAILOVER_UI_PREFIX}/runs/{urllib.parse.quote(dag_id, safe='')}/{urllib.parse.quote(run_id, safe='')}"
+    path = (
+        f"{base}{FAILOVER_UI_PREFIX}/runs/{urllib.parse.quote(dag_id, safe='')}"
+        f"/{urllib.parse.quote(run_id, safe='')}"
+    )
     query = f"?{urllib.parse.urlencode({'task': task})}" if task else ""
     return f"{path}{query}{'#' + section if section else ''}"
 
@@ -67,7 +70,8 @@ def check_spark_connection(conn_id: str) -> None:
     except AirflowNotFoundException:
         raise SparkConnectionMissing(
             f"spark connection {conn_id!r} is not defined (SparkSubmitHook would silently submit to YARN); "
-            f"define it, e.g. AIRFLOW_CONN_{conn_id.upper()}='{{\"conn_type\": \"spark\", \"host\": \"local[*]\"}}' "
+            f"define it, e.g. AIRFLOW_CONN_{conn_id.upper()}="
+            '\'{"conn_type": "spark", "host": "local[*]"}\' '
             "or spark://host:7077, or pass spark_conn_id= to the pipeline or the stage"
         ) from None
 
@@ -83,8 +87,8 @@ class SparkStageOperator(BaseOperator):
     succeeds are its outputs committed to the partition store; a failed application commits nothing.
 
     :param application: the PySpark file to run (templated); it uses ``airflow_ft_provider.spark.stage_io``.
-    :param python_callable: instead of ``application`` (Spark Connect only): ``fn(spark, io, *application_args)``
-        gets the session and the stage's ``StageIO``.
+    :param python_callable: instead of ``application`` (Spark Connect only):
+        ``fn(spark, io, *application_args)`` gets the session and the stage's ``StageIO``.
     :param inputs: results read, e.g. ``["raw"]`` or ``{"raw": "pointwise"}`` (default all-to-all).
     :param outputs: results written, e.g. ``["cleaned"]`` or ``{"enriched": "pipelined"}`` (default blocking).
     :param application_args: arguments for the application (templated).
@@ -128,7 +132,9 @@ class SparkStageOperator(BaseOperator):
                 f"{'both' if application is not None else 'neither'}"
             )
         if python_callable is not None and not callable(python_callable):
-            raise ValueError(f"stage {self.task_id!r}: python_callable must be callable, got {python_callable!r}")
+            raise ValueError(
+                f"stage {self.task_id!r}: python_callable must be callable, got {python_callable!r}"
+            )
         self.direct_s3a = direct_s3a
         self.application = application
         self.python_callable = python_callable
@@ -208,8 +214,13 @@ class SparkStageOperator(BaseOperator):
 
         moment = datetime.fromtimestamp(restart_at, tz=timezone.utc)
         wait = restart_at - time.time()
-        self.log.info("region failover: waiting %.1f s, until %s (%s), %s", wait, moment.isoformat(), why,
-                      "deferred" if wait >= MIN_DEFERRAL_SECONDS else "in the worker")
+        self.log.info(
+            "region failover: waiting %.1f s, until %s (%s), %s",
+            wait,
+            moment.isoformat(),
+            why,
+            "deferred" if wait >= MIN_DEFERRAL_SECONDS else "in the worker",
+        )
         if wait < MIN_DEFERRAL_SECONDS:
             time.sleep(max(0.0, wait))
             return

@@ -75,19 +75,34 @@ class StageAttempt:
         workdir = Path(tempfile.mkdtemp(prefix="ft-stage-"))
         try:
             placement = DirectS3a(self.store) if direct else StagedFiles(self.store, workdir)
-            self.backend = backend_for(stage, conn_id=stage.spark_conn_id or stage.pipeline.spark_conn_id,
-                                       workdir=workdir, store=self.store, map_index=self.map_index, log=self.log)
+            self.backend = backend_for(
+                stage,
+                conn_id=stage.spark_conn_id or stage.pipeline.spark_conn_id,
+                workdir=workdir,
+                store=self.store,
+                map_index=self.map_index,
+                log=self.log,
+            )
             with self.backend as backend:
                 inputs, engine_inputs = self._resolve_inputs(placement, backend)
                 outputs = self._plan_outputs(placement, backend)
                 spec = StageSpec(
-                    pipeline=stage.dag_id, run_id=self.run_ref.run_id, stage=stage.task_id, map_index=self.map_index,
-                    try_number=self.ti.try_number, inputs=inputs,
+                    pipeline=stage.dag_id,
+                    run_id=self.run_ref.run_id,
+                    stage=stage.task_id,
+                    map_index=self.map_index,
+                    try_number=self.ti.try_number,
+                    inputs=inputs,
                     outputs={name: o.spec for name, o in outputs.items()},
                 )
-                self.log.info("stage %s (%s, %s): reading %s, writing %s", self.task, backend.name, placement.name,
-                              {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
-                              sorted(outputs) or "nothing")
+                self.log.info(
+                    "stage %s (%s, %s): reading %s, writing %s",
+                    self.task,
+                    backend.name,
+                    placement.name,
+                    {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
+                    sorted(outputs) or "nothing",
+                )
                 backend.run(spec, fail_in_app=faults.fails_in_app)
                 faults.after_work()
                 committed = self._commit_outputs(outputs, placement, backend)
@@ -103,7 +118,9 @@ class StageAttempt:
 
     # -- inputs -------------------------------------------------------------------------------------
     def _resolve_inputs(
-        self, placement: Any, backend: Any,
+        self,
+        placement: Any,
+        backend: Any,
     ) -> tuple[dict[str, InputSpec], list[tuple[PartitionRef, PipelinedHandle]]]:
         """Resolve and verify every input partition before any Spark work: PartitionNotFound names it.
         A pipelined input is read from the execution its handle names, if that execution is current;
@@ -112,7 +129,9 @@ class StageAttempt:
         engine_inputs: list[tuple[PartitionRef, PipelinedHandle]] = []
         graph = self.description.graph
         journal_state: RecoveryState | None = None
-        for result, partition_ids in self.description.consumed_partitions(self.stage.task_id, self.map_index).items():
+        for result, partition_ids in self.description.consumed_partitions(
+            self.stage.task_id, self.map_index
+        ).items():
             producer = graph.stages[graph.results[result].producer]
             pipelined = not graph.results[result].result_type.is_reconsumable
             if pipelined and journal_state is None:
@@ -123,13 +142,17 @@ class StageAttempt:
                 handle = None
                 if pipelined and journal_state is not None:
                     producer_task = subtask_id(producer.name, max(ref.map_index, 0), producer.parallelism)
-                    handle = self.pipelined.resolve(ref, ended_through=journal_state.ended_through(producer_task))
+                    handle = self.pipelined.resolve(
+                        ref, ended_through=journal_state.ended_through(producer_task)
+                    )
                 if handle is not None and handle.engine is not None:
                     self._check_engine_holds(ref, handle, backend)
                     engine_inputs.append((ref, handle))
                     partitions.append(InputPartition(partition_id, [], view=handle.engine.view))
                 else:
-                    partitions.append(InputPartition(partition_id, placement.input_paths(ref, result, number, handle)))
+                    partitions.append(
+                        InputPartition(partition_id, placement.input_paths(ref, result, number, handle))
+                    )
             inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
         return inputs, engine_inputs
 
@@ -139,15 +162,18 @@ class StageAttempt:
         if not backend.keeps_pipelined or backend.server != engine.server:
             here = getattr(backend, "server", None) or backend.name
             raise RuntimeError(
-                f"pipelined partition {ref.partition_id!r} is kept by the Spark Connect server {engine.server}, "
-                f"but {self.task} runs on {here}: the stages of a failover region share their pipelined data, "
-                "so give them the same Spark connection (spark_conn_id)"
+                f"pipelined partition {ref.partition_id!r} is kept by the Spark Connect server "
+                f"{engine.server}, but {self.task} runs on {here}: the stages of a failover region share "
+                "their pipelined data, so give them the same Spark connection (spark_conn_id)"
             )
         if not backend.holds(engine.view):
             raise PartitionNotFound(
-                ref.partition_id, Unavailable.PIPELINED,
+                ref.partition_id,
+                Unavailable.PIPELINED,
                 f"the Spark Connect server {engine.server} no longer holds view {engine.view} of execution "
-                f"{handle.execution} (server restarted, or the data was released)", run=str(ref.run))
+                f"{handle.execution} (server restarted, or the data was released)",
+                run=str(ref.run),
+            )
 
     # -- outputs ------------------------------------------------------------------------------------
     def _plan_outputs(self, placement: Any, backend: Any) -> dict[str, _PlannedOutput]:
@@ -165,9 +191,12 @@ class StageAttempt:
                 self._release_superseded(ref, backend)
                 location = VIEW_PREFIX + engine.view
             else:
-                location, attempt = placement.output_location(ref, output.result, pipelined=pipelined,
-                                                              try_number=try_number)
-            spec = OutputSpec(output.result, output.result_type.value, location, compression=output.compression)
+                location, attempt = placement.output_location(
+                    ref, output.result, pipelined=pipelined, try_number=try_number
+                )
+            spec = OutputSpec(
+                output.result, output.result_type.value, location, compression=output.compression
+            )
             planned[output.result] = _PlannedOutput(output, partition_id, ref, spec, attempt, engine)
         return planned
 
@@ -180,39 +209,72 @@ class StageAttempt:
         if previous is not None and previous.engine is not None and previous.engine.server == backend.server:
             backend.drop(previous.engine.view)
 
-    def _commit_outputs(self, outputs: dict[str, _PlannedOutput], placement: Any, backend: Any) -> dict[str, Any]:
+    def _commit_outputs(
+        self, outputs: dict[str, _PlannedOutput], placement: Any, backend: Any
+    ) -> dict[str, Any]:
         """Commit each declared output; all must have been written before the first is committed."""
         rows = {name: backend.rows_written(planned.spec) for name, planned in outputs.items()}
         committed: dict[str, Any] = {}
-        producer = Producer(self.stage.task_id, IndexedName.from_airflow(self.stage.task_id, self.map_index).index,
-                            self.ti.try_number)
+        producer = Producer(
+            self.stage.task_id,
+            IndexedName.from_airflow(self.stage.task_id, self.map_index).index,
+            self.ti.try_number,
+        )
         for name, planned in outputs.items():
             entry: dict[str, Any] = {"type": planned.output.result_type.value, "rows": rows[name]}
             if planned.engine is not None:
                 handle = self.pipelined.publish(planned.ref, producer, engine=planned.engine)
-                entry.update(files=0, bytes=0, attempt=None, execution=handle.execution, view=planned.engine.view)
-                self.log.info("published pipelined partition %s: %d rows kept by %s as view %s", planned.partition_id,
-                              rows[name], planned.engine.server, planned.engine.view)
+                entry.update(
+                    files=0, bytes=0, attempt=None, execution=handle.execution, view=planned.engine.view
+                )
+                self.log.info(
+                    "published pipelined partition %s: %d rows kept by %s as view %s",
+                    planned.partition_id,
+                    rows[name],
+                    planned.engine.server,
+                    planned.engine.view,
+                )
             else:
-                manifest = placement.commit(planned.ref, planned.spec.location, planned.attempt,
-                                            pipelined=planned.pipelined, producer=producer,
-                                            compression=planned.output.compression, rows=rows[name])
-                entry.update(files=len(manifest.files), bytes=manifest.total_size, attempt=manifest.attempt_id,
-                             execution=execution_id(producer.try_number) if planned.pipelined else None)
-                self.log.info("committed %s partition %s: %d rows, %d files, %d bytes (attempt %s)",
-                              planned.output.result_type.value, planned.partition_id, rows[name], len(manifest.files),
-                              manifest.total_size, manifest.attempt_id)
+                manifest = placement.commit(
+                    planned.ref,
+                    planned.spec.location,
+                    planned.attempt,
+                    pipelined=planned.pipelined,
+                    producer=producer,
+                    compression=planned.output.compression,
+                    rows=rows[name],
+                )
+                entry.update(
+                    files=len(manifest.files),
+                    bytes=manifest.total_size,
+                    attempt=manifest.attempt_id,
+                    execution=execution_id(producer.try_number) if planned.pipelined else None,
+                )
+                self.log.info(
+                    "committed %s partition %s: %d rows, %d files, %d bytes (attempt %s)",
+                    planned.output.result_type.value,
+                    planned.partition_id,
+                    rows[name],
+                    len(manifest.files),
+                    manifest.total_size,
+                    manifest.attempt_id,
+                )
             committed[planned.partition_id] = entry
         return committed
 
-    def _release_consumed(self, engine_inputs: list[tuple[PartitionRef, PipelinedHandle]], backend: Any) -> None:
+    def _release_consumed(
+        self, engine_inputs: list[tuple[PartitionRef, PipelinedHandle]], backend: Any
+    ) -> None:
         """Record that this task consumed its engine-held inputs; the last consumer releases them."""
         for ref, handle in engine_inputs:
             if self.pipelined.record_consumer(ref, handle, self.task, self._consumers_of(ref)):
                 assert handle.engine is not None
                 backend.drop(handle.engine.view)
-                self.log.info("released pipelined partition %s (view %s): every consumer has read it",
-                              ref.partition_id, handle.engine.view)
+                self.log.info(
+                    "released pipelined partition %s (view %s): every consumer has read it",
+                    ref.partition_id,
+                    handle.engine.view,
+                )
 
     def _consumers_of(self, ref: PartitionRef) -> set[str]:
         graph = self.description.graph

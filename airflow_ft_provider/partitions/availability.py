@@ -121,7 +121,7 @@ class PartitionAvailability(StoreObjects):
             return None
 
         with ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="ft-check") as pool:
-            for ref, problem in zip(refs, pool.map(check, refs)):
+            for ref, problem in zip(refs, pool.map(check, refs), strict=True):
                 if problem is not None:
                     unavailable[ref.partition_id] = problem
         available = frozenset(ref.partition_id for ref in refs) - set(unavailable)

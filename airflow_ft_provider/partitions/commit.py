@@ -154,7 +154,7 @@ class PartitionCommits(StoreObjects):
             row_count,
         )
         if self.cache is not None:
-            for (_, path), entry in zip(files, manifest.files):
+            for (_, path), entry in zip(files, manifest.files, strict=True):
                 self.cache.add(path, self.bucket, loc.prefix + entry.key)
         return manifest
 
@@ -226,7 +226,11 @@ class PartitionCommits(StoreObjects):
             hasher = new_hasher(self.checksum)
             with self._s3_errors("GetObject", obj["Key"]):
                 body = self.client.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"]
-                for chunk in iter(lambda: body.read(1 << 20), b""):
+
+                def read_chunk(body: Any = body) -> bytes:
+                    return body.read(1 << 20)
+
+                for chunk in iter(read_chunk, b""):
                     hasher.update(chunk)
             entries.append(
                 FileEntry(
@@ -264,7 +268,7 @@ class PartitionCommits(StoreObjects):
                 pipeline=loc.ref.pipeline,
                 run_id=loc.ref.run_id,
                 result=loc.ref.result,
-                map_index=loc.ref.map_index,  # type: ignore[arg-type]
+                map_index=loc.ref.map_index,
                 kind=loc.kind,
                 attempt_id=attempt_id,
                 producer=producer,
@@ -316,7 +320,7 @@ class PartitionCommits(StoreObjects):
                     self._step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
             self._step("files_uploaded", total=len(files))
             entries = [FileEntry(keys[i], sizes[i], checksums[i].result()) for i in range(len(files))]
-        for (_, path), entry in zip(files, entries):
+        for (_, path), entry in zip(files, entries, strict=True):
             if path.stat().st_size != entry.size:
                 raise RuntimeError(
                     f"{path} changed size while it was being committed; finish writing it first"
@@ -352,4 +356,6 @@ class PartitionCommits(StoreObjects):
             return data
 
         # An oversized object at the manifest key is invalid like any other: read its head, replace it.
-        self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).update_raw(loc.manifest_key, change, oversized="truncate")
+        self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).update_raw(
+            loc.manifest_key, change, oversized="truncate"
+        )

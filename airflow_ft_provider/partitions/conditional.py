@@ -117,8 +117,11 @@ class ConditionalJsonStore:
         from botocore.exceptions import ClientError
 
         require_conditional_writes(
-            self._client, self.bucket, self.probe_prefix,
-            allow_unconditional=self.allow_unconditional_writes, credentials=self.credentials,
+            self._client,
+            self.bucket,
+            self.probe_prefix,
+            allow_unconditional=self.allow_unconditional_writes,
+            credentials=self.credentials,
         )
         condition = {"IfNoneMatch": "*"} if etag is None else {"IfMatch": etag}
         with s3_errors("PutObject", self.bucket, key, credentials=self.credentials):
@@ -260,7 +263,11 @@ def require_conditional_writes(
                 log.warning(
                     "the S3 endpoint %s ignores conditional writes on bucket %s (%s); going on because "
                     "[ft_provider] %s is on: zombie commits may replace newer partitions and concurrent "
-                    "journal updates may be lost", endpoint, bucket, problem, ALLOW_UNCONDITIONAL_KEY,
+                    "journal updates may be lost",
+                    endpoint,
+                    bucket,
+                    problem,
+                    ALLOW_UNCONDITIONAL_KEY,
                 )
     problem = _probed[where]
     if problem is not None and not allow_unconditional:
@@ -303,15 +310,19 @@ def _probe(client: Any, bucket: str, prefix: str, credentials: str) -> str | Non
             return f"a PutObject with If-None-Match: * of a new object s3://{bucket}/{key} answered {code}"
         _, code = put(b'{"probe": 2}', IfNoneMatch="*")
         if code is None:
-            problems.append("a PutObject with If-None-Match: * replaced an existing object instead of "
-                            "answering 412 Precondition Failed")
+            problems.append(
+                "a PutObject with If-None-Match: * replaced an existing object instead of "
+                "answering 412 Precondition Failed"
+            )
             etag = None
         elif code not in _PRECONDITION_FAILED:
             problems.append(f"a PutObject with If-None-Match: * over an object answered {code}, not 412")
         new_etag, code = put(b'{"probe": 3}', IfMatch=_STALE_ETAG)
         if code is None:
-            problems.append("a PutObject with If-Match: <another ETag> replaced the object instead of "
-                            "answering 412 Precondition Failed")
+            problems.append(
+                "a PutObject with If-Match: <another ETag> replaced the object instead of "
+                "answering 412 Precondition Failed"
+            )
             etag = new_etag
         elif code not in _PRECONDITION_FAILED:
             problems.append(f"a PutObject with If-Match: <another ETag> answered {code}, not 412")
@@ -332,5 +343,7 @@ def _endpoint(client: Any) -> str:
     url = str(getattr(getattr(client, "meta", None), "endpoint_url", None) or f"client-{id(client)}")
     parts = urlsplit(url)
     if parts.username or parts.password:
-        url = parts._replace(netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else "")).geturl()
+        url = parts._replace(
+            netloc=(parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+        ).geturl()
     return url

@@ -213,7 +213,7 @@ class PartitionReads(StoreObjects):
                     paths[i] = targets[i]
                     os.replace(temp, targets[i])
         finally:
-            for writer, (_, _, _, temp) in zip(writers, todo):
+            for writer, (_, _, _, temp) in zip(writers, todo, strict=True):
                 writer.close()
                 temp.unlink(missing_ok=True)
 

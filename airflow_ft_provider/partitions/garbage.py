@@ -31,8 +31,10 @@ class CollectionReport:
     def lines(self) -> list[str]:
         out = [f"released {run} (retention passed)" for run in self.released]
         out += [f"kept {o.run}: {o.reason}" for o in self.kept]
-        out.append(f"{len(self.released)} runs released, {self.orphans_deleted} orphaned objects deleted, "
-                   f"{self.uploads_aborted} stale uploads aborted")
+        out.append(
+            f"{len(self.released)} runs released, {self.orphans_deleted} orphaned objects deleted, "
+            f"{self.uploads_aborted} stale uploads aborted"
+        )
         return out
 
 

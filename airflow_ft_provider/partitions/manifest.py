@@ -295,7 +295,7 @@ def _parse(doc: Any) -> Manifest:
         pipeline=ref.pipeline,
         run_id=ref.run_id,
         result=ref.result,
-        map_index=ref.map_index,  # type: ignore[arg-type]
+        map_index=ref.map_index,
         kind=kind,
         attempt_id=attempt_id,
         producer=producer,

@@ -82,14 +82,24 @@ class PipelinedHandle:
     consumed_by: tuple[str, ...] = ()
 
     def to_json(self) -> bytes:
-        return json.dumps({
-            "version": HANDLE_VERSION, "partition_id": self.partition_id, "execution": self.execution,
-            "producer": {"task_id": self.producer.task_id, "map_index": self.producer.map_index,
-                         "try_number": self.producer.try_number},
-            "published_at": self.published_at,
-            "engine": None if self.engine is None else {"server": self.engine.server, "view": self.engine.view},
-            "consumed_by": list(self.consumed_by),
-        }, sort_keys=True).encode()
+        return json.dumps(
+            {
+                "version": HANDLE_VERSION,
+                "partition_id": self.partition_id,
+                "execution": self.execution,
+                "producer": {
+                    "task_id": self.producer.task_id,
+                    "map_index": self.producer.map_index,
+                    "try_number": self.producer.try_number,
+                },
+                "published_at": self.published_at,
+                "engine": None
+                if self.engine is None
+                else {"server": self.engine.server, "view": self.engine.view},
+                "consumed_by": list(self.consumed_by),
+            },
+            sort_keys=True,
+        ).encode()
 
     @classmethod
     def from_json(cls, raw: bytes, expected: PartitionRef) -> PipelinedHandle:
@@ -97,7 +107,9 @@ class PipelinedHandle:
         try:
             doc = load_json(raw, max_bytes=MAX_HANDLE_BYTES)
             if not isinstance(doc, dict) or doc.get("version") != HANDLE_VERSION:
-                raise ValueError(f"unsupported version {doc.get('version') if isinstance(doc, dict) else doc!r}")
+                raise ValueError(
+                    f"unsupported version {doc.get('version') if isinstance(doc, dict) else doc!r}"
+                )
             producer = doc["producer"]
             if not isinstance(producer, dict):
                 raise ValueError("'producer' must be an object")
@@ -107,7 +119,8 @@ class PipelinedHandle:
             if not isinstance(consumed, list) or not all(isinstance(c, str) for c in consumed):
                 raise ValueError("'consumed_by' must be a list of task ids")
             handle = cls(
-                partition_id=doc["partition_id"], execution=doc["execution"],
+                partition_id=doc["partition_id"],
+                execution=doc["execution"],
                 producer=Producer(producer["task_id"], producer["map_index"], producer["try_number"]),
                 published_at=float(doc["published_at"]),
                 engine=None if engine is None else EngineLocation(engine["server"], engine["view"]),
@@ -119,8 +132,12 @@ class PipelinedHandle:
                 raise ValueError(f"execution {handle.execution!r} is not try {handle.producer.try_number}'s")
         except (KeyError, TypeError, ValueError) as err:
             detail = f"{err!r}" if isinstance(err, KeyError) else str(err)
-            raise PartitionNotFound(expected.partition_id, Unavailable.INVALID_MANIFEST,
-                                    f"invalid pipelined-partition handle: {detail}", run=str(expected.run)) from None
+            raise PartitionNotFound(
+                expected.partition_id,
+                Unavailable.INVALID_MANIFEST,
+                f"invalid pipelined-partition handle: {detail}",
+                run=str(expected.run),
+            ) from None
         return handle
 
 
@@ -145,13 +162,19 @@ class PipelinedPartitions:
 
     # -- producer side ------------------------------------------------------------------------------
     def commit(
-        self, ref: PartitionRef, source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]], *,
-        producer: Producer, compression: str = "snappy", row_count: int | None = None,
+        self,
+        ref: PartitionRef,
+        source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+        *,
+        producer: Producer,
+        compression: str = "snappy",
+        row_count: int | None = None,
     ) -> Manifest:
         """Commit files from local disk as the execution of ``producer``'s try, then publish it."""
         execution = execution_id(producer.try_number)
-        manifest = self.store.commit_scratch(ref, execution, source, producer=producer, compression=compression,
-                                             row_count=row_count)
+        manifest = self.store.commit_scratch(
+            ref, execution, source, producer=producer, compression=compression, row_count=row_count
+        )
         self.publish(ref, producer)
         return manifest
 
@@ -160,19 +183,33 @@ class PipelinedPartitions:
         return self.store.attempt_location(ref, attempt_id, execution_id=execution_id(try_number))
 
     def commit_uploaded(
-        self, ref: PartitionRef, attempt_id: str, *, producer: Producer, compression: str = "snappy",
+        self,
+        ref: PartitionRef,
+        attempt_id: str,
+        *,
+        producer: Producer,
+        compression: str = "snappy",
         row_count: int | None = None,
     ) -> Manifest:
         """Commit what a writer put under ``attempt_location``, then publish it."""
-        manifest = self.store.commit_uploaded(ref, attempt_id, producer=producer, compression=compression,
-                                              row_count=row_count, execution_id=execution_id(producer.try_number))
+        manifest = self.store.commit_uploaded(
+            ref,
+            attempt_id,
+            producer=producer,
+            compression=compression,
+            row_count=row_count,
+            execution_id=execution_id(producer.try_number),
+        )
         self.publish(ref, producer)
         return manifest
 
-    def publish(self, ref: PartitionRef, producer: Producer, *, engine: EngineLocation | None = None) -> PipelinedHandle:
+    def publish(
+        self, ref: PartitionRef, producer: Producer, *, engine: EngineLocation | None = None
+    ) -> PipelinedHandle:
         """Make ``producer``'s execution the one consumers read; never replaces a newer try's."""
-        handle = PipelinedHandle(ref.partition_id, execution_id(producer.try_number), producer,
-                                 round(self.clock.now(), 3), engine)
+        handle = PipelinedHandle(
+            ref.partition_id, execution_id(producer.try_number), producer, round(self.clock.now(), 3), engine
+        )
 
         def change(current: bytes | None) -> bytes:
             if current is not None:
@@ -182,8 +219,12 @@ class PipelinedPartitions:
                     pass  # an invalid handle is replaced
                 else:
                     if existing.producer.try_number > producer.try_number:
-                        raise StaleCommitError(ref.partition_id, producer.try_number,
-                                               existing.producer.try_number, existing.execution)
+                        raise StaleCommitError(
+                            ref.partition_id,
+                            producer.try_number,
+                            existing.producer.try_number,
+                            existing.execution,
+                        )
             return handle.to_json()
 
         self.store.json_objects.update_raw(self.handle_key(ref), change)
@@ -203,17 +244,24 @@ class PipelinedPartitions:
         where = f"s3://{self.store.bucket}/{self.handle_key(ref)}"
         if handle is None:
             raise PartitionNotFound(
-                ref.partition_id, Unavailable.MISSING_MANIFEST,
-                f"no execution of its region has produced it yet (no {where})", run=str(ref.run))
+                ref.partition_id,
+                Unavailable.MISSING_MANIFEST,
+                f"no execution of its region has produced it yet (no {where})",
+                run=str(ref.run),
+            )
         if handle.producer.try_number <= ended_through:
             raise PartitionNotFound(
-                ref.partition_id, Unavailable.PIPELINED,
+                ref.partition_id,
+                Unavailable.PIPELINED,
                 f"written by try {handle.producer.try_number} of {handle.producer.task_id}, an execution of "
-                f"its region that failover has since restarted ({where})", run=str(ref.run))
+                f"its region that failover has since restarted ({where})",
+                run=str(ref.run),
+            )
         return handle
 
-    def record_consumer(self, ref: PartitionRef, handle: PipelinedHandle, consumer: str,
-                        consumers: Iterable[str]) -> bool:
+    def record_consumer(
+        self, ref: PartitionRef, handle: PipelinedHandle, consumer: str, consumers: Iterable[str]
+    ) -> bool:
         """Note that ``consumer`` has committed what it read from ``handle``'s execution; True when
         that makes every one of ``consumers`` done, so the data can be released (Flink releases a
         pipelined partition once it is fully consumed). A newer execution meanwhile: False."""
@@ -243,7 +291,11 @@ class PipelinedPartitions:
 
     # -- end of the run -----------------------------------------------------------------------------
     def release_run(
-        self, run: RunRef, partitions: Iterable[PartitionRef], *, ended_at: float,
+        self,
+        run: RunRef,
+        partitions: Iterable[PartitionRef],
+        *,
+        ended_at: float,
         drop_views: Callable[[list[PipelinedHandle]], None],
     ) -> RunEndRelease:
         """Free the pipelined data of a run that ended at ``ended_at``: nothing reads it again (Flink
@@ -278,12 +330,18 @@ class PipelinedPartitions:
         scratch = self._release_scratch(run, refs, current, set(kept), ended_at)
         return RunEndRelease(tuple(h.engine for h in in_engine if h.engine is not None), scratch, tuple(kept))
 
-    def _release_scratch(self, run: RunRef, refs: dict[tuple[str, int], PartitionRef],
-                         current: dict[tuple[str, int], int], kept: set[str], ended_at: float) -> int:
+    def _release_scratch(
+        self,
+        run: RunRef,
+        refs: dict[tuple[str, int], PartitionRef],
+        current: dict[tuple[str, int], int],
+        kept: set[str],
+        ended_at: float,
+    ) -> int:
         root = self.store.layout.scratch_run_prefix(run)
         groups: dict[tuple[str, str, str], list[tuple[str, float]]] = {}
         for key, modified in self.store.modified_times(root).items():
-            parts = key[len(root):].split("/", 3)
+            parts = key[len(root) :].split("/", 3)
             if len(parts) == 4:
                 groups.setdefault((parts[0], parts[1], parts[2]), []).append((key, modified))
         doomed: list[str] = []

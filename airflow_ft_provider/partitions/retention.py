@@ -125,7 +125,8 @@ class PartitionRetention(ConsumerLeases):
         return ReleaseReport(run, pids, len(keys), reason)
 
     def pipelines(self) -> list[str]:
-        """The pipelines (DAG ids) that have data in this store; folders that are not valid names are not ours."""
+        """The pipelines (DAG ids) that have data in this store; folders that are not valid names are
+        not ours."""
         names = []
         for prefix in self._list_prefixes(self.layout.prefix):
             name = prefix[len(self.layout.prefix) :].rstrip("/")

@@ -82,7 +82,7 @@ class _Transfers:
 
         outer = self
 
-        class _Subscriber(BaseSubscriber):  # type: ignore[misc]
+        class _Subscriber(BaseSubscriber):
             def on_queued(self, future: Any, **kwargs: Any) -> None:
                 if size is not None:
                     future.meta.provide_transfer_size(size)  # known from the manifest: skip a HEAD

@@ -51,14 +51,23 @@ can_read_runs = Depends(requires_access_dag("GET", DagAccessEntity.RUN))
 can_read_task_instances = Depends(requires_access_dag("GET", DagAccessEntity.TASK_INSTANCE))
 can_clear_tasks = Depends(requires_access_dag("PUT", DagAccessEntity.TASK_INSTANCE))
 # Only the Airflow UI of this origin may show the pages in a frame (it does, as plugin tabs).
-FRAMING = {"X-Frame-Options": "SAMEORIGIN", "X-Content-Type-Options": "nosniff", "Referrer-Policy": "same-origin"}
-PAGE_CSP = ("default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
-            "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'")
+FRAMING = {
+    "X-Frame-Options": "SAMEORIGIN",
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "same-origin",
+}
+PAGE_CSP = (
+    "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; connect-src 'self'; "
+    "img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+)
 
 
 class RestartRequest(BaseModel):
-    task: str = Field(description="a task of the region to restart: a stage id, or stage[i] for a map index",
-                      min_length=1, max_length=300)
+    task: str = Field(
+        description="a task of the region to restart: a stage id, or stage[i] for a map index",
+        min_length=1,
+        max_length=300,
+    )
 
 
 def _own_origins(request: Request) -> set[str]:
@@ -78,11 +87,15 @@ def same_origin_if_cookie(request: Request) -> None:
     if request.headers.get("authorization", "")[:7].lower() == "bearer ":
         return  # Airflow's get_user authenticates by the bearer token then, not by the cookie
     origin = request.headers.get("origin")
-    if origin not in _own_origins(request) or request.headers.get("sec-fetch-site") not in (None, "same-origin"):
+    if origin not in _own_origins(request) or request.headers.get("sec-fetch-site") not in (
+        None,
+        "same-origin",
+    ):
         raise HTTPException(
             status.HTTP_403_FORBIDDEN,
-            f"cross-site request refused: a restart authenticated by the session cookie must come from a page "
-            f"of this Airflow (Origin {str(origin)[:100]!r}); API clients send 'Authorization: Bearer <token>'",
+            f"cross-site request refused: a restart authenticated by the session cookie must come from "
+            f"a page of this Airflow (Origin {str(origin)[:100]!r}); API clients send "
+            "'Authorization: Bearer <token>'",
         )
 
 
@@ -91,8 +104,10 @@ def _store_pointer(session, dag_id: str, run_id: str) -> object:
     from airflow.models.xcom import XComModel
 
     row = session.scalars(
-        select(XComModel).where(XComModel.dag_id == dag_id, XComModel.run_id == run_id,
-                                XComModel.key == STORE_XCOM_KEY).order_by(XComModel.timestamp.desc()).limit(1)
+        select(XComModel)
+        .where(XComModel.dag_id == dag_id, XComModel.run_id == run_id, XComModel.key == STORE_XCOM_KEY)
+        .order_by(XComModel.timestamp.desc())
+        .limit(1)
     ).first()
     value = XComModel.deserialize_value(row) if row is not None else None
     if isinstance(value, str):
@@ -112,8 +127,10 @@ def _dag_run(session, dag_id: str, run_id: str):
     try:
         RunRef(dag_id, run_id)
     except ValueError as err:
-        raise HTTPException(status.HTTP_400_BAD_REQUEST,
-                            f"run {run_id!r} of DAG {dag_id!r} cannot be a failover pipeline run: {err}") from None
+        raise HTTPException(
+            status.HTTP_400_BAD_REQUEST,
+            f"run {run_id!r} of DAG {dag_id!r} cannot be a failover pipeline run: {err}",
+        ) from None
     return run
 
 
@@ -127,10 +144,14 @@ def _verified(session, run) -> tuple[RecoveryJournal, Any]:
 
     dag = DBDagBag().get_dag_for_run(run, session=session)
     if dag is None:
-        raise HTTPException(status.HTTP_404_NOT_FOUND, f"DAG {run.dag_id!r} is not in the metadata DB (not parsed)")
+        raise HTTPException(
+            status.HTTP_404_NOT_FOUND, f"DAG {run.dag_id!r} is not in the metadata DB (not parsed)"
+        )
     try:
         return run_journal(
-            dag=dag, run_id=run.run_id, pointer=_store_pointer(session, run.dag_id, run.run_id),
+            dag=dag,
+            run_id=run.run_id,
+            pointer=_store_pointer(session, run.dag_id, run.run_id),
             default_url=conf.get("ft_provider", "partition_store_url", fallback=None) or None,
             max_parallelism=conf.getint("core", "max_map_length", fallback=1024),
             store_factory=lambda conn_id, url: PartitionStoreHook(conn_id, url=url).get_store(),
@@ -142,22 +163,31 @@ def _verified(session, run) -> tuple[RecoveryJournal, Any]:
         raise HTTPException(status.HTTP_409_CONFLICT, mask_secrets(str(err))) from None
     except AirflowNotFoundException as err:  # the connection the run's XCom names is not defined here
         raise HTTPException(status.HTTP_409_CONFLICT, mask_secrets(str(err))) from None
-    except ValueError as err:  # a damaged stored description (the journal's parsers raise ValueError subclasses)
-        raise HTTPException(status.HTTP_409_CONFLICT,
-                            f"the run's stored pipeline is damaged: {mask_secrets(str(err))}") from None
+    except (
+        ValueError
+    ) as err:  # a damaged stored description (the journal's parsers raise ValueError subclasses)
+        raise HTTPException(
+            status.HTTP_409_CONFLICT, f"the run's stored pipeline is damaged: {mask_secrets(str(err))}"
+        ) from None
 
 
 def _task_instances(session, dag_id: str, run_id: str) -> list[dict[str, Any]]:
     from airflow.models.taskinstance import TaskInstance as TI
 
     rows = session.execute(
-        select(TI.task_id, TI.map_index, TI.state, TI.try_number, TI.start_date, TI.end_date)
-        .where(TI.dag_id == dag_id, TI.run_id == run_id)
+        select(TI.task_id, TI.map_index, TI.state, TI.try_number, TI.start_date, TI.end_date).where(
+            TI.dag_id == dag_id, TI.run_id == run_id
+        )
     ).all()
     return [
-        {"task_id": r.task_id, "map_index": r.map_index, "state": r.state, "try_number": r.try_number,
-         "start_date": r.start_date.isoformat() if r.start_date else None,
-         "end_date": r.end_date.isoformat() if r.end_date else None}
+        {
+            "task_id": r.task_id,
+            "map_index": r.map_index,
+            "state": r.state,
+            "try_number": r.try_number,
+            "start_date": r.start_date.isoformat() if r.start_date else None,
+            "end_date": r.end_date.isoformat() if r.end_date else None,
+        }
         for r in rows
     ]
 
@@ -179,7 +209,8 @@ def _page_template() -> str:
 
 
 def _page(config: dict[str, Any]) -> HTMLResponse:
-    # JSON inside <script>: '<', '>' and '&' escaped so that no run id can close the element or open a comment.
+    # JSON inside <script>: '<', '>' and '&' escaped so that no run id can close the element or open
+    # a comment.
     data = json.dumps(config).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
     nonce = secrets.token_urlsafe(16)
     html = _page_template().replace("__FT_NONCE__", nonce).replace("__FT_CONFIG__", data)
@@ -201,8 +232,11 @@ def create_app() -> FastAPI:
     def index(user: GetUserDep) -> HTMLResponse:
         return _page({"view": "runs"})
 
-    @app.get("/runs/{dag_id}/{run_id}", response_class=HTMLResponse,
-             dependencies=[can_read_runs, can_read_task_instances])
+    @app.get(
+        "/runs/{dag_id}/{run_id}",
+        response_class=HTMLResponse,
+        dependencies=[can_read_runs, can_read_task_instances],
+    )
     def run_page(dag_id: str, run_id: str) -> HTMLResponse:
         return _page({"view": "run", "dag_id": dag_id, "run_id": run_id})
 
@@ -215,12 +249,24 @@ def create_app() -> FastAPI:
         readable = get_auth_manager().get_authorized_dag_ids(user=user, method="GET")
         rows = session.execute(
             select(DagRun.dag_id, DagRun.run_id, DagRun.state, DagRun.start_date)
-            .where(DagRun.id.in_(select(XComModel.dag_run_id).where(XComModel.key == STORE_XCOM_KEY)),
-                   DagRun.dag_id.in_(readable))
-            .order_by(DagRun.start_date.desc()).limit(RECENT_RUNS)
+            .where(
+                DagRun.id.in_(select(XComModel.dag_run_id).where(XComModel.key == STORE_XCOM_KEY)),
+                DagRun.dag_id.in_(readable),
+            )
+            .order_by(DagRun.start_date.desc())
+            .limit(RECENT_RUNS)
         ).all()
-        return {"runs": [{"dag_id": r.dag_id, "run_id": r.run_id, "state": r.state,
-                          "start_date": r.start_date.isoformat() if r.start_date else None} for r in rows]}
+        return {
+            "runs": [
+                {
+                    "dag_id": r.dag_id,
+                    "run_id": r.run_id,
+                    "state": r.state,
+                    "start_date": r.start_date.isoformat() if r.start_date else None,
+                }
+                for r in rows
+            ]
+        }
 
     @app.get("/api/runs/{dag_id}/{run_id}", dependencies=[can_read_runs, can_read_task_instances])
     def run_data(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
@@ -231,34 +277,63 @@ def create_app() -> FastAPI:
         except Exception as err:  # the page still shows states and history without the store
             log.warning("partition availability of %s/%s unavailable: %s", dag_id, run_id, err)
             report = None
-        view = build_run_view(description, run_id, task_instances=_task_instances(session, dag_id, run_id),
-                              state=journal.load(), events=journal.events(), report=report)
+        view = build_run_view(
+            description,
+            run_id,
+            task_instances=_task_instances(session, dag_id, run_id),
+            state=journal.load(),
+            events=journal.events(),
+            report=report,
+        )
         view["store"] = journal.store.layout.url
         return _masked_view(view)
 
-    @app.post("/api/runs/{dag_id}/{run_id}/restart",
-              dependencies=[can_clear_tasks, Depends(same_origin_if_cookie), Depends(action_logging(RESTART_EVENT))])
-    def restart_region(dag_id: str, run_id: str, body: RestartRequest, request: Request, user: GetUserDep,
-                       session: SessionDep) -> dict[str, Any]:
+    @app.post(
+        "/api/runs/{dag_id}/{run_id}/restart",
+        dependencies=[
+            can_clear_tasks,
+            Depends(same_origin_if_cookie),
+            Depends(action_logging(RESTART_EVENT)),
+        ],
+    )
+    def restart_region(
+        dag_id: str,
+        run_id: str,
+        body: RestartRequest,
+        request: Request,
+        user: GetUserDep,
+        session: SessionDep,
+    ) -> dict[str, Any]:
         from airflow_ft_provider.plugins.clear import CallerClears
 
         # JSON only: a cross-site form post cannot send it without a CORS preflight (CSRF).
         if not request.headers.get("content-type", "").startswith("application/json"):
-            raise HTTPException(status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send the request body as application/json")
+            raise HTTPException(
+                status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send the request body as application/json"
+            )
         run = _dag_run(session, dag_id, run_id)
         journal, description = _verified(session, run)
         tasks = description.graph.task_ids()
         if body.task not in tasks:
-            raise HTTPException(status.HTTP_400_BAD_REQUEST,
-                                f"{body.task!r} is not a task of pipeline {dag_id!r}; tasks: {', '.join(tasks[:50])}")
+            raise HTTPException(
+                status.HTTP_400_BAD_REQUEST,
+                f"{body.task!r} is not a task of pipeline {dag_id!r}; tasks: {', '.join(tasks[:50])}",
+            )
         name = user.get_name()
         # Cleared by this process as the caller, never with the airflow_api connection's account.
         caller = CallerClears(session=session, user=user, dag_id=dag_id, run_id=run_id)
         failover = RegionFailover(description, run_id, store=journal.store, api=caller)
-        cleared = failover.restart_regions(body.task, reason=f"restart region from the failover page by {name}",
-                                           user=name)
-        log.warning("user %s restarted the region of %s in %s/%s: cleared %s", name, body.task, dag_id, run_id,
-                    cleared)
+        cleared = failover.restart_regions(
+            body.task, reason=f"restart region from the failover page by {name}", user=name
+        )
+        log.warning(
+            "user %s restarted the region of %s in %s/%s: cleared %s",
+            name,
+            body.task,
+            dag_id,
+            run_id,
+            cleared,
+        )
         return {"task": body.task, "cleared": cleared}
 
     return app

@@ -31,20 +31,33 @@ class CallerClears:
 
     def _check(self, dag_id: str, run_id: str) -> None:
         if (dag_id, run_id) != (self.dag_id, self.run_id):  # never reached: the description was checked
-            raise PermissionError(f"refusing to act on {dag_id}/{run_id} in a request for {self.dag_id}/{self.run_id}")
+            raise PermissionError(
+                f"refusing to act on {dag_id}/{run_id} in a request for {self.dag_id}/{self.run_id}"
+            )
 
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         from airflow.models.taskinstance import TaskInstance as TI
 
         self._check(dag_id, run_id)
         rows = self.session.execute(
-            select(TI.task_id, TI.map_index, TI.state, TI.try_number, TI.id)
-            .where(TI.dag_id == dag_id, TI.run_id == run_id)
+            select(TI.task_id, TI.map_index, TI.state, TI.try_number, TI.id).where(
+                TI.dag_id == dag_id, TI.run_id == run_id
+            )
         ).all()
-        return [{"task_id": r.task_id, "map_index": r.map_index, "state": r.state, "try_number": r.try_number,
-                 "id": str(r.id)} for r in rows]
+        return [
+            {
+                "task_id": r.task_id,
+                "map_index": r.map_index,
+                "state": r.state,
+                "try_number": r.try_number,
+                "id": str(r.id),
+            }
+            for r in rows
+        ]
 
-    def clear(self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]) -> list[dict[str, Any]]:
+    def clear(
+        self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]
+    ) -> list[dict[str, Any]]:
         from airflow.api_fastapi.core_api.datamodels.task_instances import ClearTaskInstancesBody
         from airflow.api_fastapi.core_api.routes.public.task_instances import post_clear_task_instances
         from airflow.models.dagbag import DBDagBag
@@ -52,14 +65,23 @@ class CallerClears:
         self._check(dag_id, run_id)
         body = ClearTaskInstancesBody(
             dag_run_id=run_id,
-            task_ids=[(task_id, map_index) if map_index >= 0 else task_id for task_id, map_index in task_instances],
-            dry_run=False, only_failed=False, include_upstream=False, include_downstream=False, reset_dag_runs=True,
+            task_ids=[
+                (task_id, map_index) if map_index >= 0 else task_id for task_id, map_index in task_instances
+            ],
+            dry_run=False,
+            only_failed=False,
+            include_upstream=False,
+            include_downstream=False,
+            reset_dag_runs=True,
         )
-        response = post_clear_task_instances(dag_id=dag_id, dag_bag=DBDagBag(), body=body, session=self.session,
-                                             user=self.user)
+        response = post_clear_task_instances(
+            dag_id=dag_id, dag_bag=DBDagBag(), body=body, session=self.session, user=self.user
+        )
         self.session.commit()  # now, not when the request ends: the journal records it as done
-        return [{"task_id": ti.task_id, "map_index": ti.map_index, "try_number": ti.try_number}
-                for ti in response.task_instances]
+        return [
+            {"task_id": ti.task_id, "map_index": ti.map_index, "try_number": ti.try_number}
+            for ti in response.task_instances
+        ]
 
     def task_instance_try(self, *args: Any) -> dict[str, Any]:
         raise NotImplementedError("the failover page restarts regions; it does not reconcile killed tries")

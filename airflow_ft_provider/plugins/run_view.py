@@ -33,9 +33,13 @@ def _task_rows(description: PipelineDescription, instances: Iterable[Mapping[str
         for task in stage.task_ids:
             ti = by_key.get(description.airflow_key(task), {})
             rows[task] = {
-                "id": task, "stage": stage.name, "map_index": description.airflow_key(task)[1],
-                "state": ti.get("state") or "no status", "try_number": ti.get("try_number", 0),
-                "start_date": ti.get("start_date"), "end_date": ti.get("end_date"),
+                "id": task,
+                "stage": stage.name,
+                "map_index": description.airflow_key(task)[1],
+                "state": ti.get("state") or "no status",
+                "try_number": ti.get("try_number", 0),
+                "start_date": ti.get("start_date"),
+                "end_date": ti.get("end_date"),
             }
     return rows
 
@@ -50,12 +54,24 @@ def _partition_rows(
         for index, partition_id in enumerate(graph.partition_ids(result.name)):
             producer = producer_stage.task_ids[index]
             row: dict[str, Any] = {
-                "id": partition_id, "result": result.name, "type": result.result_type.value, "producer": producer,
-                "status": "unknown", "reason": "", "size": None, "rows": None, "files": None, "attempt": None,
-                "producer_try": None, "created_at": None,
+                "id": partition_id,
+                "result": result.name,
+                "type": result.result_type.value,
+                "producer": producer,
+                "status": "unknown",
+                "reason": "",
+                "size": None,
+                "rows": None,
+                "files": None,
+                "attempt": None,
+                "producer_try": None,
+                "created_at": None,
             }
             if not result.result_type.is_reconsumable:
-                row["status"], row["reason"] = "pipelined", "ephemeral: re-produced by its region, never stored"
+                row["status"], row["reason"] = (
+                    "pipelined",
+                    "ephemeral: re-produced by its region, never stored",
+                )
             elif report is None:
                 row["reason"] = "the partition store could not be read"
             elif partition_id in report.available:
@@ -72,9 +88,14 @@ def _partition_rows(
                     row["status"] = "missing"
             manifest = report.manifests.get(partition_id) if report is not None else None
             if manifest is not None:
-                row.update(size=manifest.total_size, rows=manifest.row_count, files=len(manifest.files),
-                           attempt=manifest.attempt_id, producer_try=manifest.producer.try_number,
-                           created_at=manifest.created_at)
+                row.update(
+                    size=manifest.total_size,
+                    rows=manifest.row_count,
+                    files=len(manifest.files),
+                    attempt=manifest.attempt_id,
+                    producer_try=manifest.producer.try_number,
+                    created_at=manifest.created_at,
+                )
             rows.append(row)
     return rows
 
@@ -86,11 +107,15 @@ def _strategy(description: PipelineDescription, state: RecoveryState, clock: Clo
         strategy = description.restart_strategy(clock=clock)
         if scope in state.strategies:
             strategy.restore_state(state.strategies[scope])
-        scopes.append({"scope": scope, "budget": strategy.remaining_budget(), "state": state.strategies.get(scope, {})})
+        scopes.append(
+            {"scope": scope, "budget": strategy.remaining_budget(), "state": state.strategies.get(scope, {})}
+        )
     failover = description.failover_strategy()
     return {
-        "restart_strategy": repr(in_force), "failover_strategy": repr(failover),
-        "per_region": description.per_region_restarts, "scopes": scopes,
+        "restart_strategy": repr(in_force),
+        "failover_strategy": repr(failover),
+        "per_region": description.per_region_restarts,
+        "scopes": scopes,
     }
 
 
@@ -98,16 +123,24 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for event in events:
         manual = event.get("kind") == "manual"
-        rows.append({
-            "time": event.get("time"), "kind": event.get("kind", "failover"), "task": event.get("task"),
-            "try_number": event.get("try_number"),
-            "cause": event.get("reason") if manual else event.get("cause"),
-            "restart": True if manual else bool(event.get("restart")),
-            "regions": event.get("regions", []), "tasks": event.get("tasks", []), "cleared": event.get("cleared", []),
-            "delay": 0.0 if manual else event.get("delay"), "strategy": event.get("strategy", ""),
-            "strategy_state": event.get("strategy_state"), "reason": event.get("reason", ""),
-            "user": event.get("user"),
-        })
+        rows.append(
+            {
+                "time": event.get("time"),
+                "kind": event.get("kind", "failover"),
+                "task": event.get("task"),
+                "try_number": event.get("try_number"),
+                "cause": event.get("reason") if manual else event.get("cause"),
+                "restart": True if manual else bool(event.get("restart")),
+                "regions": event.get("regions", []),
+                "tasks": event.get("tasks", []),
+                "cleared": event.get("cleared", []),
+                "delay": 0.0 if manual else event.get("delay"),
+                "strategy": event.get("strategy", ""),
+                "strategy_state": event.get("strategy_state"),
+                "reason": event.get("reason", ""),
+                "user": event.get("user"),
+            }
+        )
     return rows
 
 
@@ -129,21 +162,36 @@ def build_run_view(
         rid = region_id(region)
         for task in region:
             tasks[task]["region"] = rid
-        regions.append({
-            "id": rid, "tasks": sorted(region), "stages": sorted({tasks[t]["stage"] for t in region}),
-            "states": sorted({tasks[t]["state"] for t in region}),
-            "restart_not_before": max((state.not_before.get(t, 0.0) for t in region), default=0.0) or None,
-        })
+        regions.append(
+            {
+                "id": rid,
+                "tasks": sorted(region),
+                "stages": sorted({tasks[t]["stage"] for t in region}),
+                "states": sorted({tasks[t]["state"] for t in region}),
+                "restart_not_before": max((state.not_before.get(t, 0.0) for t in region), default=0.0)
+                or None,
+            }
+        )
     graph = description.graph
     edges = [
-        {"from": graph.results[c.result].producer, "to": c.stage, "result": c.result,
-         "type": graph.results[c.result].result_type.value, "pattern": c.pattern.value}
+        {
+            "from": graph.results[c.result].producer,
+            "to": c.stage,
+            "result": c.result,
+            "type": graph.results[c.result].result_type.value,
+            "pattern": c.pattern.value,
+        }
         for c in graph.consumptions
     ]
     return {
-        "dag_id": description.dag_id, "run_id": run_id,
-        "stages": [{"id": s.name, "parallelism": s.parallelism, "tasks": s.task_ids} for s in graph.stages.values()],
-        "tasks": list(tasks.values()), "edges": edges, "regions": regions,
+        "dag_id": description.dag_id,
+        "run_id": run_id,
+        "stages": [
+            {"id": s.name, "parallelism": s.parallelism, "tasks": s.task_ids} for s in graph.stages.values()
+        ],
+        "tasks": list(tasks.values()),
+        "edges": edges,
+        "regions": regions,
         "partitions": _partition_rows(description, report, tasks),
         "history": _history(events),
         "strategy": _strategy(description, state, clock),

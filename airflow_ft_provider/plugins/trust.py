@@ -58,7 +58,9 @@ def configured_store(dag: Any, *, default_url: str | None) -> str | None:
                 continue
             head = uri.rpartition("/")[0]
             if not head.endswith(f"/{dag.dag_id}"):
-                raise UntrustedRun(f"partition asset {uri!r} of DAG {dag.dag_id!r} is not under the DAG's prefix")
+                raise UntrustedRun(
+                    f"partition asset {uri!r} of DAG {dag.dag_id!r} is not under the DAG's prefix"
+                )
             urls.add(_normalized(head[: -len(dag.dag_id)]))
     if len(urls) > 1:
         raise UntrustedRun(f"the partition assets of DAG {dag.dag_id!r} name several stores: {sorted(urls)}")
@@ -94,8 +96,9 @@ def check_pointer(pointer: object, *, dag_id: str, run_id: str, trusted_url: str
     if url != trusted_url or not isinstance(conn_id, str) or not _CONN_ID.match(conn_id):
         raise UntrustedRun(
             f"the ft_store XCom of run {run_id!r} names store {str(pointer['url'])[:200]!r} with connection "
-            f"{str(conn_id)[:100]!r}, but DAG {dag_id!r} is configured with store {trusted_url!r}; the XCom "
-            "is writable through the REST API, so the API server does not use it: delete the XCom or re-run a stage"
+            f"{str(conn_id)[:100]!r}, but DAG {dag_id!r} is configured with store {trusted_url!r}; "
+            "the XCom is writable through the REST API, so the API server does not use it: delete the "
+            "XCom or re-run a stage"
         )
     return StorePointer(url, conn_id)
 
@@ -117,19 +120,23 @@ def check_description(
         )
     if description.store and _normalized(description.store) != pointer.url:
         raise UntrustedRun(
-            f"the stored pipeline description names store {description.store!r}, DAG {dag_id!r} {pointer.url!r}"
+            f"the stored pipeline description names store {description.store!r}, "
+            f"DAG {dag_id!r} {pointer.url!r}"
         )
     tasks = {task.task_id: task for task in dag.tasks}
     for stage in description.stages.values():
         task = tasks.get(stage.task_id)
         if task is None:
-            raise UntrustedRun(f"the stored pipeline description names stage {stage.task_id!r}, which DAG "
-                               f"{dag_id!r} does not have")
+            raise UntrustedRun(
+                f"the stored pipeline description names stage {stage.task_id!r}, which DAG "
+                f"{dag_id!r} does not have"
+            )
         mapped = bool(getattr(task, "is_mapped", False))
         limit = max_parallelism if mapped else 1
         if not 1 <= stage.parallelism <= limit:
             raise UntrustedRun(
-                f"the stored pipeline description gives stage {stage.task_id!r} parallelism {stage.parallelism}; "
+                f"the stored pipeline description gives stage {stage.task_id!r} "
+                f"parallelism {stage.parallelism}; "
                 f"a{' mapped' if mapped else 'n unmapped'} task of DAG {dag_id!r} has 1"
                 f"{f' to {limit} ([core] max_map_length)' if mapped else ''}"
             )
@@ -137,16 +144,25 @@ def check_description(
 
 
 def run_journal(
-    *, dag: Any, run_id: str, pointer: object, default_url: str | None, max_parallelism: int, store_factory: Any
+    *,
+    dag: Any,
+    run_id: str,
+    pointer: object,
+    default_url: str | None,
+    max_parallelism: int,
+    store_factory: Any,
 ) -> tuple[RecoveryJournal, PipelineDescription]:
     """The run's journal and description, from the store the DAG's configuration names, checked.
 
     ``store_factory(aws_conn_id, url)`` builds the store; :class:`UntrustedRun`, :class:`RunNotReady` or
     a ``ValueError`` (an unusable run id, a damaged description) say why not.
     """
-    checked = check_pointer(pointer, dag_id=dag.dag_id, run_id=run_id,
-                            trusted_url=configured_store(dag, default_url=default_url))
-    journal, description = stored_run_pipeline(store_factory(checked.aws_conn_id, checked.url), dag.dag_id, run_id)
+    checked = check_pointer(
+        pointer, dag_id=dag.dag_id, run_id=run_id, trusted_url=configured_store(dag, default_url=default_url)
+    )
+    journal, description = stored_run_pipeline(
+        store_factory(checked.aws_conn_id, checked.url), dag.dag_id, run_id
+    )
     if description is None:
         raise RunNotReady("the run has no stored pipeline description yet")
     return journal, check_description(description, dag=dag, pointer=checked, max_parallelism=max_parallelism)

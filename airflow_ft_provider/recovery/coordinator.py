@@ -32,10 +32,18 @@ from airflow_ft_provider.recovery.try_start import Proceed, Superseded, TryStart
 log = logging.getLogger(__name__)
 
 NOT_STARTED = {None, "none", "removed"}
-LOST = {Unavailable.INVALID_MANIFEST, Unavailable.MISSING_OBJECT, Unavailable.SIZE_MISMATCH,
-        Unavailable.CHECKSUM_MISMATCH, Unavailable.RELEASED}
+LOST = {
+    Unavailable.INVALID_MANIFEST,
+    Unavailable.MISSING_OBJECT,
+    Unavailable.SIZE_MISMATCH,
+    Unavailable.CHECKSUM_MISMATCH,
+    Unavailable.RELEASED,
+}
 FAILED_TRY_STATES = {"failed", "up_for_retry"}
-KILLED_CAUSE = "the previous try ended without a recorded failure: its process was killed (SIGKILL, OOM or a lost worker)"
+KILLED_CAUSE = (
+    "the previous try ended without a recorded failure: its process was killed "
+    "(SIGKILL, OOM or a lost worker)"
+)
 # A clear whose answer was lost is looked up and, if it did not happen, sent again: this often at most.
 CLEAR_ATTEMPTS = 4
 CLEAR_WAIT = tenacity.wait_exponential(multiplier=1, max=8)
@@ -59,7 +67,12 @@ def describe_exception(exc: BaseException) -> str:
 
 class RegionFailover:
     def __init__(
-        self, pipeline: PipelineDescription, run_id: str, *, api: Any = None, clock: Clock | None = None,
+        self,
+        pipeline: PipelineDescription,
+        run_id: str,
+        *,
+        api: Any = None,
+        clock: Clock | None = None,
         store: Any = None,
     ) -> None:
         self.pipeline = pipeline
@@ -87,8 +100,13 @@ class RegionFailover:
 
     # -- failures -----------------------------------------------------------------------------------
     def handle_failure(
-        self, task_id: str, map_index: int | None, try_number: int, cause: BaseException | str,
-        *, keep_running: Iterable[str] = (),
+        self,
+        task_id: str,
+        map_index: int | None,
+        try_number: int,
+        cause: BaseException | str,
+        *,
+        keep_running: Iterable[str] = (),
     ) -> FailoverDecision:
         core_task = self.pipeline.core_task_id(task_id, map_index)
         unavailable = self.unavailable_partitions(cause)
@@ -97,9 +115,16 @@ class RegionFailover:
 
         def decide(state: RecoveryState) -> FailoverDecision:
             return handle_failure(
-                state, failover=failover, restart_config=self.pipeline.restart_config, failed_task=core_task,
-                try_number=try_number, cause=text, unavailable=unavailable, clock=self.clock,
-                partitions_persisted=True, per_region=self.pipeline.per_region_restarts,
+                state,
+                failover=failover,
+                restart_config=self.pipeline.restart_config,
+                failed_task=core_task,
+                try_number=try_number,
+                cause=text,
+                unavailable=unavailable,
+                clock=self.clock,
+                partitions_persisted=True,
+                per_region=self.pipeline.per_region_restarts,
             )
 
         decision = self.journal.update(decide)
@@ -113,10 +138,16 @@ class RegionFailover:
         cleared: list[str] = []
         if decision.restart:
             cleared = self._clear_started(decision.tasks - {core_task} - set(keep_running))
-        self.journal.record({
-            "time": self.clock.now(), "kind": "failover", "task": core_task, **decision.summary(), "cleared": cleared,
-            "strategy_state": self.journal.load().strategies.get(decision.scope),
-        })
+        self.journal.record(
+            {
+                "time": self.clock.now(),
+                "kind": "failover",
+                "task": core_task,
+                **decision.summary(),
+                "cleared": cleared,
+                "strategy_state": self.journal.load().strategies.get(decision.scope),
+            }
+        )
         return decision
 
     def unavailable_partitions(self, cause: BaseException | str | None = None) -> set[str]:
@@ -141,8 +172,11 @@ class RegionFailover:
             return []
         with self._rest() as api:
             instances = api.task_instances(self.run.pipeline, self.run.run_id)
-            listed = [ti for ti in instances
-                      if (ti["task_id"], ti["map_index"]) in wanted and ti.get("state") not in NOT_STARTED]
+            listed = [
+                ti
+                for ti in instances
+                if (ti["task_id"], ti["map_index"]) in wanted and ti.get("state") not in NOT_STARTED
+            ]
             started = {(ti["task_id"], ti["map_index"]): ti["try_number"] for ti in listed}
             if not started:
                 return []
@@ -156,8 +190,12 @@ class RegionFailover:
             cleared = self._clear_once(api, {(ti["task_id"], ti["map_index"]): ti.get("id") for ti in listed})
         # The listing may be stale: another failover may have restarted a task in between, so the try
         # this clear ended can be newer than the one seen above. The clear's answer names it.
-        newer = {key: ti["try_number"] for ti in cleared or ()
-                 if (key := (ti["task_id"], ti.get("map_index", UNMAPPED))) in started and ti.get("try_number", 0) > started[key]}
+        newer = {
+            key: ti["try_number"]
+            for ti in cleared or ()
+            if (key := (ti["task_id"], ti.get("map_index", UNMAPPED))) in started
+            and ti.get("try_number", 0) > started[key]
+        }
         if newer:
             started.update(newer)
             self.journal.update(remember)
@@ -176,17 +214,24 @@ class RegionFailover:
         from airflow_ft_provider.hooks.airflow_api import AirflowApiOutcomeUnknown
 
         pending = sorted(ids)
-        for attempt in tenacity.Retrying(retry=tenacity.retry_if_exception_type(AirflowApiOutcomeUnknown),
-                                         wait=CLEAR_WAIT, stop=tenacity.stop_after_attempt(CLEAR_ATTEMPTS),
-                                         reraise=True):
+        for attempt in tenacity.Retrying(
+            retry=tenacity.retry_if_exception_type(AirflowApiOutcomeUnknown),
+            wait=CLEAR_WAIT,
+            stop=tenacity.stop_after_attempt(CLEAR_ATTEMPTS),
+            reraise=True,
+        ):
             with attempt:
                 if attempt.retry_state.attempt_number > 1:
-                    now = {(ti["task_id"], ti["map_index"]): ti.get("id")
-                           for ti in api.task_instances(self.run.pipeline, self.run.run_id)}
+                    now = {
+                        (ti["task_id"], ti["map_index"]): ti.get("id")
+                        for ti in api.task_instances(self.run.pipeline, self.run.run_id)
+                    }
                     done = [key for key in pending if ids[key] is None or now.get(key) != ids[key]]
                     if done:
-                        log.warning("the lost clear did reach %s",
-                                    ", ".join(str(IndexedName.from_airflow(t, m)) for t, m in done))
+                        log.warning(
+                            "the lost clear did reach %s",
+                            ", ".join(str(IndexedName.from_airflow(t, m)) for t, m in done),
+                        )
                     pending = [key for key in pending if key not in done]
                     if not pending:
                         return []
@@ -210,7 +255,9 @@ class RegionFailover:
                 earlier = api.task_instance_try(self.run.pipeline, self.run.run_id, key[0], key[1], previous)
             if earlier.get("state") in FAILED_TRY_STATES:
                 log.warning("%s try %d: %s; applying region failover now", core_task, previous, KILLED_CAUSE)
-                decision = self.handle_failure(task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task])
+                decision = self.handle_failure(
+                    task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task]
+                )
                 upstream = self.pipeline.upstream_tasks(core_task)
                 if decision.restart and decision.tasks & upstream:
                     # This try started before its producers were cleared: let it go too, so that Airflow
@@ -226,7 +273,9 @@ class RegionFailover:
         return Proceed()
 
     # -- manual control -----------------------------------------------------------------------------
-    def restart_regions(self, task: str, *, reason: str = "manual restart", user: str | None = None) -> list[str]:
+    def restart_regions(
+        self, task: str, *, reason: str = "manual restart", user: str | None = None
+    ) -> list[str]:
         """Restart ``task``'s region and its consumer regions now, re-using available upstream partitions."""
         self.pipeline.airflow_key(task)  # a clear error for a task that is not in the pipeline
         failover = self.pipeline.failover_strategy()
@@ -239,9 +288,16 @@ class RegionFailover:
 
         self.journal.update(no_waiting)
         cleared = self._clear_started(tasks)
-        self.journal.record({
-            "time": self.clock.now(), "kind": "manual", "task": task, "reason": reason,
-            "regions": [sorted(r) for r in regions], "tasks": sorted(tasks), "cleared": cleared,
-            **({"user": user} if user else {}),
-        })
+        self.journal.record(
+            {
+                "time": self.clock.now(),
+                "kind": "manual",
+                "task": task,
+                "reason": reason,
+                "regions": [sorted(r) for r in regions],
+                "tasks": sorted(tasks),
+                "cleared": cleared,
+                **({"user": user} if user else {}),
+            }
+        )
         return cleared

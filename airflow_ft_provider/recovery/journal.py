@@ -136,13 +136,17 @@ def _event(data: bytes, key: str, stored_at: float, bucket: str) -> dict[str, An
         for name in ("regions", "tasks", "cleared", "unavailable"):
             items = event.get(name, [])
             inner = (list,) if name == "regions" else (str,)
-            if not all(isinstance(item, inner) for item in items) or name == "regions" and not all(
-                isinstance(task, str) for region in items for task in region
+            if (
+                not all(isinstance(item, inner) for item in items)
+                or name == "regions"
+                and not all(isinstance(task, str) for region in items for task in region)
             ):
                 raise ValueError(f"{name!r} has the wrong shape: {reprlib.repr(items)}")
         return event
     except ValueError as exc:
         return {
-            "time": stored_at, "kind": "invalid", "key": key,
+            "time": stored_at,
+            "kind": "invalid",
+            "key": key,
             "reason": f"recovery journal event s3://{bucket}/{key} is invalid ({exc}); delete or repair it",
         }

@@ -40,7 +40,10 @@ def settle_run_pipeline(
         log.warning(
             "DAG %s changed since run %s stored its pipeline, and a restart of that run is pending: recovery "
             "goes on with the stored pipeline until the restart is done (clear the run to start over with "
-            "the new one)", parsed.dag_id, run_id)
+            "the new one)",
+            parsed.dag_id,
+            run_id,
+        )
     return kept
 
 

@@ -87,9 +87,7 @@ class PartitionSensor(BaseSensorOperator):
 
     def poke(self, context: Context) -> PokeReturnValue:
         pipeline, run_id, partitions = self._target(context)
-        report = self.hook.get_store().check_availability(
-            pipeline, run_id, partitions, deep=self.deep_check
-        )
+        report = self.hook.get_store().check_availability(pipeline, run_id, partitions, deep=self.deep_check)
         if report.unavailable:
             missing = describe_unavailable(report.unavailable)
             self.log.info(

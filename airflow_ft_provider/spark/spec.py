@@ -68,11 +68,15 @@ class StageSpec:
         try:
             data = json.loads(base64.b64decode(text.encode(), validate=True))
         except (ValueError, TypeError) as err:
-            raise ValueError(f"the stage spec is not base64 JSON ({err}); was the app started by SparkStageOperator?") from None
+            raise ValueError(
+                f"the stage spec is not base64 JSON ({err}); was the app started by SparkStageOperator?"
+            ) from None
         if not isinstance(data, dict) or data.get("version") != SPEC_VERSION:
             raise ValueError(
-                f"unsupported stage spec version {data.get('version') if isinstance(data, dict) else data!r}; "
-                f"expected {SPEC_VERSION}: the Spark application and the operator come from different releases"
+                "unsupported stage spec version "
+                f"{data.get('version') if isinstance(data, dict) else data!r}; "
+                f"expected {SPEC_VERSION}: the Spark application and the operator come from different "
+                "releases"
             )
         inputs = {
             name: InputSpec(

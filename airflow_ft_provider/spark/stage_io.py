@@ -62,7 +62,9 @@ def in_process_stage(spec: StageSpec, *, fail_before_write: bool = False) -> Ite
 
 
 class StageIO:
-    def __init__(self, spark: SparkSession, spec: StageSpec, *, in_process: InProcessStage | None = None) -> None:
+    def __init__(
+        self, spark: SparkSession, spec: StageSpec, *, in_process: InProcessStage | None = None
+    ) -> None:
         self.spark = spark
         self.spec = spec
         self._in_process = in_process
@@ -101,17 +103,22 @@ class StageIO:
     def write(self, name: str, df: DataFrame) -> None:
         if name not in self.spec.outputs:
             raise StageIOError(
-                f"stage {self.spec.stage!r} writes output {name!r}, which it did not declare; declared outputs: "
+                f"stage {self.spec.stage!r} writes output {name!r}, which it did not declare; "
+                "declared outputs: "
                 f"{sorted(self.spec.outputs) or 'none'} (add it to the operator's outputs=)"
             )
         if name in self._written:
-            raise StageIOError(f"stage {self.spec.stage!r} writes output {name!r} twice; write each output once")
+            raise StageIOError(
+                f"stage {self.spec.stage!r} writes output {name!r} twice; write each output once"
+            )
         if self._fail_before_write():
-            raise RuntimeError(f"injected failure in the Spark application of {self.spec.stage!r} (ft_faults)")
+            raise RuntimeError(
+                f"injected failure in the Spark application of {self.spec.stage!r} (ft_faults)"
+            )
         output = self.spec.outputs[name]
         self._written.add(name)
         if output.location.startswith(VIEW_PREFIX):
-            rows = self._publish_view(df, output.location[len(VIEW_PREFIX):])
+            rows = self._publish_view(df, output.location[len(VIEW_PREFIX) :])
         else:
             codec = "none" if output.compression in ("none", "uncompressed") else output.compression
             df.write.mode("error").option("compression", codec).parquet(output.location)
