@@ -47,7 +47,7 @@ from airflow_ft_provider.model.description import (
     StageDeclaration,
 )
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
-from airflow_ft_provider.model.registry import register
+from airflow_ft_provider.model.registry import parsed_pipeline, register
 from airflow_ft_provider.partitions.naming import check_name
 from airflow_ft_provider.retry_settings import cluster_restart_config, own_retry_settings, where_set
 
@@ -56,13 +56,8 @@ __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_for", "stage_declaratio
 
 
 def pipeline_for(dag_id: str) -> FailoverPipeline:
-    try:
-        return _PIPELINES[dag_id]
-    except KeyError:
-        raise PipelineWiringError(
-            f"DAG {dag_id!r} has no FailoverPipeline; create stage operators inside "
-            "'with FailoverPipeline(...):' in the DAG file"
-        ) from None
+    parsed_pipeline(dag_id)  # says what is wrong when the DAG has none
+    return _PIPELINES[dag_id]
 
 
 def stage_declaration(task: Any) -> StageDeclaration | None:

@@ -9,10 +9,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from .errors import (
-    MISSING_CODES,
     PartitionNotFound,
     Unavailable,
-    error_code,
 )
 from .manifest import (
     Manifest,
@@ -140,16 +138,11 @@ class PartitionAvailability(StoreObjects):
         return self.check_availability(pipeline, run_id, blocking, pipelined=pipelined, deep=deep)
 
     def _remote_checksum(self, key: str, expected: str) -> str | None:
-        from botocore.exceptions import ClientError
-
         hasher = new_hasher(expected)
         with self._s3_errors("GetObject", key):
-            try:
-                body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-            except ClientError as exc:
-                if error_code(exc) in MISSING_CODES:
-                    return None
-                raise
+            body = self._open(key)
+            if body is None:
+                return None
             with body:
                 for chunk in body.iter_chunks(MiB):
                     hasher.update(chunk)

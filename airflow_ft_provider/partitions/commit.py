@@ -90,7 +90,7 @@ def _source_files(source: Any) -> list[tuple[str, Path]]:
 
 
 class PartitionCommits(StoreObjects):
-    """Commit protocol: ``commit``, ``commit_scratch``, ``commit_uploaded`` (files another writer put)."""
+    """Commit protocol: ``commit`` (local files) and ``commit_uploaded`` (files another writer put)."""
 
     def commit(
         self,
@@ -101,29 +101,17 @@ class PartitionCommits(StoreObjects):
         format: str = "parquet",
         compression: str = "snappy",
         row_count: int | None = None,
+        execution_id: str | None = None,
     ) -> Manifest:
-        """Upload a directory (or list) of files as blocking partition ``ref`` and publish its manifest.
+        """Upload a directory (or list) of files as partition ``ref`` and publish its manifest: a
+        blocking partition, or with ``execution_id`` the pipelined (scratch) partition of that region
+        execution, which no other execution may read.
 
         In a directory, names starting with '_' or '.' (``_SUCCESS``, ``.crc``, ``_temporary``) are
         skipped, as Spark and Hadoop do. Raises StaleCommitError when a newer try already committed.
         """
-        return self._commit(self._blocking(ref), source, producer, format, compression, row_count)
-
-    def commit_scratch(
-        self,
-        ref: PartitionRef,
-        execution_id: str,
-        source: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
-        *,
-        producer: Producer,
-        format: str = "parquet",
-        compression: str = "snappy",
-        row_count: int | None = None,
-    ) -> Manifest:
-        """A pipelined partition: readable only by the same region execution (``execution_id``)."""
-        return self._commit(
-            self._scratch(ref, execution_id), source, producer, format, compression, row_count
-        )
+        loc = self._location(ref, execution_id)
+        return self._commit(loc, source, producer, format, compression, row_count)
 
     def _commit(
         self,

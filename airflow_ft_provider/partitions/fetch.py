@@ -101,7 +101,7 @@ def _inside(root: Path, name: str) -> Path:
 
 
 class PartitionReads(StoreObjects):
-    """Read protocol: ``fetch``, ``fetch_scratch`` (local files, optionally cached) and ``remote_files``."""
+    """Read protocol: ``fetch`` (local files, optionally cached) and ``remote_files`` (``s3://`` URIs)."""
 
     def remote_files(
         self, ref: PartitionRef, *, execution_id: str | None = None
@@ -136,27 +136,21 @@ class PartitionReads(StoreObjects):
         return manifest, [f"s3://{self.bucket}/{loc.prefix}{entry.key}" for entry in manifest.files]
 
     def fetch(
-        self, ref: PartitionRef, dest: str | os.PathLike[str] | None = None, *, verify: bool = True
+        self,
+        ref: PartitionRef,
+        dest: str | os.PathLike[str] | None = None,
+        *,
+        verify: bool = True,
+        execution_id: str | None = None,
     ) -> FetchedPartition:
         """The partition's files on local disk, each checked against the manifest (size, checksum).
 
         With a local cache, verified cached files are used and anything else is downloaded from S3
         and repaired in the cache; ``dest`` (a directory) then gets a copy under the files' names.
-        Raises PartitionNotFound when the partition is missing or fails its integrity check.
+        Raises PartitionNotFound when the partition is missing or fails its integrity check. With
+        ``execution_id``: the pipelined partition that region execution wrote.
         """
-        loc = self._blocking(ref)
-        return self._fetch(loc, self._manifest(loc), dest, verify)
-
-    def fetch_scratch(
-        self,
-        ref: PartitionRef,
-        execution_id: str,
-        dest: str | os.PathLike[str] | None = None,
-        *,
-        verify: bool = True,
-    ) -> FetchedPartition:
-        """A pipelined partition written by the same region execution; no other execution may read it."""
-        loc = self._scratch(ref, execution_id)
+        loc = self._location(ref, execution_id)
         return self._fetch(loc, self._manifest(loc), dest, verify)
 
     def _fetch(self, loc: _Location, manifest: Manifest, dest: Any, verify: bool) -> FetchedPartition:

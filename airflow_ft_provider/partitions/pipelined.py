@@ -172,8 +172,13 @@ class PipelinedPartitions:
     ) -> Manifest:
         """Commit files from local disk as the execution of ``producer``'s try, then publish it."""
         execution = execution_id(producer.try_number)
-        manifest = self.store.commit_scratch(
-            ref, execution, source, producer=producer, compression=compression, row_count=row_count
+        manifest = self.store.commit(
+            ref,
+            source,
+            producer=producer,
+            compression=compression,
+            row_count=row_count,
+            execution_id=execution,
         )
         self.publish(ref, producer)
         return manifest
@@ -284,7 +289,7 @@ class PipelinedPartitions:
         return complete
 
     def fetch(self, ref: PartitionRef, handle: PipelinedHandle, dest: Any) -> FetchedPartition:
-        return self.store.fetch_scratch(ref, handle.execution, dest)
+        return self.store.fetch(ref, dest, execution_id=handle.execution)
 
     def remote_files(self, ref: PartitionRef, handle: PipelinedHandle) -> tuple[Manifest, list[str]]:
         return self.store.remote_files(ref, execution_id=handle.execution)

@@ -211,18 +211,25 @@ class StoreObjects:
 
     def read_object(self, key: str) -> bytes | None:
         """The whole object at ``key``; None when there is none."""
-        from botocore.exceptions import ClientError
-
         self._inside_store(key)
         with self._s3_errors("GetObject", key):
-            try:
-                body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
-            except ClientError as exc:
-                if error_code(exc) in MISSING_CODES:
-                    return None
-                raise
+            body = self._open(key)
+            if body is None:
+                return None
             with body:
                 return body.read()
+
+    def _open(self, key: str) -> Any | None:
+        """The streaming body of the object at ``key``, None when there is none (S3 errors: the
+        caller's ``_s3_errors`` names the operation)."""
+        from botocore.exceptions import ClientError
+
+        try:
+            return self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        except ClientError as exc:
+            if error_code(exc) in MISSING_CODES:
+                return None
+            raise
 
     def list_objects(self, prefix: str) -> dict[str, ObjectInfo]:
         """Every key under ``prefix`` (inside this store) with its size and last-modified time."""

@@ -48,6 +48,7 @@ from airflow.sdk import DAG
 from airflow.sdk.exceptions import AirflowNotFoundException
 
 from airflow_ft_provider.hooks.airflow_api import AirflowApiError, AirflowApiUnreachable
+from airflow_ft_provider.model.description import PipelineWiringError
 from airflow_ft_provider.operators.spark_stage import SparkConnectionMissing
 from airflow_ft_provider.partitions import (
     PartitionNotFound,
@@ -58,7 +59,6 @@ from airflow_ft_provider.partitions import (
     S3PartitionStore,
 )
 from airflow_ft_provider.partitions.conditional import ConditionalWritesUnsupported
-from airflow_ft_provider.model.description import PipelineWiringError
 from tests.support.header_proxy import HeaderStrippingProxy
 from tests.support.partition_files import RUN_ID, version_files, write_files
 from tests.support.s3_server import S3Endpoint, free_port
@@ -796,7 +796,7 @@ CATALOGUE = [
     row("name/consumer-control-char", lambda env: env.store.register_consumer("etl", RUN_ID, "report\r"),
         ValueError, "invalid consumer 'report\\r'", "control characters"),
     row("name/execution-id-dotdot",
-        lambda env: env.store.commit_scratch(SEEDED, "../exec", env.source, producer=Producer("extract", 0, 1)),
+        lambda env: env.store.commit(SEEDED, env.source, producer=Producer("extract", 0, 1), execution_id="../exec"),
         ValueError, "invalid execution id '../exec'", "use letters, digits"),
     row("name/attempt-id-dotdot", lambda env: env.store.attempt_location(SEEDED, "../../other"), ValueError,
         "invalid attempt id '../../other'", "use letters, digits"),

@@ -95,7 +95,7 @@ def test_invalid_input_fails_before_any_s3_call(tmp_path):
         (lambda: store.check_availability("etl", RUN_ID, ["../x"]), "invalid result name '../x'"),
         (lambda: store.register_consumer("etl", RUN_ID, "a/b"), "invalid consumer 'a/b'"),
         (lambda: store.register_consumer("etl", RUN_ID, "c", ttl=0), "lease ttl"),
-        (lambda: store.fetch_scratch(ref, "../exec"), "invalid execution id '../exec'"),
+        (lambda: store.fetch(ref, execution_id="../exec"), "invalid execution id '../exec'"),
         (lambda: Producer("p", 0, -1), "invalid try number -1"),
         (lambda: S3PartitionStore(no_s3, "s3://ft-bucket/", checksum="md5"), "unknown checksum algorithm"),
         (lambda: S3PartitionStore(no_s3, "s3://ft-bucket/", retention=-1), "retention must be"),

@@ -6,8 +6,14 @@ import time
 
 import pytest
 
-from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer, StaleCommitError, Unavailable
 from airflow_ft_provider.failover.clock import ManualClock
+from airflow_ft_provider.partitions import (
+    PartitionNotFound,
+    PartitionRef,
+    Producer,
+    StaleCommitError,
+    Unavailable,
+)
 from airflow_ft_provider.partitions.pipelined import EngineLocation, PipelinedPartitions, execution_id
 from tests.support.partition_files import RUN_ID, read_all, write_files
 
@@ -143,8 +149,8 @@ def test_the_end_of_a_run_releases_every_execution_it_left_and_keeps_the_handles
     commit(pipelined, p[0], tmp_path, 2, b"current")
     view = EngineLocation("sc://127.0.0.1:15002", "ft_view_p1")
     pipelined.publish(p[1], Producer("prep", 1, 1), engine=view)
-    store.commit_scratch(p[3], "t5", write_files(tmp_path / "orphan", {"part-0.parquet": b"x"}),
-                         producer=Producer("prep", 3, 5), compression="none")
+    store.commit(p[3], write_files(tmp_path / "orphan", {"part-0.parquet": b"x"}),
+                 producer=Producer("prep", 3, 5), compression="none", execution_id="t5")
     ended_at = now + 5  # after every write above (S3 times have whole seconds)
     clock.advance(65)
     commit(pipelined, p[2], tmp_path, 2, b"re-run")
@@ -169,8 +175,8 @@ def test_scratch_written_after_the_run_ended_is_not_released(store, tmp_path):
     # A try of a cleared run may commit its scratch and not have published the handle yet.
     pipelined = PipelinedPartitions(store)
     ref = PartitionRef("etl", RUN_ID, "p", 0)
-    store.commit_scratch(ref, "t3", write_files(tmp_path / "young", {"part-0.parquet": b"x"}),
-                         producer=Producer("prep", 0, 3), compression="none")
+    store.commit(ref, write_files(tmp_path / "young", {"part-0.parquet": b"x"}),
+                 producer=Producer("prep", 0, 3), compression="none", execution_id="t3")
     released = pipelined.release_run(ref.run, [ref], ended_at=time.time() - 60, drop_views=pytest.fail)
     assert released.scratch_objects == 0 and len(_scratch_keys(store, ref)) == 2
 

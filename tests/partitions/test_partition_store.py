@@ -151,10 +151,10 @@ def test_check_graph_reports_pipelined_results_as_unavailable(store, tmp_path):
 
 def test_scratch_partitions_are_readable_only_by_their_own_region_execution(store, ref, tmp_path):
     source = write_files(tmp_path / "scratch", version_files(1))
-    store.commit_scratch(ref, "exec-1", source, producer=Producer("p", 0, 1))
-    assert read_all(store.fetch_scratch(ref, "exec-1", tmp_path / "a").paths) == version_files(1)
+    store.commit(ref, source, producer=Producer("p", 0, 1), execution_id="exec-1")
+    assert read_all(store.fetch(ref, tmp_path / "a", execution_id="exec-1").paths) == version_files(1)
     with pytest.raises(PartitionNotFound) as excinfo:
-        store.fetch_scratch(ref, "exec-2", tmp_path / "b")
+        store.fetch(ref, tmp_path / "b", execution_id="exec-2")
     assert excinfo.value.reason is Unavailable.MISSING_MANIFEST
     with pytest.raises(PartitionNotFound):  # not a blocking partition either
         store.fetch(ref, tmp_path / "c")
@@ -162,7 +162,7 @@ def test_scratch_partitions_are_readable_only_by_their_own_region_execution(stor
     assert report.unavailable["orders[0]"].reason is Unavailable.PIPELINED
     assert store.release_scratch("etl", RUN_ID, "exec-1") == 4
     with pytest.raises(PartitionNotFound):
-        store.fetch_scratch(ref, "exec-1", tmp_path / "d")
+        store.fetch(ref, tmp_path / "d", execution_id="exec-1")
 
 
 def test_readers_during_commits_never_see_a_mix(store, ref, tmp_path):

@@ -63,7 +63,7 @@ def test_scratch_uploads_are_committed_per_execution(make_store, tmp_path):
     attempt = new_attempt_id(3)
     write_like_spark(store, ref, attempt, {"part-0.parquet": b"pipelined"}, execution_id="t3")
     store.commit_uploaded(ref, attempt, producer=Producer("enrich", -1, 3), execution_id="t3")
-    assert [p.read_bytes() for p in store.fetch_scratch(ref, "t3", tmp_path).paths] == [b"pipelined"]
+    assert [p.read_bytes() for p in store.fetch(ref, tmp_path, execution_id="t3").paths] == [b"pipelined"]
     with pytest.raises(PartitionNotFound):
         store.remote_files(ref)  # never available as a blocking partition
 
