@@ -67,7 +67,7 @@ def process_cpu(pid: int) -> float:
 
 def spark_submit(app: Path, out: Path, rows: int, files: int, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds (spark-submit and its JVM) of one run of the stage's application."""
-    from tests.support.spark_cluster import SPARK_HOME
+    from ft_harness.spark_cluster import SPARK_HOME
 
     cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
            "--conf", "spark.sql.shuffle.partitions=1", str(app), str(out), str(rows), str(files)]
@@ -126,8 +126,8 @@ def main() -> None:
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "persistence_overhead.json")
     args = parser.parse_args()
 
-    from tests.support.s3_server import start_moto_server, stop_moto_server
-    from tests.support.spark_cluster import spark_environment
+    from ft_harness.s3_server import start_moto_server, stop_moto_server
+    from ft_harness.spark_cluster import spark_environment
 
     env = spark_environment()
     load_at_start = os.getloadavg()[0]
@@ -191,7 +191,7 @@ def main() -> None:
             "store": "moto S3 server over HTTP on the same machine (shares its cores with Spark and the commit)",
             "machine": {"cpus": os.cpu_count(), "load_avg_1min_at_start": round(load_at_start, 2),
                         "load_avg_1min_after_each_run": loads},
-            "spark": "spark-submit --master local[1] (tests.support.spark_cluster.spark_environment)",
+            "spark": "spark-submit --master local[1] (ft_harness.spark_cluster.spark_environment)",
             "data": {"rows": args.rows, "files": args.files, "bytes": int(size), "mb": round(size / MB, 1),
                      "format": "parquet/snappy"},
             "repeats": args.repeats,

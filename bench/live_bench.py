@@ -15,9 +15,9 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from tests.support.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
-from tests.support.s3_server import S3Endpoint, start_moto_server, stop_moto_server  # noqa: E402
-from tests.support.spark_connect import SparkConnectServer  # noqa: E402
+from ft_harness.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
+from ft_harness.s3_server import S3Endpoint, start_moto_server, stop_moto_server  # noqa: E402
+from ft_harness.spark_connect import SparkConnectServer  # noqa: E402
 
 
 @dataclass

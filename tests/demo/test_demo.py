@@ -29,7 +29,7 @@ DAG_ID = "ft_example_orders_etl"
 
 @pytest.fixture(scope="module")
 def demo(background_demo):
-    """The demo started at the beginning of the session (tests/support/background_demo.py)."""
+    """The demo started at the beginning of the session (ft_harness/background_demo.py)."""
     returncode, output = background_demo.result()
     return subprocess.CompletedProcess(background_demo.process.args, returncode, output, ""), background_demo.home
 

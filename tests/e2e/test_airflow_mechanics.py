@@ -35,8 +35,8 @@ from datetime import timedelta
 import pytest
 
 from tests.e2e.dags.ft_e2e_common import read_records, wait_for_records
-from tests.support.airflow_rest import TaskStateRecorder, format_task_instances, parse_ts
-from tests.support.live_airflow import HEARTBEAT_TIMEOUT_S
+from ft_harness.airflow_rest import TaskStateRecorder, format_task_instances, parse_ts
+from ft_harness.live_airflow import HEARTBEAT_TIMEOUT_S
 
 pytestmark = [pytest.mark.airflow, pytest.mark.timeout(480)]
 

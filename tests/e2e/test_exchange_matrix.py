@@ -18,8 +18,8 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from tests.e2e.dags.ft_e2e_exchange_matrix import SHAPES
-from tests.support.airflow_rest import try_numbers
-from tests.support.scenario_runs import SCENARIOS
+from ft_harness.airflow_rest import try_numbers
+from ft_harness.scenario_runs import SCENARIOS
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

@@ -2,7 +2,7 @@
 Spark and the S3 test endpoint. Runs are triggered through the REST API; states and try numbers are
 read back from it; data is read from the partition store.
 
-All scenario runs (tests/support/scenario_runs.py) are triggered at once so that the scheduler works
+All scenario runs (ft_harness/scenario_runs.py) are triggered at once so that the scheduler works
 on them concurrently; each test then waits for its own run.
 """
 
@@ -20,8 +20,8 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from tests.support.airflow_rest import try_numbers
-from tests.support.scenario_runs import SCENARIOS
+from ft_harness.airflow_rest import try_numbers
+from ft_harness.scenario_runs import SCENARIOS
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

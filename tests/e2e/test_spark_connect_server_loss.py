@@ -19,8 +19,8 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from tests.e2e.dags.ft_e2e_common import run_dir
-from tests.support.airflow_rest import try_numbers
-from tests.support.spark_connect import SparkConnectServer
+from ft_harness.airflow_rest import try_numbers
+from ft_harness.spark_connect import SparkConnectServer
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

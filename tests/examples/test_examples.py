@@ -20,8 +20,8 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from tests.support.airflow_rest import try_numbers
-from tests.support.orders_expected import actual_outputs, expected_outputs
+from ft_harness.airflow_rest import try_numbers
+from ft_harness.orders_expected import actual_outputs, expected_outputs
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "dags_examples"

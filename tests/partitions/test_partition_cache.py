@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_ft_provider.partitions import LocalPartitionCache, Producer
-from tests.support.partition_files import read_all, version_files, write_files
+from ft_harness.partition_files import read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

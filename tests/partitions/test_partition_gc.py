@@ -10,7 +10,7 @@ import pytest
 from airflow_ft_provider.cli import main
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer
 from airflow_ft_provider.partitions.garbage import collect
-from tests.support.partition_files import version_files, write_files
+from ft_harness.partition_files import version_files, write_files
 
 pytestmark = pytest.mark.s3
 

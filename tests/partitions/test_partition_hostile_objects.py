@@ -30,7 +30,7 @@ from airflow_ft_provider.partitions import (
 )
 from airflow_ft_provider.partitions.store import new_attempt_id
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from tests.support.partition_files import RUN_ID, read_all, version_files, write_files
+from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

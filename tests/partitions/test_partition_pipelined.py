@@ -15,7 +15,7 @@ from airflow_ft_provider.partitions import (
     Unavailable,
 )
 from airflow_ft_provider.partitions.pipelined import EngineLocation, PipelinedPartitions, execution_id
-from tests.support.partition_files import RUN_ID, read_all, write_files
+from ft_harness.partition_files import RUN_ID, read_all, write_files
 
 pytestmark = pytest.mark.s3
 

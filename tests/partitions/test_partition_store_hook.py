@@ -7,7 +7,7 @@ import json
 import pytest
 
 from airflow_ft_provider.partitions import PartitionRef, Producer
-from tests.support.partition_files import RUN_ID, read_all, version_files, write_files
+from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

@@ -1,6 +1,6 @@
-"""Runs one DAG with ``dag.test()`` and prints its outcome as JSON (used by tests/support/dag_test.py).
+"""Runs one DAG with ``dag.test()`` and prints its outcome as JSON (used by ft_harness/dag_test.py).
 
-    python -m tests.support.dag_test_runner DAG_FILE DAG_ID [CONF_JSON]
+    python -m ft_harness.dag_test_runner DAG_FILE DAG_ID [CONF_JSON]
 """
 
 from __future__ import annotations

@@ -3,7 +3,7 @@
 It deliberately has no pytest dependency so that test DAGs can import it from inside a running task
 (the live-Airflow fixture puts the repository root on the components' ``PYTHONPATH``)::
 
-    from tests.support.airflow_rest import AirflowRestClient
+    from ft_harness.airflow_rest import AirflowRestClient
 
     client = AirflowRestClient.from_connection("airflow_api")   # inside a task
     client.clear_task_instances(dag_id, run_id, [("mapped", 1)])

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.spark_cluster import SPARK_HOME, spark_environment
+from ft_harness.spark_cluster import SPARK_HOME, spark_environment
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 

@@ -35,7 +35,7 @@ from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 _ALLOW_ALL = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}'
 # IAM calls made before auth is enforced: CreateUser, CreateAccessKey, PutUserPolicy.
 _BOOTSTRAP_ACTIONS = 3
@@ -70,7 +70,7 @@ class S3Endpoint:
         return boto3.client("s3", **kwargs)
 
     def env(self) -> dict[str, str]:
-        """For child processes (see tests/support/commit_child.py)."""
+        """For child processes (see ft_harness/commit_child.py)."""
         return {
             "FT_CHILD_S3_ENDPOINT": self.url,
             "FT_CHILD_S3_ACCESS_KEY": self.access_key,
@@ -127,7 +127,7 @@ def _patch_moto_conditional_put() -> None:
 
 
 def start_moto_server(*, auth: bool = True, timeout: float = 30.0) -> S3Endpoint:
-    """Start ``python -m tests.support.s3_server`` (moto) and return its endpoint with valid keys."""
+    """Start ``python -m ft_harness.s3_server`` (moto) and return its endpoint with valid keys."""
     import boto3
 
     port = free_port()
@@ -136,7 +136,7 @@ def start_moto_server(*, auth: bool = True, timeout: float = 30.0) -> S3Endpoint
         env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(_BOOTSTRAP_ACTIONS)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     process = subprocess.Popen(
-        [sys.executable, "-m", "tests.support.s3_server", str(port)],
+        [sys.executable, "-m", "ft_harness.s3_server", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -227,7 +227,7 @@ def s3_bucket(s3_endpoint: S3Endpoint) -> Iterator[S3Bucket]:
 
 
 def main(argv: list[str]) -> None:
-    """Run the patched moto server in this process: ``python -m tests.support.s3_server PORT``."""
+    """Run the patched moto server in this process: ``python -m ft_harness.s3_server PORT``."""
     _patch_moto_conditional_put()
     from moto.server import main as moto_main
 

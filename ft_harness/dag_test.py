@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from tests.support.spark_cluster import spark_environment
+from ft_harness.spark_cluster import spark_environment
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[1]
 
 
 @dataclass
@@ -58,7 +58,7 @@ class DagTestHome:
     def run(self, dag_file: Path, dag_id: str, conf: dict | None = None, *, env: dict | None = None,
             timeout: float = 900) -> DagTestResult:
         proc = subprocess.run(
-            [sys.executable, "-m", "tests.support.dag_test_runner", str(dag_file), dag_id, json.dumps(conf or {})],
+            [sys.executable, "-m", "ft_harness.dag_test_runner", str(dag_file), dag_id, json.dumps(conf or {})],
             cwd=REPO, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=timeout,
         )
         out = proc.stdout + proc.stderr

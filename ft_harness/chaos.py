@@ -31,8 +31,8 @@ from typing import Any
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from tests.support.airflow_rest import try_numbers
-from tests.support.orders_expected import DAG_ID, actual_outputs, expected_outputs
+from ft_harness.airflow_rest import try_numbers
+from ft_harness.orders_expected import DAG_ID, actual_outputs, expected_outputs
 
 STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "customer_aggregates")
 BLOCKING_INPUTS = {"clean_orders": "raw_orders", "daily_revenue": "enriched_orders",

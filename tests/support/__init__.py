@@ -1,1 +1,0 @@
-"""Shared test fixtures and helpers (S3 test endpoint, child processes)."""
