@@ -41,6 +41,9 @@ class RecoveryState:
     superseded: dict[str, int] = field(
         default_factory=dict
     )  # task id -> highest try ended by a failover clear
+    # "task#try" -> {"tasks": [...], "decided_at": t}: a restart decided but whose other tasks are not
+    # all cleared yet (the REST API was unreachable); whoever sees it first finishes it.
+    unfinished: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -51,6 +54,7 @@ class RecoveryState:
                 "handled": self.handled,
                 "decisions": self.decisions,
                 "superseded": self.superseded,
+                "unfinished": self.unfinished,
             },
             sort_keys=True,
         ).encode()
@@ -75,6 +79,7 @@ class RecoveryState:
             "handled": dict,
             "decisions": dict,
             "superseded": dict,
+            "unfinished": dict,
         }
         for name, kind in fields.items():
             if not isinstance(doc.get(name, {}), kind):
@@ -97,6 +102,7 @@ class RecoveryState:
             handled=each("handled", _try_number),
             decisions=doc.get("decisions", {}),
             superseded=each("superseded", _try_number),
+            unfinished=each("unfinished", _unfinished),
         )
 
     def restart_not_before(self, task_id: str) -> float | None:
@@ -113,6 +119,22 @@ class RecoveryState:
     def accounts_for(self, task_id: str, try_number: int) -> bool:
         """Whether the end of ``try_number`` is explained: a handled failure or a clear by failover."""
         return self.ended_through(task_id) >= try_number
+
+
+def _unfinished(value: object, where: str) -> dict[str, Any]:
+    entry = value if isinstance(value, dict) else {}
+    tasks = entry.get("tasks")
+    if not isinstance(tasks, list) or not all(isinstance(t, str) for t in tasks):
+        raise ValueError(f"malformed recovery state: {where} must name its tasks, got {reprlib.repr(value)}")
+    ended = entry.get("ended", {})  # task -> the try a clear attempt listed to end
+    if not isinstance(ended, dict):
+        got = reprlib.repr(ended)
+        raise ValueError(f"malformed recovery state: {where}['ended'] must be an object, got {got}")
+    return {
+        "tasks": tasks,
+        "decided_at": _number(entry.get("decided_at"), f"{where}['decided_at']"),
+        "ended": {task: _try_number(n, f"{where}['ended'][{task!r}]") for task, n in ended.items()},
+    }
 
 
 def _number(value: object, where: str) -> float:

@@ -22,7 +22,7 @@ import tenacity
 
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName
-from airflow_ft_provider.failover.recovery import FailoverDecision, RecoveryState, handle_failure
+from airflow_ft_provider.failover.recovery import FailoverDecision, Outcome, RecoveryState, handle_failure
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import PartitionNotFound, RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
@@ -112,9 +112,11 @@ class RegionFailover:
         unavailable = self.unavailable_partitions(cause)
         text = mask_secrets(cause) if isinstance(cause, str) else describe_exception(cause)
         failover = self.pipeline.failover_strategy()
+        key = f"{core_task}#{try_number}"
+        keep = {core_task, *keep_running}
 
         def decide(state: RecoveryState) -> FailoverDecision:
-            return handle_failure(
+            decision = handle_failure(
                 state,
                 failover=failover,
                 restart_config=self.pipeline.restart_config,
@@ -126,6 +128,12 @@ class RegionFailover:
                 partitions_persisted=True,
                 per_region=self.pipeline.per_region_restarts,
             )
+            others = sorted(decision.tasks - keep)
+            if decision.outcome is Outcome.RESTART and not decision.already_handled and others:
+                # Saved with the decision: if the REST API cannot be reached for the clears below, the
+                # next try (of any task of the run) that sees this finishes them.
+                state.unfinished[key] = {"tasks": others, "decided_at": self.clock.now()}
+            return decision
 
         decision = self.journal.update(decide)
         if decision.superseded:
@@ -133,11 +141,10 @@ class RegionFailover:
             return decision
         if decision.already_handled:
             log.info("failure of %s try %d was already handled: %s", core_task, try_number, decision.reason)
+            self.finish_unfinished()
             return decision
         log.warning("%s", decision.reason)
-        cleared: list[str] = []
-        if decision.restart:
-            cleared = self._clear_started(decision.tasks - {core_task} - set(keep_running))
+        cleared = self._finish(key)
         self.journal.record(
             {
                 "time": self.clock.now(),
@@ -165,17 +172,58 @@ class RegionFailover:
             lost.add(cause.partition_id)
         return lost
 
-    def _clear_started(self, tasks: Iterable[str]) -> list[str]:
-        """Clear the tasks of the restart set that have started; the others will simply run later."""
+    def finish_unfinished(self) -> list[str]:
+        """Finish every restart whose clears did not all happen (the REST API was unreachable): clear
+        the tasks of its restart set that still run (or ran) the try it meant to end."""
+        cleared: list[str] = []
+        for key in sorted(self.journal.load().unfinished):
+            log.warning("finishing the restart decided for %s: its clears did not all happen", key)
+            done = self._finish(key)
+            cleared.extend(done)
+            if done:
+                self.journal.record(
+                    {
+                        "time": self.clock.now(),
+                        "kind": "reconciled",
+                        "task": key.rpartition("#")[0],
+                        "cleared": done,
+                        "reason": f"finished the clears of the restart decided for {key}",
+                    }
+                )
+        return cleared
+
+    def _finish(self, key: str) -> list[str]:
+        """Clear the other started tasks of the unfinished restart ``key``, then mark it finished."""
+        entry = self.journal.load().unfinished.get(key)
+        if entry is None:
+            return []
+        cleared = self._clear_started(entry["tasks"], unfinished=key, ended=entry.get("ended", {}))
+
+        def finished(state: RecoveryState) -> None:
+            state.unfinished.pop(key, None)
+
+        self.journal.update(finished)
+        return cleared
+
+    def _clear_started(
+        self, tasks: Iterable[str], *, unfinished: str | None = None, ended: dict[str, int] | None = None
+    ) -> list[str]:
+        """Clear the tasks of the restart set that have started; the others will simply run later.
+
+        ``ended``: for a restart being finished, the try of each task an earlier attempt already listed
+        to end; a task past that try was restarted by that attempt's clear and is left alone."""
         wanted = {self.pipeline.airflow_key(t): t for t in tasks}
         if not wanted:
             return []
+        ended = ended or {}
         with self._rest() as api:
             instances = api.task_instances(self.run.pipeline, self.run.run_id)
             listed = [
                 ti
                 for ti in instances
-                if (ti["task_id"], ti["map_index"]) in wanted and ti.get("state") not in NOT_STARTED
+                if (key := (ti["task_id"], ti["map_index"])) in wanted
+                and ti.get("state") not in NOT_STARTED
+                and ti["try_number"] <= ended.get(wanted[key], ti["try_number"])
             ]
             started = {(ti["task_id"], ti["map_index"]): ti["try_number"] for ti in listed}
             if not started:
@@ -185,6 +233,8 @@ class RegionFailover:
                 for key, try_number in started.items():
                     task = wanted[key]
                     state.superseded[task] = max(state.superseded.get(task, 0), try_number)
+                    if unfinished is not None and unfinished in state.unfinished:
+                        state.unfinished[unfinished].setdefault("ended", {})[task] = try_number
 
             self.journal.update(remember)  # before the clear: the new tries must find it
             cleared = self._clear_once(api, {(ti["task_id"], ti["map_index"]): ti.get("id") for ti in listed})
@@ -248,6 +298,9 @@ class RegionFailover:
         region's restart time, or was superseded (cleared: its producers restart first)."""
         core_task = self.pipeline.core_task_id(task_id, map_index)
         state = self.journal.load()
+        if state.unfinished:
+            self.finish_unfinished()
+            state = self.journal.load()
         previous = try_number - 1
         if previous >= 1 and not state.accounts_for(core_task, previous):
             key = self.pipeline.airflow_key(core_task)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_ft_provider.failover import ManualClock
+from airflow_ft_provider.hooks.airflow_api import AirflowApiUnreachable
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
@@ -84,3 +85,63 @@ def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
     [event] = failover.journal.events()
     assert (event["task"], event["try_number"], event["regions"]) == ("C", 1, [["C"]])
     assert "process was killed" in event["cause"]
+
+
+class OutageApi(ScriptedApi):
+    """The REST API, unreachable for the listed calls ("task_instances", "clear") until ``restore()``."""
+
+    def __init__(self, listing, cleared_tries, down_for=()):
+        super().__init__(listing, cleared_tries)
+        self.down_for = set(down_for)
+
+    def restore(self, listing=None):
+        self.down_for = set()
+        if listing is not None:
+            self.listing = listing
+
+    def task_instances(self, dag_id, run_id):
+        if "task_instances" in self.down_for:
+            raise AirflowApiUnreachable("the API server did not answer")
+        return super().task_instances(dag_id, run_id)
+
+    def clear(self, dag_id, run_id, keys):
+        if "clear" in self.down_for:
+            raise AirflowApiUnreachable("the API server did not answer")
+        return super().clear(dag_id, run_id, keys)
+
+
+def test_a_restart_whose_clears_met_an_api_outage_is_finished_by_the_next_try(seed002):
+    description, store = seed002
+    api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+                    cleared_tries={"B": 2, "D": 2}, down_for={"task_instances", "clear"})
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    with pytest.raises(AirflowApiUnreachable):
+        failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+    state = failover.journal.load()
+    assert state.handled == {"C": 1} and state.unfinished["C#1"]["tasks"] == ["B", "D"]
+    assert api.clears == []  # the decision is saved, its clears are not done
+    # The API is back; C's next try sees the unfinished restart first and finishes it, once.
+    api.restore()
+    assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
+    assert api.clears == [[("B", -1), ("D", -1)]]
+    assert failover.journal.load().unfinished == {}
+    assert failover.before_work("D", None, 2) == WaitUntil(1002.0)
+    assert api.clears == [[("B", -1), ("D", -1)]]  # nothing cleared twice
+    kinds = [(e["kind"], e["task"], e.get("cleared")) for e in failover.journal.events()]
+    assert ("reconciled", "C", ["B", "D"]) in kinds
+
+
+def test_finishing_a_restart_leaves_alone_a_task_its_lost_clear_did_restart(seed002):
+    description, store = seed002
+    # The listing worked (B and D at try 1 were to end), the clear's answer was lost: it reached B only.
+    api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("success", 1)},
+                    cleared_tries={"B": 2, "D": 2}, down_for={"clear"})
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    with pytest.raises(AirflowApiUnreachable):
+        failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+    assert failover.journal.load().unfinished["C#1"]["ended"] == {"B": 1, "D": 1}
+    api.restore({"A": ("success", 1), "B": ("running", 2), "C": ("up_for_retry", 1), "D": ("success", 1)})
+    # Whichever try of the run starts first finishes it: here B's new try.
+    assert failover.before_work("B", None, 2) == WaitUntil(1002.0)
+    assert api.clears == [[("D", -1)]]  # B already runs its new try: only D is cleared
+    assert failover.journal.load().unfinished == {}

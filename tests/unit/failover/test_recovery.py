@@ -115,3 +115,14 @@ def test_a_try_stopped_by_a_failover_restart_is_not_a_new_failure(seed_002):
     assert state.strategies == {} and state.not_before == {}
     decision, state = fail(state, seed_002, "D", 2, clock)  # a real failure of the next try counts
     assert not decision.superseded and decision.tasks == {"D"}
+
+
+def test_unfinished_restarts_survive_the_round_trip_and_malformed_ones_are_refused():
+    state = RecoveryState()
+    state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0, "ended": {"B": 1}}
+    assert RecoveryState.from_json(state.to_json()).unfinished == state.unfinished
+    for bad in ({"tasks": "B", "decided_at": 1.0}, {"tasks": ["B"], "decided_at": "soon"},
+                {"tasks": ["B"], "decided_at": 1.0, "ended": {"B": -1}}, ["B"]):
+        state.unfinished["C#1"] = bad
+        with pytest.raises(ValueError, match=r"malformed recovery state: unfinished\['C#1'\]"):
+            RecoveryState.from_json(state.to_json())
