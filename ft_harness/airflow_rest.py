@@ -1,4 +1,5 @@
-"""A small client for the public Airflow 3.3 REST API (``/api/v2``), used by end-to-end tests.
+"""The REST client of tests, the demo and benchmarks: the provider's own ``AirflowApiHook`` (its
+authentication, retries of idempotent calls, and no blind repeat of a clear) plus the calls tests need.
 
 It deliberately has no pytest dependency so that test DAGs can import it from inside a running task
 (the live-Airflow fixture puts the repository root on the components' ``PYTHONPATH``)::
@@ -9,7 +10,7 @@ It deliberately has no pytest dependency so that test DAGs can import it from in
     client.clear_task_instances(dag_id, run_id, [("mapped", 1)])
 
 Authentication: ``POST /auth/token`` with ``{"username", "password"}`` returns a JWT (SimpleAuthManager;
-HTTP 201). The token is sent as ``Authorization: Bearer ...`` and refreshed once on a 401.
+HTTP 201). The token is sent as ``Authorization: Bearer ...`` and refreshed once on a 401 (the hook's).
 
 Note the defaults of :meth:`AirflowRestClient.clear_task_instances`: the REST endpoint defaults
 ``dry_run`` *and* ``only_failed`` to **true**; this client sends ``dry_run=False`` and
@@ -24,24 +25,17 @@ from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-import httpx
+from airflow_ft_provider.hooks.airflow_api import (
+    AirflowApiError,
+    AirflowApiHook,
+    AirflowApiOutcomeUnknown,
+    ApiServer,
+)
 
 TERMINAL_DAG_RUN_STATES = frozenset({"success", "failed"})
 FINISHED_TI_STATES = frozenset({"success", "failed", "skipped", "upstream_failed", "removed"})
 
 TaskMarker = str | tuple[str, int] | list[Any]
-
-
-class AirflowApiError(RuntimeError):
-    """A REST call returned an unexpected status."""
-
-    def __init__(self, response: httpx.Response):
-        self.response = response
-        self.status_code = response.status_code
-        super().__init__(
-            f"{response.request.method} {response.request.url} -> HTTP {response.status_code}: "
-            f"{response.text[:2000]}"
-        )
 
 
 class AirflowWaitTimeout(TimeoutError):
@@ -76,97 +70,31 @@ def try_numbers(tis: Iterable[dict[str, Any]]) -> dict[str, int]:
     }
 
 
-class AirflowRestClient:
-    """Synchronous client for the subset of ``/api/v2`` the end-to-end tests need."""
+class AirflowRestClient(AirflowApiHook):
+    """Synchronous client for the subset of ``/api/v2`` the tests, the demo and the benchmarks need."""
 
-    def __init__(self, base_url: str, username: str, password: str, *, timeout: float = 30.0):
+    def __init__(
+        self, base_url: str, username: str, password: str, *, timeout: float = 30.0, verify: Any = True
+    ) -> None:
+        super().__init__(f"(given: {base_url})", timeout=timeout)
+        self.__dict__["server"] = ApiServer(base_url.rstrip("/"), username, password, verify)
         self.base_url = base_url.rstrip("/")
         self.username = username
         self.password = password
-        self._http = httpx.Client(base_url=self.base_url, timeout=timeout)
-        self._token: str | None = None
-        #: Retried failures (5xx answers / transport errors): ``"METHOD path -> status: body"``.
-        self.transient_errors: list[str] = []
-
-    # -- construction -------------------------------------------------------------------------------
 
     @classmethod
     def from_connection(cls, conn_id: str = "airflow_api", **kwargs: Any) -> AirflowRestClient:
-        """Build a client from an Airflow connection (host/port/login/password; ``schema`` = scheme).
-
-        Works inside a running task (the task SDK resolves ``AIRFLOW_CONN_*`` variables and the
-        execution API) and anywhere ``airflow.sdk.BaseHook`` can resolve connections.
-        """
-        from airflow.sdk import BaseHook
-
-        conn = BaseHook.get_connection(conn_id)
-        scheme = conn.schema or "http"
-        host = conn.host or "127.0.0.1"
-        if "://" in host:  # host given as a full URL
-            base = host
-        else:
-            base = f"{scheme}://{host}" + (f":{conn.port}" if conn.port else "")
-        return cls(base, conn.login or "", conn.password or "", **kwargs)
-
-    def close(self) -> None:
-        self._http.close()
-
-    def __enter__(self) -> AirflowRestClient:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # -- plumbing -----------------------------------------------------------------------------------
+        """A client of the server an Airflow connection names (inside a running task too)."""
+        server = AirflowApiHook(conn_id).server
+        return cls(server.base_url, server.login, server.password, verify=server.verify, **kwargs)
 
     def get_token(self) -> str:
         """``POST /auth/token`` -> JWT access token."""
-        resp = self._http.post("/auth/token", json={"username": self.username, "password": self.password})
-        if resp.status_code not in (200, 201):
-            raise AirflowApiError(resp)
-        self._token = resp.json()["access_token"]
-        return self._token
+        return self.login()
 
-    def request(
-        self, method: str, path: str, *, expect: Sequence[int] = (200,), attempts: int = 3, **kwargs: Any
-    ) -> Any:
-        """Authenticated request; returns parsed JSON (or text for non-JSON responses).
-
-        Re-authenticates once on 401; retries (``attempts`` in all, 1 s apart) on connection errors and
-        5xx answers -- e.g. a transient "database is locked" of a busy SQLite-backed test Airflow.
-        """
-        if self._token is None:
-            self.get_token()
-        extra_headers = kwargs.pop("headers", {})
-        reauthed = False
-        attempt = 0
-        while True:
-            attempt += 1
-            headers = {"Authorization": f"Bearer {self._token}", **extra_headers}
-            try:
-                resp = self._http.request(method, path, headers=headers, **kwargs)
-            except httpx.TransportError as e:
-                if attempt >= attempts:
-                    raise
-                self.transient_errors.append(f"{method} {path} -> {e!r}")
-                time.sleep(1)
-                continue
-            if resp.status_code == 401 and not reauthed:
-                reauthed = True
-                self.get_token()
-                continue
-            if resp.status_code >= 500 and attempt < attempts:
-                self.transient_errors.append(f"{method} {path} -> {resp.status_code}: {resp.text[:1500]}")
-                time.sleep(1)
-                continue
-            break
-        if resp.status_code not in expect:
-            raise AirflowApiError(resp)
-        if not resp.content:
-            return None
-        if resp.headers.get("content-type", "").startswith("application/json"):
-            return resp.json()
-        return resp.text
+    def request(self, method: str, path: str, *, expect: Sequence[int] = (200,), **kwargs: Any) -> Any:
+        """Authenticated request (the hook's); ``expect``: the statuses that are answers, not errors."""
+        return super().request(method, path, accept=[status for status in expect if status >= 300], **kwargs)
 
     def _paged(self, path: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
         items: list[dict[str, Any]] = []
@@ -185,7 +113,7 @@ class AirflowRestClient:
         """``GET /api/v2/monitor/health`` (no auth needed)."""
         resp = self._http.get("/api/v2/monitor/health")
         if resp.status_code != 200:
-            raise AirflowApiError(resp)
+            raise AirflowApiError("GET", "/api/v2/monitor/health", resp.status_code, resp.text)
         return resp.json()
 
     def list_dags(self) -> list[dict[str, Any]]:
@@ -195,7 +123,7 @@ class AirflowRestClient:
         return self.request("GET", f"/api/v2/dags/{dag_id}")
 
     def set_paused(self, dag_id: str, paused: bool) -> dict[str, Any]:
-        return self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": paused})
+        return self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": paused}, idempotent=True)
 
     def import_errors(self) -> list[dict[str, Any]]:
         return self._paged("/api/v2/importErrors", "import_errors")
@@ -220,7 +148,18 @@ class AirflowRestClient:
             body["dag_run_id"] = run_id
         if note:
             body["note"] = note
-        return self.request("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body)
+        try:
+            return self.request("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body)
+        except AirflowApiOutcomeUnknown:
+            if not run_id:
+                raise
+            # The answer was lost: the run exists if the trigger reached the server; else trigger again.
+            try:
+                return self.get_dag_run(dag_id, run_id)
+            except AirflowApiError as err:
+                if err.status != 404:
+                    raise
+            return self.request("POST", f"/api/v2/dags/{dag_id}/dagRuns", json=body)
 
     def get_dag_run(self, dag_id: str, run_id: str) -> dict[str, Any]:
         return self.request("GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}")
@@ -297,7 +236,7 @@ class AirflowRestClient:
             try:
                 ti = self.task_instance(dag_id, run_id, task_id, map_index)
             except AirflowApiError as e:  # not created yet (mapped tasks expand late)
-                if e.status_code != 404:
+                if e.status != 404:
                     raise
                 ti = None
             if ti is not None:

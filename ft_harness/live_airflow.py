@@ -54,7 +54,7 @@ component logs under the home (``task_log_files()``, ``describe_logs()``, ``desc
 SQLite caveat (instances without ``database_url``, e.g. the demo's): the file is in WAL mode, yet under
 load a write can still fail with "database is locked" after the 5 s busy timeout -- seen on
 ``clearTaskInstances`` and on the execution API recording a successful try (which Airflow then marks
-failed). ``AirflowRestClient`` retries 5xx answers (``transient_errors`` lists them).
+failed). ``AirflowRestClient`` is the provider's ``AirflowApiHook``: it retries idempotent calls.
 
 The instance can also be used without pytest (e.g. from a demo script)::
 

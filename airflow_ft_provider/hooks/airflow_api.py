@@ -23,7 +23,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import ssl
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -122,6 +122,13 @@ class AirflowApiHook(BaseHook):
         self.airflow_api_conn_id = airflow_api_conn_id
         self.timeout = timeout
         self._token: str | None = None
+
+    @classmethod
+    def to_server(cls, server: ApiServer, *, timeout: float = 30.0) -> AirflowApiHook:
+        """A client of a server given directly, not through a connection (tools and tests)."""
+        hook = cls(f"(given: {server.base_url})", timeout=timeout)
+        hook.__dict__["server"] = server
+        return hook
 
     # -- the connection -----------------------------------------------------------------------------
     @cached_property
@@ -247,12 +254,24 @@ class AirflowApiHook(BaseHook):
         self._token = response.json()["access_token"]
         return self._token
 
-    def request(self, method: str, path: str, *, idempotent: bool | None = None, **kwargs: Any) -> Any:
+    def request(
+        self,
+        method: str,
+        path: str,
+        *,
+        idempotent: bool | None = None,
+        accept: Collection[int] = (),
+        **kwargs: Any,
+    ) -> Any:
         """One authenticated call; retried on transport errors and 5xx answers only when ``idempotent``
-        (default: by its method), else :class:`AirflowApiOutcomeUnknown` when its answer is lost."""
+        (default: by its method), else :class:`AirflowApiOutcomeUnknown` when its answer is lost.
+
+        Returns the parsed JSON answer (text for other content types, None for none); a status of 300
+        or more is an :class:`AirflowApiError` unless ``accept`` lists it (e.g. 409 "already exists").
+        """
         idempotent = method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
         try:
-            return self._request(method, path, idempotent=idempotent, **kwargs)
+            return self._request(method, path, idempotent=idempotent, accept=accept, **kwargs)
         except httpx.TransportError as err:
             cause = err.__cause__ if isinstance(err, _RetryableTransportError) and err.__cause__ else err
             raise AirflowApiUnreachable(
@@ -267,11 +286,18 @@ class AirflowApiHook(BaseHook):
         stop=tenacity.stop_after_attempt(6),
         reraise=True,
     )
-    def _request(self, method: str, path: str, *, idempotent: bool, **kwargs: Any) -> Any:
+    def _request(
+        self, method: str, path: str, *, idempotent: bool, accept: Collection[int], **kwargs: Any
+    ) -> Any:
+        headers = kwargs.pop("headers", {})
         for fresh_login in (False, True):  # a 401 is answered before anything is applied: repeat once
             token = self._token if self._token and not fresh_login else self._authenticate()
             response = self._send(
-                method, path, idempotent=idempotent, headers={"Authorization": f"Bearer {token}"}, **kwargs
+                method,
+                path,
+                idempotent=idempotent,
+                headers={**headers, "Authorization": f"Bearer {token}"},
+                **kwargs,
             )
             if response.status_code != 401:
                 break
@@ -280,11 +306,19 @@ class AirflowApiHook(BaseHook):
                 f"Airflow REST API {method} {path} answered {response.status_code}: "
                 f"{response.text[:300]}; it may or may not have been applied"
             )
-        if response.status_code >= 300:
+        if response.status_code >= 300 and response.status_code not in accept:
             raise AirflowApiError(
                 method, path, response.status_code, response.text, retryable=response.status_code >= 500
             )
-        return response.json()
+        if not response.content:
+            return None
+        if response.headers.get("content-type", "").startswith("application/json"):
+            return response.json()
+        return response.text
+
+    def login(self) -> str:
+        """A fresh access token (JWT) for the connection's user."""
+        return self._authenticate()
 
     # -- task instances -----------------------------------------------------------------------------
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:

@@ -84,7 +84,6 @@ with DAG(dag_id="ft_e2e_clear_other", schedule=None, catchup=False, tags=["ft-e2
                 state_right_after=lr_right_after["state"],
                 try_right_after=lr_right_after["try_number"],
                 max_tries_right_after=lr_right_after["max_tries"],
-                transient_api_errors=api.transient_errors,
             )
 
     long_runner = LongRunner(
