@@ -134,6 +134,11 @@ def _unfinished(value: object, where: str) -> dict[str, Any]:
         "tasks": tasks,
         "decided_at": _number(entry.get("decided_at"), f"{where}['decided_at']"),
         "ended": {task: _try_number(n, f"{where}['ended'][{task!r}]") for task, n in ended.items()},
+        "abandoned": entry.get("abandoned") is True,  # its handler gave up on the clears
+        # When a later try took it over (None: its handler still holds it).
+        "claimed_at": None
+        if entry.get("claimed_at") is None
+        else _number(entry["claimed_at"], f"{where}['claimed_at']"),
     }
 
 

@@ -231,17 +231,10 @@ class PartitionReads(StoreObjects):
             except ClientError as exc:
                 code = error_code(exc)
                 if code in MISSING_CODES:
-                    raise PartitionNotFound(
-                        loc.ref.partition_id,
-                        Unavailable.MISSING_OBJECT,
-                        f"s3://{self.bucket}/{key} is gone",
-                        run=str(loc.ref.run),
-                    ) from None
-                if code in ("InvalidRange", "416"):
-                    raise PartitionNotFound(
-                        loc.ref.partition_id,
-                        Unavailable.SIZE_MISMATCH,
-                        f"s3://{self.bucket}/{key} is shorter than the manifest says",
-                        run=str(loc.ref.run),
-                    ) from None
-                raise
+                    reason, what = Unavailable.MISSING_OBJECT, "is gone"
+                elif code in ("InvalidRange", "416"):
+                    reason, what = Unavailable.SIZE_MISMATCH, "is shorter than the manifest says"
+                else:
+                    raise
+                detail = f"s3://{self.bucket}/{key} {what}"
+                raise PartitionNotFound(loc.ref.partition_id, reason, detail, run=str(loc.ref.run)) from None

@@ -13,6 +13,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -47,6 +48,9 @@ KILLED_CAUSE = (
 # A clear whose answer was lost is looked up and, if it did not happen, sent again: this often at most.
 CLEAR_ATTEMPTS = 4
 CLEAR_WAIT = tenacity.wait_exponential(multiplier=1, max=8)
+# How long a restart's own handler has to finish its clears before the run's next try takes over (a
+# handler that was killed never says it gave up; one that met an outage does, at once).
+UNFINISHED_GRACE = 600.0
 
 
 def mask_secrets(text: str) -> str:
@@ -144,7 +148,11 @@ class RegionFailover:
             self.finish_unfinished()
             return decision
         log.warning("%s", decision.reason)
-        cleared = self._finish(key)
+        try:
+            cleared = self._finish(key)
+        except Exception:
+            self._abandon(key)  # the next try of the run finishes it (finish_unfinished)
+            raise
         self.journal.record(
             {
                 "time": self.clock.now(),
@@ -174,11 +182,21 @@ class RegionFailover:
 
     def finish_unfinished(self) -> list[str]:
         """Finish every restart whose clears did not all happen (the REST API was unreachable): clear
-        the tasks of its restart set that still run (or ran) the try it meant to end."""
+        the tasks of its restart set that still run (or ran) the try it meant to end.
+
+        Only restarts their own handler gave up on, or whose handler has had ``UNFINISHED_GRACE`` to
+        finish (it may have been killed): a handler still at work must not be raced, or a task it has
+        just restarted would be cleared a second time."""
         cleared: list[str] = []
         for key in sorted(self.journal.load().unfinished):
+            if not self.journal.update(functools.partial(self._claim, key=key)):
+                continue
             log.warning("finishing the restart decided for %s: its clears did not all happen", key)
-            done = self._finish(key)
+            try:
+                done = self._finish(key)
+            except Exception:
+                self._abandon(key)
+                raise
             cleared.extend(done)
             if done:
                 self.journal.record(
@@ -191,6 +209,29 @@ class RegionFailover:
                     }
                 )
         return cleared
+
+    def _claim(self, state: RecoveryState, key: str) -> bool:
+        """Take over an unfinished restart (compare-and-swap: one taker at a time), if nobody holds it:
+        its handler or an earlier taker gave up, or has held it for ``UNFINISHED_GRACE``."""
+        entry = state.unfinished.get(key)
+        if entry is None:
+            return False
+        now = self.clock.now()
+        held_since = max(entry["decided_at"], entry.get("claimed_at") or 0.0)
+        if not entry.get("abandoned") and now - held_since < UNFINISHED_GRACE:
+            return False
+        entry["abandoned"], entry["claimed_at"] = False, now
+        return True
+
+    def _abandon(self, key: str) -> None:
+        def abandoned(state: RecoveryState) -> None:
+            if key in state.unfinished:
+                state.unfinished[key]["abandoned"] = True
+
+        try:
+            self.journal.update(abandoned)
+        except Exception as err:  # noqa: BLE001 - the store may be down too: the grace period covers it
+            log.warning("could not mark the restart of %s as unfinished (%s)", key, err)
 
     def _finish(self, key: str) -> list[str]:
         """Clear the other started tasks of the unfinished restart ``key``, then mark it finished."""

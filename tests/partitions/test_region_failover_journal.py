@@ -17,7 +17,7 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.recovery.coordinator import RegionFailover
+from airflow_ft_provider.recovery.coordinator import UNFINISHED_GRACE, RegionFailover
 from airflow_ft_provider.recovery.try_start import WaitUntil
 
 pytestmark = pytest.mark.s3
@@ -145,3 +145,42 @@ def test_finishing_a_restart_leaves_alone_a_task_its_lost_clear_did_restart(seed
     assert failover.before_work("B", None, 2) == WaitUntil(1002.0)
     assert api.clears == [[("D", -1)]]  # B already runs its new try: only D is cleared
     assert failover.journal.load().unfinished == {}
+
+
+def test_a_restart_still_in_its_handlers_hands_is_not_raced_and_a_stale_one_is_finished(seed002):
+    description, store = seed002
+    # C's handler has decided and not cleared yet (it is still at work, or was killed).
+    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+                      cleared_tries={"B": 2, "D": 2})
+    clock = ManualClock(1000.0)
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+
+    def decided_not_cleared(state):
+        state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0}
+        state.handled["C"] = 1
+
+    failover.journal.update(decided_not_cleared)
+    clock.advance(30)
+    failover.before_work("A", None, 1)
+    assert api.clears == [] and "C#1" in failover.journal.load().unfinished  # its handler's to finish
+    clock.advance(UNFINISHED_GRACE)
+    failover.before_work("A", None, 1)  # nobody finished it in the grace period: this try does
+    assert api.clears == [[("B", -1), ("D", -1)]] and failover.journal.load().unfinished == {}
+
+
+def test_a_restart_another_try_has_taken_over_is_left_to_it(seed002):
+    description, store = seed002
+    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+                      cleared_tries={"B": 2, "D": 2})
+    clock = ManualClock(2000.0)
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+
+    def taken_over(state):  # abandoned by its handler, then claimed by another try at 1990
+        state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0, "claimed_at": 1990.0}
+
+    failover.journal.update(taken_over)
+    failover.before_work("A", None, 1)
+    assert api.clears == []  # one taker at a time: its clears must not be repeated
+    failover.journal.update(lambda state: state.unfinished["C#1"].update(abandoned=True))  # it gave up
+    failover.before_work("A", None, 1)
+    assert api.clears == [[("B", -1), ("D", -1)]] and failover.journal.load().unfinished == {}

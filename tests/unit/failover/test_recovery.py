@@ -119,7 +119,7 @@ def test_a_try_stopped_by_a_failover_restart_is_not_a_new_failure(seed_002):
 
 def test_unfinished_restarts_survive_the_round_trip_and_malformed_ones_are_refused():
     state = RecoveryState()
-    state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0, "ended": {"B": 1}}
+    state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0, "ended": {"B": 1}, "abandoned": True, "claimed_at": None}
     assert RecoveryState.from_json(state.to_json()).unfinished == state.unfinished
     for bad in ({"tasks": "B", "decided_at": 1.0}, {"tasks": ["B"], "decided_at": "soon"},
                 {"tasks": ["B"], "decided_at": 1.0, "ended": {"B": -1}}, ["B"]):
