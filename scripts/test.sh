@@ -20,11 +20,14 @@ if [ ${#debs[@]} -gt 0 ]; then
     fi
 fi
 source "$(dirname "$0")/env.sh"
-if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then
-    echo ">> apt-get install ${debs[*]} failed:" >&2
-    tail -20 "$apt_log" >&2
-fi
+wait_for_debs() {
+    if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then
+        echo ">> apt-get install ${debs[*]} failed:" >&2
+        tail -20 "$apt_log" >&2
+    fi
+}
 if [ $# -gt 0 ]; then
+    wait_for_debs
     exec python -m pytest "$@"
 fi
 # The whole suite as two pytest sessions side by side on the 2 cores. The first runs everything that
@@ -33,7 +36,7 @@ fi
 # which time nothing -- runs at a low CPU priority (nice 10: about a tenth of a core while the first
 # wants both), so it fills what the first leaves idle while its Airflow waits on the scheduler. Each
 # has its own temporary directory; the second one's report follows the first's; either failing
-# fails the suite.
+# fails the suite. The second starts before the Debian packages are in: it needs none of them.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/sensors tests/triggers tests/ui
        tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py tests/spark/test_connect_backend.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
@@ -42,6 +45,7 @@ nice -n 10 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work
     >"$others_log" 2>&1 &
 others=$!
 trap 'kill $others 2>/dev/null' INT TERM
+wait_for_debs  # only the first session needs them (PostgreSQL, Chromium): the second has started
 echo ">> ${TIMED[*]} here; the other tests run alongside at low priority (report below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
