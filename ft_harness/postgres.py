@@ -68,9 +68,9 @@ class PostgresServer:
         return {"user": self._account.pw_uid, "group": self._account.pw_gid, "extra_groups": []}
 
     def start(self, timeout: float = 60.0) -> PostgresServer:
-        # Directly under the temp root: the session's own temp directories are 0700 root, which the
-        # postgres account could not enter.
-        root = Path(tempfile.mkdtemp(prefix="ft-postgres-"))
+        # Directly under /tmp when running as root: the session's own temp directories (and maybe
+        # $TMPDIR) are 0700 root, which the postgres account could not enter.
+        root = Path(tempfile.mkdtemp(prefix="ft-postgres-", dir="/tmp" if self._account is not None else None))
         self.data_dir, self.log_path = root / "data", root / "server.log"
         if self._account is not None:
             os.chown(root, self._account.pw_uid, self._account.pw_gid)
