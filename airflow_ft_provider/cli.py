@@ -35,6 +35,13 @@ def _task_argument(value: str) -> str:
     return value
 
 
+def _store(args: argparse.Namespace):
+    """The store ``--store`` and ``--aws-conn-id`` name (default: ``[ft_provider] partition_store_url``)."""
+    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+
+    return PartitionStoreHook(args.aws_conn_id, url=args.store).get_store()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="airflow-ft", description=__doc__.split("\n\n")[0])
     commands = parser.add_subparsers(dest="command", required=True)
@@ -74,14 +81,13 @@ def main(argv: list[str] | None = None) -> int:
         AirflowApiOutcomeUnknown,
         AirflowApiUnreachable,
     )
-    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
     from airflow_ft_provider.partitions.errors import PartitionStoreError
     from airflow_ft_provider.recovery.coordinator import RegionFailover
     from airflow_ft_provider.recovery.locator import stored_run_pipeline
 
     try:
         # The run's own pipeline, as its first stage try stored it: no DAG file is parsed here.
-        store = PartitionStoreHook(args.aws_conn_id, url=args.store).get_store()
+        store = _store(args)
         journal, description = stored_run_pipeline(store, args.dag_id, args.run_id)
         if description is None:
             raise ValueError(
@@ -114,12 +120,11 @@ def main(argv: list[str] | None = None) -> int:
 def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from airflow.sdk.exceptions import AirflowNotFoundException
 
-    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
     from airflow_ft_provider.partitions.errors import PartitionStoreError
     from airflow_ft_provider.partitions.garbage import collect
 
     try:
-        store = PartitionStoreHook(args.aws_conn_id, url=args.store).get_store()
+        store = _store(args)
         report = collect(store, args.pipeline)
     except (ValueError, AirflowNotFoundException, PartitionStoreError) as err:
         parser.exit(1, f"airflow-ft gc: error: {err}\n")

@@ -76,8 +76,8 @@ class AirflowRestClient(AirflowApiHook):
     def __init__(
         self, base_url: str, username: str, password: str, *, timeout: float = 30.0, verify: Any = True
     ) -> None:
-        super().__init__(f"(given: {base_url})", timeout=timeout)
-        self.__dict__["server"] = ApiServer(base_url.rstrip("/"), username, password, verify)
+        server = ApiServer(base_url.rstrip("/"), username, password, verify)
+        super().__init__(f"(given: {base_url})", timeout=timeout, server=server)
         self.base_url = base_url.rstrip("/")
         self.username = username
         self.password = password
@@ -96,17 +96,6 @@ class AirflowRestClient(AirflowApiHook):
         """Authenticated request (the hook's); ``expect``: the statuses that are answers, not errors."""
         return super().request(method, path, accept=[status for status in expect if status >= 300], **kwargs)
 
-    def _paged(self, path: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
-        offset = 0
-        while True:
-            page = self.request("GET", path, params={**(params or {}), "limit": 100, "offset": offset})
-            batch = page[key]
-            items.extend(batch)
-            offset += len(batch)
-            if not batch or offset >= page.get("total_entries", 0):
-                return items
-
     # -- health / DAGs ------------------------------------------------------------------------------
 
     def health(self) -> dict[str, Any]:
@@ -117,7 +106,7 @@ class AirflowRestClient(AirflowApiHook):
         return resp.json()
 
     def list_dags(self) -> list[dict[str, Any]]:
-        return self._paged("/api/v2/dags", "dags")
+        return self.paged("/api/v2/dags", "dags")
 
     def get_dag(self, dag_id: str) -> dict[str, Any]:
         return self.request("GET", f"/api/v2/dags/{dag_id}")
@@ -126,7 +115,7 @@ class AirflowRestClient(AirflowApiHook):
         return self.request("PATCH", f"/api/v2/dags/{dag_id}", json={"is_paused": paused}, idempotent=True)
 
     def import_errors(self) -> list[dict[str, Any]]:
-        return self._paged("/api/v2/importErrors", "import_errors")
+        return self.paged("/api/v2/importErrors", "import_errors")
 
     # -- DAG runs -----------------------------------------------------------------------------------
 
@@ -193,14 +182,6 @@ class AirflowRestClient(AirflowApiHook):
 
     # -- task instances -----------------------------------------------------------------------------
 
-    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-        """All task instances of a run (mapped ones included, one entry per map index).
-
-        Each item has ``task_id``, ``map_index``, ``state``, ``try_number``, ``max_tries``,
-        ``start_date``, ``end_date``, ``id``, ``pid``, ... (``TaskInstanceResponse``).
-        """
-        return self._paged(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", "task_instances")
-
     def task_instance(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> dict[str, Any]:
         path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
         if map_index >= 0:
@@ -213,7 +194,7 @@ class AirflowRestClient(AirflowApiHook):
         """All tries of a task instance (history + current), oldest first."""
         path = f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}"
         path += f"/{map_index}/tries" if map_index >= 0 else "/tries"
-        tries = self._paged(path, "task_instances")
+        tries = self.paged(path, "task_instances")
         return sorted(tries, key=lambda t: t["try_number"])
 
     def wait_for_task_instance(
@@ -314,7 +295,7 @@ class AirflowRestClient(AirflowApiHook):
         """Audit/event log entries (``GET /api/v2/eventLogs``), e.g. ``event="heartbeat timeout"``,
         ``"state mismatch"`` (scheduler found a TI RUNNING although the executor finished it)."""
         params = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "event": event}
-        return self._paged("/api/v2/eventLogs", "event_logs", {k: v for k, v in params.items() if v})
+        return self.paged("/api/v2/eventLogs", "event_logs", {k: v for k, v in params.items() if v})
 
     # -- per-task-instance state ------------------------------------------------------------------
 
@@ -331,7 +312,7 @@ class AirflowRestClient(AirflowApiHook):
 
     def xcom_entries(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> dict[str, Any]:
         """XCom keys of a task instance -> values (``deserialize=true``)."""
-        entries = self._paged(
+        entries = self.paged(
             f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}/xcomEntries",
             "xcom_entries",
             params={"map_index": map_index},

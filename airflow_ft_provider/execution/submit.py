@@ -103,18 +103,19 @@ class SubmitBackend:
     def rows_written(self, output: OutputSpec) -> int:
         """From the marker the application wrote beside the output's data (local staging or s3a)."""
         location = output.location
-        try:
-            if location.startswith("s3a://"):
-                bucket, key = location.removeprefix("s3a://").split("/", 1)
-                if bucket != self.store.bucket:
-                    raise ValueError(f"{location} is not in the partition store's bucket {self.store.bucket}")
-                marker = self.store.read_object(key.rstrip("/") + "/" + OUTPUT_MARKER)
-                if marker is None:
-                    raise FileNotFoundError(location)
-                return int(json.loads(marker)["rows"])
-            return int(json.loads((local_dir(location) / OUTPUT_MARKER).read_text())["rows"])
-        except FileNotFoundError:
-            raise output_missing(self.stage, output.result) from None
+        if location.startswith("s3a://"):
+            bucket, key = location.removeprefix("s3a://").split("/", 1)
+            if bucket != self.store.bucket:
+                raise ValueError(f"{location} is not in the partition store's bucket {self.store.bucket}")
+            marker = self.store.read_object(key.rstrip("/") + "/" + OUTPUT_MARKER)
+        else:
+            try:
+                marker = (local_dir(location) / OUTPUT_MARKER).read_bytes()
+            except FileNotFoundError:
+                marker = None
+        if marker is None:
+            raise output_missing(self.stage, output.result)
+        return int(json.loads(marker)["rows"])
 
     def kill(self) -> None:
         if self.hook is not None:

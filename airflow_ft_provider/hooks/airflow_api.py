@@ -116,19 +116,19 @@ class AirflowApiHook(BaseHook):
     hook_name = "Airflow REST API (region failover)"
 
     def __init__(
-        self, airflow_api_conn_id: str = default_conn_name, *, timeout: float = 30.0, **kwargs: Any
+        self,
+        airflow_api_conn_id: str = default_conn_name,
+        *,
+        timeout: float = 30.0,
+        server: ApiServer | None = None,
+        **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
         self.airflow_api_conn_id = airflow_api_conn_id
         self.timeout = timeout
         self._token: str | None = None
-
-    @classmethod
-    def to_server(cls, server: ApiServer, *, timeout: float = 30.0) -> AirflowApiHook:
-        """A client of a server given directly, not through a connection (tools and tests)."""
-        hook = cls(f"(given: {server.base_url})", timeout=timeout)
-        hook.__dict__["server"] = server
-        return hook
+        if server is not None:  # given directly (tools and tests): no connection is read
+            self.__dict__["server"] = server
 
     # -- the connection -----------------------------------------------------------------------------
     @cached_property
@@ -321,17 +321,19 @@ class AirflowApiHook(BaseHook):
         return self._authenticate()
 
     # -- task instances -----------------------------------------------------------------------------
-    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
-        instances: list[dict[str, Any]] = []
+    def paged(self, path: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+        """Every item of a paginated collection (``key`` names the list in each page)."""
+        items: list[dict[str, Any]] = []
         while True:
-            page = self.request(
-                "GET",
-                f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances",
-                params={"limit": 100, "offset": len(instances)},
-            )
-            instances.extend(page["task_instances"])
-            if not page["task_instances"] or len(instances) >= page.get("total_entries", 0):
-                return instances
+            page = self.request("GET", path, params={**(params or {}), "limit": 100, "offset": len(items)})
+            items.extend(page[key])
+            if not page[key] or len(items) >= page.get("total_entries", 0):
+                return items
+
+    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+        """All task instances of a run, one entry per map index (``TaskInstanceResponse``: ``task_id``,
+        ``map_index``, ``state``, ``try_number``, ``id``, ...)."""
+        return self.paged(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", "task_instances")
 
     def task_instance_try(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int

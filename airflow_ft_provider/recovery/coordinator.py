@@ -148,11 +148,7 @@ class RegionFailover:
             self.finish_unfinished()
             return decision
         log.warning("%s", decision.reason)
-        try:
-            cleared = self._finish(key)
-        except Exception:
-            self._abandon(key)  # the next try of the run finishes it (finish_unfinished)
-            raise
+        cleared = self._finish(key)
         self.journal.record(
             {
                 "time": self.clock.now(),
@@ -192,11 +188,7 @@ class RegionFailover:
             if not self.journal.update(functools.partial(self._claim, key=key)):
                 continue
             log.warning("finishing the restart decided for %s: its clears did not all happen", key)
-            try:
-                done = self._finish(key)
-            except Exception:
-                self._abandon(key)
-                raise
+            done = self._finish(key)
             cleared.extend(done)
             if done:
                 self.journal.record(
@@ -234,16 +226,21 @@ class RegionFailover:
             log.warning("could not mark the restart of %s as unfinished (%s)", key, err)
 
     def _finish(self, key: str) -> list[str]:
-        """Clear the other started tasks of the unfinished restart ``key``, then mark it finished."""
-        entry = self.journal.load().unfinished.get(key)
-        if entry is None:
-            return []
-        cleared = self._clear_started(entry["tasks"], unfinished=key, ended=entry.get("ended", {}))
+        """Clear the other started tasks of the unfinished restart ``key``, then mark it finished; on a
+        failure, mark it abandoned, for the run's next try to finish (``finish_unfinished``)."""
 
         def finished(state: RecoveryState) -> None:
             state.unfinished.pop(key, None)
 
-        self.journal.update(finished)
+        try:
+            entry = self.journal.load().unfinished.get(key)
+            if entry is None:
+                return []
+            cleared = self._clear_started(entry["tasks"], unfinished=key, ended=entry.get("ended", {}))
+            self.journal.update(finished)
+        except Exception:
+            self._abandon(key)
+            raise
         return cleared
 
     def _clear_started(

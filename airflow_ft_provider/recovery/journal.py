@@ -66,16 +66,20 @@ class RecoveryJournal:
 
         def change(current: bytes | None) -> bytes | None:
             outcome[:] = [description]
-            if current is None or current == data:
-                return None if current == data else data
+            if current == data:
+                return None
+            if current is None:
+                return data
             try:
                 stored = PipelineDescription.from_json(current)
             except ValueError:
                 return data  # damaged: nothing can follow it
-            if stored.to_json() == data or not replace_if():
-                outcome[:] = [stored]
-                return None
-            return data
+            if stored.to_json() == data:
+                return None  # the same pipeline, stored before: nothing to write, nothing changed
+            if replace_if():
+                return data
+            outcome[:] = [stored]
+            return None
 
         self._descriptions.update_raw(self.description_key, change, oversized="truncate")
         return outcome[0]

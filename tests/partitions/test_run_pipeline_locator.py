@@ -1,0 +1,58 @@
+"""A run's recovery follows the pipeline stored with the run: stored once by its first try, replaced by
+a changed DAG only while no restart is pending (recovery/locator.py), against a real S3 endpoint."""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.locator import settle_run_pipeline, stored_run_pipeline
+
+pytestmark = pytest.mark.s3
+
+RUN = "manual__1"
+
+
+def pipeline(*extra: StageDeclaration) -> PipelineDescription:
+    return PipelineDescription("locator", [StageDeclaration("A", 1, (), (Output("a"),)),
+                                           StageDeclaration("B", 1, (Input("a"),), ()), *extra])
+
+
+@pytest.fixture
+def store(s3_bucket):
+    return S3PartitionStore(s3_bucket.client(), s3_bucket.url)
+
+
+def stored(store):
+    return stored_run_pipeline(store, "locator", RUN)[1]
+
+
+def test_the_first_try_stores_the_pipeline_and_the_same_one_writes_nothing(store, s3_bucket, caplog):
+    first = pipeline()
+    assert settle_run_pipeline(first, store, RUN, now=1000.0) is first
+    assert stored(store).to_json() == first.to_json()
+    key = RecoveryJournal(store, RunRef("locator", RUN)).description_key
+    etag = s3_bucket.client().head_object(Bucket=s3_bucket.name, Key=key)["ETag"]
+    caplog.set_level(logging.WARNING)
+    again = pipeline()  # parsed again by the next try: equal, another object
+    assert settle_run_pipeline(again, store, RUN, now=1001.0) is again
+    assert s3_bucket.client().head_object(Bucket=s3_bucket.name, Key=key)["ETag"] == etag  # no write
+    assert "changed since run" not in caplog.text
+
+
+def test_a_changed_dag_replaces_the_pipeline_only_while_no_restart_is_pending(store, caplog):
+    settle_run_pipeline(pipeline(), store, RUN, now=1000.0)
+    journal = RecoveryJournal(store, RunRef("locator", RUN))
+    journal.update(lambda state: state.not_before.update(B=1100.0))  # a restart of B at 1100
+    changed = pipeline(StageDeclaration("C", 1, (Input("a"),), ()))
+    caplog.set_level(logging.WARNING)
+    kept = settle_run_pipeline(changed, store, RUN, now=1050.0)
+    assert sorted(kept.stages) == ["A", "B"] and sorted(stored(store).stages) == ["A", "B"]
+    assert "DAG locator changed since run manual__1 stored its pipeline" in caplog.text
+    assert settle_run_pipeline(changed, store, RUN, now=1200.0) is changed  # the restart is done
+    assert sorted(stored(store).stages) == ["A", "B", "C"]
