@@ -56,6 +56,14 @@ class AirflowApiOutcomeUnknown(RuntimeError):
     (connection dropped, timeout, 5xx): it may or may not have been applied. Read the state to learn which."""
 
 
+def api_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the API server could not be reached or answer (an outage, after retries),
+    as opposed to a refusal that trying again later will not change (a 4xx)."""
+    if isinstance(exc, AirflowApiUnreachable | AirflowApiOutcomeUnknown):
+        return True
+    return isinstance(exc, AirflowApiError) and exc.retryable
+
+
 def _retryable(exc: BaseException) -> bool:
     # A request that never left (no connection) is harmless to repeat, whatever its method.
     if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):

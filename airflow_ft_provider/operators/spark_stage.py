@@ -202,8 +202,8 @@ class SparkStageOperator(BaseOperator):
         match start:
             case Proceed():
                 return
-            case WaitUntil(at=restart_at):
-                why = "restart strategy backoff"
+            case WaitUntil(at=restart_at, reason=why):
+                pass
             case Superseded(reason=why):  # wait to be rescheduled once the producers re-ran
                 restart_at = time.time() + 3600
             case _:

@@ -19,20 +19,17 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
-import tenacity
-
 from airflow_ft_provider.failover.clock import Clock, SystemClock
-from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName
 from airflow_ft_provider.failover.recovery import FailoverDecision, Outcome, RecoveryState, handle_failure
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import PartitionNotFound, RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
+from airflow_ft_provider.recovery.clearing import RestartClears
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.try_start import Proceed, Superseded, TryStart, WaitUntil
 
 log = logging.getLogger(__name__)
 
-NOT_STARTED = {None, "none", "removed"}
 LOST = {
     Unavailable.INVALID_MANIFEST,
     Unavailable.MISSING_OBJECT,
@@ -45,12 +42,18 @@ KILLED_CAUSE = (
     "the previous try ended without a recorded failure: its process was killed "
     "(SIGKILL, OOM or a lost worker)"
 )
-# A clear whose answer was lost is looked up and, if it did not happen, sent again: this often at most.
-CLEAR_ATTEMPTS = 4
-CLEAR_WAIT = tenacity.wait_exponential(multiplier=1, max=8)
 # How long a restart's own handler has to finish its clears before the run's next try takes over (a
 # handler that was killed never says it gave up; one that met an outage does, at once).
 UNFINISHED_GRACE = 600.0
+# How long a try waits (deferred) before it tries again to finish a restart the REST API could not
+# carry out: an outage of the API server delays the run, it does not fail tries or count as failures.
+RECONCILE_RETRY = 20.0
+
+
+def _api_unavailable(err: BaseException) -> bool:
+    from airflow_ft_provider.hooks.airflow_api import api_unavailable
+
+    return api_unavailable(err)
 
 
 def mask_secrets(text: str) -> str:
@@ -89,6 +92,7 @@ class RegionFailover:
         self.journal = RecoveryJournal(self.store, self.run)
         self.clock = clock or SystemClock()
         self._api = api
+        self.clears = RestartClears(pipeline, self.run, self.journal, self._rest)
 
     @contextmanager
     def _rest(self) -> Iterator[Any]:
@@ -148,7 +152,15 @@ class RegionFailover:
             self.finish_unfinished()
             return decision
         log.warning("%s", decision.reason)
-        cleared = self._finish(key)
+        try:
+            cleared = self._finish(key)
+        except Exception as err:
+            if not _api_unavailable(err):
+                raise
+            # The decision stands (it is in the journal, marked unfinished): the failing task retries
+            # after its delay, and the run's next try clears the rest once the API answers.
+            log.warning("the REST API could not clear the restart set (%s): the run's next try does", err)
+            cleared = []
         self.journal.record(
             {
                 "time": self.clock.now(),
@@ -236,108 +248,46 @@ class RegionFailover:
             entry = self.journal.load().unfinished.get(key)
             if entry is None:
                 return []
-            cleared = self._clear_started(entry["tasks"], unfinished=key, ended=entry.get("ended", {}))
+            cleared = self.clears.clear_started(entry["tasks"], unfinished=key, ended=entry.get("ended", {}))
             self.journal.update(finished)
-        except Exception:
+        except BaseException:  # also a try terminated meanwhile (SIGTERM): say so, or it waits the grace
             self._abandon(key)
             raise
         return cleared
-
-    def _clear_started(
-        self, tasks: Iterable[str], *, unfinished: str | None = None, ended: dict[str, int] | None = None
-    ) -> list[str]:
-        """Clear the tasks of the restart set that have started; the others will simply run later.
-
-        ``ended``: for a restart being finished, the try of each task an earlier attempt already listed
-        to end; a task past that try was restarted by that attempt's clear and is left alone."""
-        wanted = {self.pipeline.airflow_key(t): t for t in tasks}
-        if not wanted:
-            return []
-        ended = ended or {}
-        with self._rest() as api:
-            instances = api.task_instances(self.run.pipeline, self.run.run_id)
-            listed = [
-                ti
-                for ti in instances
-                if (key := (ti["task_id"], ti["map_index"])) in wanted
-                and ti.get("state") not in NOT_STARTED
-                and ti["try_number"] <= ended.get(wanted[key], ti["try_number"])
-            ]
-            started = {(ti["task_id"], ti["map_index"]): ti["try_number"] for ti in listed}
-            if not started:
-                return []
-
-            def remember(state: RecoveryState) -> None:
-                for key, try_number in started.items():
-                    task = wanted[key]
-                    state.superseded[task] = max(state.superseded.get(task, 0), try_number)
-                    if unfinished is not None and unfinished in state.unfinished:
-                        state.unfinished[unfinished].setdefault("ended", {})[task] = try_number
-
-            self.journal.update(remember)  # before the clear: the new tries must find it
-            cleared = self._clear_once(api, {(ti["task_id"], ti["map_index"]): ti.get("id") for ti in listed})
-        # The listing may be stale: another failover may have restarted a task in between, so the try
-        # this clear ended can be newer than the one seen above. The clear's answer names it.
-        newer = {
-            key: ti["try_number"]
-            for ti in cleared or ()
-            if (key := (ti["task_id"], ti.get("map_index", UNMAPPED))) in started
-            and ti.get("try_number", 0) > started[key]
-        }
-        if newer:
-            started.update(newer)
-            self.journal.update(remember)
-        names = sorted(wanted[key] for key in started)
-        log.warning("restarted %s (cleared through the Airflow REST API)", ", ".join(names))
-        return names
-
-    def _clear_once(self, api: Any, ids: dict[tuple[str, int], str | None]) -> list[dict[str, Any]]:
-        """Clear these instances (key -> the id listed) once, never twice.
-
-        A clear is not idempotent: sent again after it worked, it stops the try it started. So when its
-        answer is lost, the instances are read again, and the clear is repeated only for those that still
-        have the id listed before (a clear gives every instance it touches a new id; so does a new try,
-        which needs no clear either).
-        """
-        from airflow_ft_provider.hooks.airflow_api import AirflowApiOutcomeUnknown
-
-        pending = sorted(ids)
-        for attempt in tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(AirflowApiOutcomeUnknown),
-            wait=CLEAR_WAIT,
-            stop=tenacity.stop_after_attempt(CLEAR_ATTEMPTS),
-            reraise=True,
-        ):
-            with attempt:
-                if attempt.retry_state.attempt_number > 1:
-                    now = {
-                        (ti["task_id"], ti["map_index"]): ti.get("id")
-                        for ti in api.task_instances(self.run.pipeline, self.run.run_id)
-                    }
-                    done = [key for key in pending if ids[key] is None or now.get(key) != ids[key]]
-                    if done:
-                        log.warning(
-                            "the lost clear did reach %s",
-                            ", ".join(str(IndexedName.from_airflow(t, m)) for t, m in done),
-                        )
-                    pending = [key for key in pending if key not in done]
-                    if not pending:
-                        return []
-                try:
-                    return api.clear(self.run.pipeline, self.run.run_id, pending)
-                except AirflowApiOutcomeUnknown as err:
-                    log.warning("%s; reading the task instances to learn whether it did", err)
-                    raise
-        return []  # unreachable: the loop returns or re-raises
 
     # -- the start of a try -------------------------------------------------------------------------
     def before_work(self, task_id: str, map_index: int | None, try_number: int) -> TryStart:
         """Reconcile an unhandled previous failure; then say whether this try proceeds, waits for its
         region's restart time, or was superseded (cleared: its producers restart first)."""
         core_task = self.pipeline.core_task_id(task_id, map_index)
+        try:
+            reconciled = self._reconcile(task_id, map_index, try_number)
+        except Exception as err:
+            if not _api_unavailable(err):
+                raise
+            log.warning("%s try %d: %s", core_task, try_number, err)
+            return WaitUntil(
+                self.clock.now() + RECONCILE_RETRY,
+                reason="the Airflow REST API is unreachable: a restart of this run must be finished first",
+            )
+        if reconciled is not None:
+            return reconciled
+        not_before = self.journal.load().restart_not_before(core_task)
+        if not_before is not None and not_before > self.clock.now():
+            return WaitUntil(not_before)
+        return Proceed()
+
+    def _reconcile(self, task_id: str, map_index: int | None, try_number: int) -> Superseded | None:
+        """Finish what earlier failures left undone before this try works: restarts whose clears did not
+        all happen, and a previous try of this task that ended without a recorded failure (killed).
+        Superseded when that restarts this try's producers (or this very try)."""
+        core_task = self.pipeline.core_task_id(task_id, map_index)
         state = self.journal.load()
+        restarted: set[str] = set()
         if state.unfinished:
-            self.finish_unfinished()
+            restarted.update(self.finish_unfinished())
+            if core_task in restarted:  # this try was listed to end: the clear already stopped it
+                return Superseded(f"{core_task} was cleared by the restart it finished")
             state = self.journal.load()
         previous = try_number - 1
         if previous >= 1 and not state.accounts_for(core_task, previous):
@@ -349,19 +299,17 @@ class RegionFailover:
                 decision = self.handle_failure(
                     task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task]
                 )
-                upstream = self.pipeline.upstream_tasks(core_task)
-                if decision.restart and decision.tasks & upstream:
-                    # This try started before its producers were cleared: let it go too, so that Airflow
-                    # starts the next try only once they have run again.
-                    producers = ", ".join(sorted(decision.tasks & upstream))
-                    log.warning("%s restarts after %s", core_task, producers)
-                    self._clear_started([core_task])
-                    return Superseded(f"{core_task} restarts after {producers}")
-            state = self.journal.load()
-        not_before = state.restart_not_before(core_task)
-        if not_before is not None and not_before > self.clock.now():
-            return WaitUntil(not_before)
-        return Proceed()
+                if decision.restart:
+                    restarted.update(decision.tasks)
+        producers = restarted & self.pipeline.upstream_tasks(core_task)
+        if not producers:
+            return None
+        # This try started before its producers were cleared: let it go too, so that Airflow starts the
+        # next try only once they have run again.
+        names = ", ".join(sorted(producers))
+        log.warning("%s restarts after %s", core_task, names)
+        self.clears.clear_started([core_task])
+        return Superseded(f"{core_task} restarts after {names}")
 
     # -- manual control -----------------------------------------------------------------------------
     def restart_regions(
@@ -378,7 +326,7 @@ class RegionFailover:
                 state.not_before.pop(name, None)
 
         self.journal.update(no_waiting)
-        cleared = self._clear_started(tasks)
+        cleared = self.clears.clear_started(tasks)
         self.journal.record(
             {
                 "time": self.clock.now(),

@@ -12,9 +12,11 @@ class Proceed:
 
 @dataclass(frozen=True)
 class WaitUntil:
-    """The try's region restarts at ``at`` (seconds since the epoch): wait (deferred), then run."""
+    """The try's region restarts at ``at`` (seconds since the epoch): wait (deferred), then run. A try
+    that must first finish a restart the REST API could not carry out waits too, and looks again."""
 
     at: float
+    reason: str = "restart strategy backoff"
 
 
 @dataclass(frozen=True)

@@ -17,8 +17,8 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.recovery.coordinator import UNFINISHED_GRACE, RegionFailover
-from airflow_ft_provider.recovery.try_start import WaitUntil
+from airflow_ft_provider.recovery.coordinator import RECONCILE_RETRY, UNFINISHED_GRACE, RegionFailover
+from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
 
 pytestmark = pytest.mark.s3
 
@@ -109,26 +109,54 @@ class OutageApi(ScriptedApi):
             raise AirflowApiUnreachable("the API server did not answer")
         return super().clear(dag_id, run_id, keys)
 
+    def task_instance_try(self, dag_id, run_id, task_id, map_index, try_number):
+        if "task_instance_try" in self.down_for:
+            raise AirflowApiUnreachable("the API server did not answer")
+        return super().task_instance_try(dag_id, run_id, task_id, map_index, try_number)
+
 
 def test_a_restart_whose_clears_met_an_api_outage_is_finished_by_the_next_try(seed002):
     description, store = seed002
     api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
-                    cleared_tries={"B": 2, "D": 2}, down_for={"task_instances", "clear"})
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
-    with pytest.raises(AirflowApiUnreachable):
-        failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+                    cleared_tries={"B": 2, "C": 2, "D": 2}, down_for={"task_instances", "clear"})
+    clock = ManualClock(1000.0)
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+    # The decision is saved and stands (C retries after the strategy's delay); its clears are not done.
+    decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+    assert decision.restart and decision.delay == 2 and decision.tasks == {"B", "C", "D"}
     state = failover.journal.load()
     assert state.handled == {"C": 1} and state.unfinished["C#1"]["tasks"] == ["B", "D"]
-    assert api.clears == []  # the decision is saved, its clears are not done
-    # The API is back; C's next try sees the unfinished restart first and finishes it, once.
+    assert state.unfinished["C#1"]["abandoned"] and api.clears == []
+    # C's next try, still in the outage: it waits (deferred) and looks again -- no failure, no count.
+    clock.advance(2)
+    start = failover.before_work("C", None, 2)
+    assert start == WaitUntil(1002.0 + RECONCILE_RETRY, reason=start.reason) and "unreachable" in start.reason
+    assert failover.journal.load().handled == {"C": 1}
+    # The API is back: the next look finishes the restart, once. B (C's producer) restarts, so this try
+    # of C does no work: it is cleared too, and runs again after B.
+    api.restore()
+    clock.advance(RECONCILE_RETRY)
+    assert failover.before_work("C", None, 2) == Superseded("C restarts after B")
+    assert api.clears == [[("B", -1), ("D", -1)], [("C", -1)]]
+    assert failover.journal.load().unfinished == {}
+    assert failover.before_work("D", None, 2) == Proceed()  # its restart time (1002) has passed
+    assert api.clears == [[("B", -1), ("D", -1)], [("C", -1)]]  # nothing cleared twice
+    kinds = [(e["kind"], e["task"], e.get("cleared")) for e in failover.journal.events()]
+    assert ("failover", "C", []) in kinds and ("reconciled", "C", ["B", "D"]) in kinds
+
+
+def test_a_killed_try_found_during_an_api_outage_is_handled_once_the_api_answers(seed002):
+    description, store = seed002
+    # C's try 1 was killed (no recorded failure); learning how it ended needs the REST API.
+    api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
+                    cleared_tries={}, down_for={"task_instances", "clear", "task_instance_try"})
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    assert failover.before_work("C", None, 2).at == 1000.0 + RECONCILE_RETRY
+    assert failover.journal.events() == []  # nothing decided on a guess
     api.restore()
     assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
-    assert api.clears == [[("B", -1), ("D", -1)]]
-    assert failover.journal.load().unfinished == {}
-    assert failover.before_work("D", None, 2) == WaitUntil(1002.0)
-    assert api.clears == [[("B", -1), ("D", -1)]]  # nothing cleared twice
-    kinds = [(e["kind"], e["task"], e.get("cleared")) for e in failover.journal.events()]
-    assert ("reconciled", "C", ["B", "D"]) in kinds
+    [event] = failover.journal.events()
+    assert (event["task"], event["try_number"]) == ("C", 1)
 
 
 def test_finishing_a_restart_leaves_alone_a_task_its_lost_clear_did_restart(seed002):
@@ -137,8 +165,7 @@ def test_finishing_a_restart_leaves_alone_a_task_its_lost_clear_did_restart(seed
     api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("success", 1)},
                     cleared_tries={"B": 2, "D": 2}, down_for={"clear"})
     failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
-    with pytest.raises(AirflowApiUnreachable):
-        failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+    failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert failover.journal.load().unfinished["C#1"]["ended"] == {"B": 1, "D": 1}
     api.restore({"A": ("success", 1), "B": ("running", 2), "C": ("up_for_retry", 1), "D": ("success", 1)})
     # Whichever try of the run starts first finishes it: here B's new try.

@@ -166,10 +166,10 @@ def certificate(tmp_path_factory) -> tuple[Path, ssl.SSLContext]:
 @pytest.fixture
 def no_waits(monkeypatch):
     """tenacity's waits off: the tests count requests, they need not wait for the backoff."""
-    import airflow_ft_provider.recovery.coordinator as region_failover
+    import airflow_ft_provider.recovery.clearing as clearing
 
     monkeypatch.setattr(AirflowApiHook._request.retry, "wait", tenacity.wait_none())
-    monkeypatch.setattr(region_failover, "CLEAR_WAIT", tenacity.wait_none())
+    monkeypatch.setattr(clearing, "CLEAR_WAIT", tenacity.wait_none())
 
 
 def connection(monkeypatch, conn_id: str, uri: str | None = None, **fields: Any) -> str:
