@@ -157,6 +157,8 @@ class LiveAirflow:
     :param startup_timeout: seconds to wait for the components to become healthy.
     :param database_url: the metadata database (SQLAlchemy URL of an empty database); default: SQLite
         in the home.
+    :param api_conn_port: the port the ``airflow_api`` connection (the provider's REST client) uses,
+        e.g. a proxy's in front of the API server; default: the API server's own.
     """
 
     username = "admin"
@@ -178,6 +180,7 @@ class LiveAirflow:
         fail_on_import_errors: bool = True,
         startup_timeout: float = 180.0,
         database_url: str | None = None,
+        api_conn_port: int | None = None,
     ):
         self.dag_sources = [Path(d).resolve() for d in dags]
         self.extra_env = dict(env or {})
@@ -189,6 +192,7 @@ class LiveAirflow:
         # The metadata database: SQLite in the home (the default: nothing else to run), or e.g. a
         # PostgreSQL database of ft_harness.postgres (what the test suite uses).
         self.database_url = database_url or f"sqlite:///{self.home}/airflow.db"
+        self.api_conn_port = api_conn_port
 
         self.dags_folder = self.home / "dags"
         self.scratch = self.home / "scratch"
@@ -199,6 +203,8 @@ class LiveAirflow:
         self.instance_id = uuid.uuid4().hex
         self.service_password = f"ft-svc-{secrets.token_hex(12)}"
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._spawn_env: dict[str, dict[str, str]] = {}
+        self._former_sessions: set[int] = set()  # of restarted components: their orphans are still ours
         self.logs: dict[str, Path] = {}
         self.timings: dict[str, float] = {}
         self.dag_ids: list[str] = []
@@ -218,7 +224,7 @@ class LiveAirflow:
         conn = {
             "conn_type": "http",
             "host": "127.0.0.1",
-            "port": self.port,
+            "port": self.api_conn_port or self.port,
             "schema": "http",
             "login": self.service_username,
             "password": self.service_password,
@@ -319,13 +325,14 @@ class LiveAirflow:
                 else:
                     shutil.copy2(child, dst)
 
-    def _spawn(self, name: str, argv: list[str]) -> subprocess.Popen[bytes]:
+    def _spawn(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+        """Start a component in a new session (``env``: overrides of the common environment)."""
         log_path = self.log_dir / f"{name}.log"
         self.logs[name] = log_path
         with open(log_path, "ab") as log_file:
             proc = subprocess.Popen(
                 argv,
-                env=self._env,
+                env={**self._env, **(env or {})},
                 cwd=self.home,
                 stdin=subprocess.DEVNULL,
                 stdout=log_file,
@@ -333,6 +340,7 @@ class LiveAirflow:
                 start_new_session=True,  # own process group: killpg at teardown
             )
         self.procs[name] = proc
+        self._spawn_env[name] = dict(env or {})
         return proc
 
     def start(self) -> LiveAirflow:
@@ -357,6 +365,7 @@ class LiveAirflow:
                                        "--port", str(self.port), "--workers", "1"])
             for name in ("scheduler", "dag-processor", "triggerer"):
                 self._spawn(name, [airflow_bin, name])
+            self._start_workers()
             self._wait_until_healthy(t0)
             self.timings["healthy"] = time.monotonic() - t0
             self._check_dags()
@@ -368,6 +377,42 @@ class LiveAirflow:
                 raise LiveAirflowError(msg) from None
             raise
         return self
+
+    def _start_workers(self) -> None:
+        """Executor workers that are components of their own (none: LocalExecutor runs in the scheduler)."""
+
+    def airflow_command(self, *args: str) -> list[str]:
+        return [str(Path(sys.executable).with_name("airflow")), *args]
+
+    def restart_component(self, name: str, *, kill: bool = True) -> None:
+        """Stop a component (``kill``: SIGKILL its whole session, as a crash would; else SIGTERM, as a
+        deployment's restart would) and start it again with the same command and environment."""
+        proc = self.procs[name]
+        argv = proc.args if isinstance(proc.args, list) else [str(proc.args)]
+        self.kill_session(name, signal.SIGKILL if kill else signal.SIGTERM)
+        self._spawn(name, list(argv), self._spawn_env.get(name))
+
+    def kill_session(self, name: str, sig: int = signal.SIGKILL) -> list[int]:
+        """Send ``sig`` to every process of a component's session (it and all it started); wait for the
+        component's own process. Returns the pids signalled."""
+        proc = self.procs[name]
+        self._former_sessions.add(proc.pid)  # whatever escapes the kill stays ours, for the teardown
+        pids = [pid for pid in self._pids() if self._session_of(pid) == proc.pid]
+        for pid in pids:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+        return pids
+
+    @staticmethod
+    def _pids() -> list[int]:
+        return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and int(e.name) != os.getpid()]
 
     def _check_alive(self) -> None:
         for name, proc in self.procs.items():
@@ -457,6 +502,10 @@ class LiveAirflow:
             base = base / f"run_id={run_id}"
         return sorted(base.rglob("*.log")) if base.exists() else []
 
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1) -> str:
+        """A try's log, as the API server serves it."""
+        return self.client.task_log(dag_id, run_id, task_id, try_number, map_index=map_index)
+
     def describe_logs(self, tail: int = 30) -> str:
         parts = [f"AIRFLOW_HOME={self.home}  (API {self.base_url})"]
         for name, path in self.logs.items():
@@ -490,7 +539,7 @@ class LiveAirflow:
         return int(fields[3])
 
     def _session_ids(self) -> set[int]:
-        return {p.pid for p in self.procs.values()}
+        return {p.pid for p in self.procs.values()} | self._former_sessions
 
     def owns_pid(self, pid: int) -> bool:
         """Whether ``pid`` belongs to this instance (any component, worker, task or orphan of them).

@@ -1,9 +1,10 @@
 """Real Spark for tests: the pip ``pyspark`` distribution in local mode, and a standalone cluster.
 
 ``spark_env`` makes ``spark-submit`` of the virtual environment runnable (PATH, SPARK_HOME, the
-driver's Python). ``spark_standalone_cluster`` starts a Spark master and one worker on 127.0.0.1 with
-``spark-class`` (the pip package ships no sbin/ scripts) and yields a ``StandaloneCluster`` (master
-URL, web UI, worker work dir, logs); ``spark_standalone`` is just its master URL.
+driver's Python). :class:`SparkStandalone` starts a Spark master and N workers on 127.0.0.1 with
+``spark-class`` (the pip package ships no sbin/ scripts); the fixture ``spark_standalone_cluster`` is
+one with a single worker and yields a ``StandaloneCluster`` (master URL, web UI, work dir, logs);
+``spark_standalone`` is just its master URL.
 """
 
 from __future__ import annotations
@@ -128,13 +129,76 @@ def _wait_for_log(path: Path, needle: str, process: subprocess.Popen, timeout: f
 class StandaloneCluster:
     url: str  # spark://127.0.0.1:PORT
     master_web_ui: str  # http://127.0.0.1:PORT (GET /json/ lists applications)
-    work_dir: Path  # the worker's SPARK_WORKER_DIR: one app-* directory per application it ran
+    work_dir: Path  # the workers' SPARK_WORKER_DIR: one app-* directory per application an executor ran
     master_log: Path
-    worker_log: Path
+    worker_logs: tuple[Path, ...]
 
     @property
     def port(self) -> int:
         return int(self.url.rsplit(":", 1)[1])
+
+    @property
+    def worker_log(self) -> Path:
+        return self.worker_logs[0]
+
+
+class SparkStandalone:
+    """A Spark standalone master and ``workers`` workers (``cores`` and ``memory`` each) on 127.0.0.1,
+    started with ``spark-class`` (the pip package ships no sbin/ scripts), each in its own process group;
+    ``stop()`` ends them all."""
+
+    def __init__(self, folder: Path, *, workers: int = 1, cores: int = 1, memory: str = "1g") -> None:
+        self.folder = Path(folder)
+        self.workers, self.cores, self.memory = workers, cores, memory
+        self.processes: list[subprocess.Popen] = []
+        self.cluster: StandaloneCluster | None = None
+
+    def _start(self, env: dict[str, str], name: str, *args: str) -> tuple[subprocess.Popen, Path]:
+        log = self.folder / f"{name}.log"
+        process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, stdout=log.open("w"),
+                                   stderr=subprocess.STDOUT, start_new_session=True)
+        self.processes.append(process)
+        return process, log
+
+    def start(self) -> StandaloneCluster:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        env = spark_environment()
+        env["SPARK_WORKER_DIR"] = str(self.folder / "work")
+        port, web_ui_port = _free_port(), _free_port()
+        try:
+            master, master_log = self._start(
+                env, "master", "org.apache.spark.deploy.master.Master",
+                "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_ui_port),
+            )
+            _wait_for_log(master_log, "I have been elected leader", master, 600)
+            url = f"spark://127.0.0.1:{port}"
+            started = [
+                self._start(env, f"worker-{n}", "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                            "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(_free_port()))
+                for n in range(1, self.workers + 1)
+            ]
+            for worker, log in started:
+                _wait_for_log(log, "Successfully registered with master", worker, 600)
+        except BaseException:
+            self.stop()
+            raise
+        self.cluster = StandaloneCluster(url, f"http://127.0.0.1:{web_ui_port}", Path(env["SPARK_WORKER_DIR"]),
+                                         master_log, tuple(log for _, log in started))
+        return self.cluster
+
+    def stop(self) -> None:
+        for process in self.processes:
+            try:
+                os.killpg(process.pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pass
+        for process in self.processes:
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                os.killpg(process.pid, signal.SIGKILL)
+                process.wait(timeout=10)
+        self.processes.clear()
 
 
 @pytest.fixture(scope="session")
@@ -146,44 +210,8 @@ def spark_standalone(spark_standalone_cluster):
 @pytest.fixture(scope="session")
 def spark_standalone_cluster(tmp_path_factory, spark_env):
     """A Spark standalone master + one worker (1 core, 1 GiB) on 127.0.0.1."""
-    logs = tmp_path_factory.mktemp("spark-standalone")
-    env = spark_environment()
-    env["SPARK_WORKER_DIR"] = str(logs / "work")
-    port = _free_port()
-    spark_class = str(SPARK_HOME / "bin" / "spark-class")
-    processes: list[subprocess.Popen] = []
-
-    def start(name: str, *args: str) -> tuple[subprocess.Popen, Path]:
-        log = logs / f"{name}.log"
-        process = subprocess.Popen(
-            [spark_class, *args], env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
-        )
-        processes.append(process)
-        return process, log
-
+    standalone = SparkStandalone(tmp_path_factory.mktemp("spark-standalone"))
     try:
-        web_ui_port = _free_port()
-        master, master_log = start(
-            "master", "org.apache.spark.deploy.master.Master",
-            "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_ui_port),
-        )
-        _wait_for_log(master_log, "I have been elected leader", master, 600)
-        url = f"spark://127.0.0.1:{port}"
-        worker, worker_log = start(
-            "worker", "org.apache.spark.deploy.worker.Worker", url,
-            "--host", "127.0.0.1", "--cores", "1", "--memory", "1g", "--webui-port", str(_free_port()),
-        )
-        _wait_for_log(worker_log, "Successfully registered with master", worker, 600)
-        yield StandaloneCluster(url, f"http://127.0.0.1:{web_ui_port}", Path(env["SPARK_WORKER_DIR"]),
-                                master_log, worker_log)
+        yield standalone.start()
     finally:
-        for process in processes:
-            try:
-                os.killpg(process.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
-        for process in processes:
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                os.killpg(process.pid, signal.SIGKILL)
+        standalone.stop()

@@ -253,8 +253,9 @@ def handle_failure(
     key = f"{failed_task}#{try_number}"
     if state.handled.get(failed_task, 0) >= try_number and key in state.decisions:
         return _from_summary(state.decisions[key])
-    if state.superseded.get(failed_task, 0) >= try_number:
-        # Failover itself stopped this try (cleared while running): its end is not a new failure.
+    if state.superseded.get(failed_task, 0) >= try_number or _pending_restart_ends(state, failed_task):
+        # Failover itself stopped this try (cleared while running), or a restart decided before this
+        # failure is about to (its clears are under way): its end is not a new failure.
         return FailoverDecision(
             failed_task=failed_task,
             try_number=try_number,
@@ -305,6 +306,14 @@ def handle_failure(
     )
     state.decisions[key] = decision.summary()
     return decision
+
+
+def _pending_restart_ends(state: RecoveryState, task: str) -> bool:
+    """Whether a restart whose clears are not all done lists ``task`` and has not ended a try of it yet:
+    its clear will end the try that runs now (a later try, started after that clear, is not covered)."""
+    return any(
+        task in entry["tasks"] and task not in entry.get("ended", {}) for entry in state.unfinished.values()
+    )
 
 
 def _from_summary(summary: Mapping[str, Any]) -> FailoverDecision:

@@ -81,7 +81,7 @@ def seconds_waited(log: str) -> float | None:
 
 
 def log_of(live_airflow, dag_id, run_id, task_id, try_number, map_index=-1):
-    return live_airflow.client.task_log(dag_id, run_id, task_id, try_number, map_index=map_index)
+    return live_airflow.task_log(dag_id, run_id, task_id, try_number, map_index=map_index)
 
 
 def test_seed002_failed_consumer_restarts_alone(live_airflow, runs, store):

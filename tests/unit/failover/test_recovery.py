@@ -117,6 +117,24 @@ def test_a_try_stopped_by_a_failover_restart_is_not_a_new_failure(seed_002):
     assert not decision.superseded and decision.tasks == {"D"}
 
 
+def test_a_failure_of_a_try_a_pending_restart_is_about_to_end_is_not_a_new_failure(seed_002):
+    # C's failure decided to restart B, C and D; before its clears reached D, D failed on the same lost
+    # partition. That restart ends D's try anyway: D's failure must not restart B a second time.
+    clock = ManualClock(100)
+    state = RecoveryState()
+    first, state = fail(state, seed_002, "C", 1, clock, unavailable={"b"})
+    assert first.tasks == {"B", "C", "D"}
+    state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 100.0}
+    decision, state = fail(state, seed_002, "D", 1, clock, unavailable={"b"})
+    assert decision.superseded and decision.tasks == frozenset()
+    assert state.handled == {"C": 1}
+    # Once the clear has ended D's try 1, a failure of its next try is a failure again.
+    state.unfinished["C#1"]["ended"] = {"B": 1, "D": 1}
+    state.superseded.update({"B": 1, "D": 1})
+    decision, state = fail(state, seed_002, "D", 2, clock, unavailable={"b"})
+    assert decision.restart and decision.tasks == {"B", "C", "D"}
+
+
 def test_unfinished_restarts_survive_the_round_trip_and_malformed_ones_are_refused():
     state = RecoveryState()
     state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0, "ended": {"B": 1}, "abandoned": True, "claimed_at": None}

@@ -1,0 +1,51 @@
+"""Pipelines of the failure scenarios that need a distributed deployment (tests/cluster).
+
+They reuse the stage application of the region-failover tests (tests/e2e/apps/stage.py: a task at
+depth d below the source outputs value = key * 10 + d), on the deployment's Spark Connect server.
+Faults are injected per run through conf {"ft_faults": [...]}.
+"""
+
+import os
+from datetime import datetime
+from pathlib import Path
+
+from airflow.sdk import DAG
+
+from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+from airflow_ft_provider.pipeline import FailoverPipeline
+
+APP = str(Path(os.environ.get("FT_E2E_APPS", Path(__file__).resolve().parents[2] / "e2e" / "apps")) / "stage.py")
+SPARK = {"conf": {"spark.sql.shuffle.partitions": "1"}}
+COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False}
+
+
+def fixed_delay(seconds):
+    return {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 3,
+            "restart-strategy.fixed-delay.delay": f"{seconds} s"}
+
+
+def stage(task_id, **kwargs):
+    return SparkStageOperator(task_id=task_id, application=APP, **SPARK, **kwargs)
+
+
+def pipelined_region(dag_id, restart_strategy, t2_args=()):
+    """S --s--> [ T1 ~~t1 (pipelined: a view of the Connect server)~~> T2 ] --t2--> U"""
+    with DAG(dag_id, **COMMON) as dag:
+        with FailoverPipeline(restart_strategy=restart_strategy):
+            stage("S", outputs=["s"])
+            stage("T1", inputs=["s"], outputs={"t1": "pipelined"})
+            stage("T2", inputs=["t1"], outputs=["t2"], application_args=list(t2_args))
+            stage("U", inputs=["t2"], outputs=["u"])
+    return dag
+
+
+# T2's first try sleeps long enough for the test to kill the Celery worker that runs it.
+pipelined_region("ft_cluster_worker_loss", fixed_delay(5), t2_args=["sleep_on_try=1:300"])
+# T2 fails once (conf ft_faults) while the REST API is unreachable from the workers.
+pipelined_region("ft_cluster_api_outage", fixed_delay(2))
+
+#   F --f--> G        F fails once; its restart waits 45 s, during which the scheduler is restarted
+with DAG("ft_cluster_backoff", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(45)):
+        stage("F", outputs=["f"])
+        stage("G", inputs=["f"], outputs=["g"])

@@ -1,0 +1,134 @@
+"""Scenarios 2-4: failures only a distributed deployment has -- a lost Celery worker, a restarted
+scheduler, an unreachable REST API -- each run alone on the reference deployment, each checked for the
+exact try number of every task instance and for output equal to a failure-free run's.
+
+    S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U        (ft_cluster_worker_loss, ft_cluster_api_outage)
+    F --f--> G                                             (ft_cluster_backoff)
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+import time
+from datetime import datetime
+
+import pytest
+
+from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.airflow_rest import try_numbers
+from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)
+    expected,
+    finish,
+    producer_try,
+    store,
+    values,
+)
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3, pytest.mark.timeout(900)]
+
+
+def trigger(airflow, dag_id, conf=None):
+    airflow.wait_for_dags([dag_id], timeout=120)
+    run_id = f"{dag_id}__{datetime.now():%H%M%S}"
+    airflow.client.trigger_dag_run(dag_id, conf or {"ft_faults": []}, run_id=run_id)
+    return dag_id, run_id
+
+
+def tries(airflow, dag_id, run_id, task_id):
+    return airflow.client.task_instance_tries(dag_id, run_id, task_id)
+
+
+def when(text):
+    return datetime.fromisoformat(text).timestamp()
+
+
+def journal_events(store, dag_id, run_id):
+    return RecoveryJournal(store, RunRef(dag_id, run_id)).events()
+
+
+def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment, store):
+    airflow = deployment.airflow
+    dag_id, run_id = trigger(airflow, "ft_cluster_worker_loss")
+    running = airflow.client.wait_for_task_instance(
+        dag_id, run_id, "T2", predicate=lambda ti: ti["state"] == "running" and ti.get("hostname"), timeout=300)
+    lost = airflow.worker(running["hostname"])
+    t1_host = tries(airflow, dag_id, run_id, "T1")[0]["hostname"]
+    time.sleep(3)  # well inside T2's first try (it sleeps 300 s before its Spark work)
+    killed_at = time.time()
+    killed = airflow.kill_worker(lost)  # the worker, its pool, the task supervisor and the task process
+    try:
+        run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    finally:
+        airflow.start_worker(lost)  # whole again for the scenarios after this one
+    assert len(killed) >= 3, killed
+    assert run["state"] == "success", story
+    # T2's lost try 1 is found by the heartbeat timeout; its try 2 applies the failover (the region:
+    # T1 and T2) and, since T1 runs again first, lets itself go; try 3 does the work.
+    assert try_numbers(tis.values()) == {"S": 1, "T1": 2, "T2": 3, "U": 1}, story
+    events = {e["event"] for e in airflow.client.event_logs(dag_id, run_id=run_id, task_id="T2")}
+    assert "heartbeat timeout" in events, events
+    # Everything after the loss ran on the other worker.
+    survivor = next(w for w in airflow.workers if w is not lost).address
+    assert [t["hostname"] for t in tries(airflow, dag_id, run_id, "T2")[1:]] == [survivor, survivor], story
+    assert tries(airflow, dag_id, run_id, "T1")[1]["hostname"] == survivor, (t1_host, story)
+    # The restart waited the strategy's delay (5 s) after the failure was decided.
+    [failover] = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
+    # (U's region is rescheduled as a consumer; it had not started, so nothing of it is cleared.)
+    assert "process was killed" in failover["cause"] and failover["regions"] == [["T1", "T2"], ["U"]], failover
+    # T1's new try waited in the worker (under 5 s) or deferred until that time, or started after it.
+    t1_log = airflow.task_log(dag_id, run_id, "T1", 2)
+    waited_until = re.search(r"region failover: waiting [\d.]+ s, until (\S+)", t1_log)
+    t1_restart = when(waited_until[1] if waited_until else tries(airflow, dag_id, run_id, "T1")[1]["start_date"])
+    assert failover["delay"] == 5 and t1_restart >= failover["restart_at"] - 0.01, (failover, t1_log[-2000:])
+    assert failover["time"] > killed_at
+    assert producer_try(store, dag_id, run_id, "s") == 1
+    assert values(store, dag_id, run_id, "u") == expected(3)
+
+
+def test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_on_time(deployment, store):
+    airflow = deployment.airflow
+    dag_id, run_id = trigger(airflow, "ft_cluster_backoff", {"ft_faults": [{"task": "F", "times": 1}]})
+    airflow.client.wait_for_task_instance(dag_id, run_id, "F", states=["up_for_retry"], timeout=300)
+    failed_at = when(tries(airflow, dag_id, run_id, "F")[0]["end_date"])
+    time.sleep(max(0.0, failed_at + 10 - time.time()))  # 10 s into the 45 s backoff
+    airflow.restart_component("scheduler")  # SIGKILL (a crash), then a new scheduler
+    restarted_at = time.time()
+    run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    assert run["state"] == "success", story
+    assert try_numbers(tis.values()) == {"F": 2, "G": 1}, story
+    history = tries(airflow, dag_id, run_id, "F")
+    queued = when(history[1]["queued_when"])
+    assert restarted_at < queued, story  # the new scheduler queued it
+    assert failed_at + 45 <= queued < failed_at + 45 + 30, (queued - failed_at, story)
+    decisions = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
+    assert [(e["task"], e["try_number"], e["delay"]) for e in decisions] == [("F", 1, 45.0)], decisions
+    assert values(store, dag_id, run_id, "g") == expected(1)
+
+
+def test_a_restart_recorded_while_the_rest_api_is_unreachable_is_finished_once_it_is_back(deployment, store):
+    airflow = deployment.airflow
+    dag_id, run_id = trigger(airflow, "ft_cluster_api_outage", {"ft_faults": [{"task": "T2", "times": 1}]})
+    airflow.client.wait_for_task_instance(dag_id, run_id, "T1", states=["success"], timeout=300, poll=0.2)
+    # T2 starts next and fails at once; its failover decision is recorded while the workers cannot
+    # reach the REST API (the airflow_api connection), for 60 s. Airflow's own components keep theirs.
+    outage = threading.Thread(target=deployment.rest_api.outage, args=(60,))
+    outage.start()
+    began = time.time()
+    try:
+        run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    finally:
+        outage.join()
+    assert run["state"] == "success", story
+    # T2 try 1 fails and decides the restart of its region (T1, T2) but cannot clear T1; try 2 finds the
+    # decision unfinished, waits out the outage deferred, then clears T1 and lets itself go (T1 runs
+    # first); try 3 does the work. Nothing ran twice: T1 once more, S and U once.
+    assert try_numbers(tis.values()) == {"S": 1, "T1": 2, "T2": 3, "U": 1}, story
+    events = journal_events(store, dag_id, run_id)
+    kinds = [(e["kind"], e["task"], e.get("cleared")) for e in events if e["kind"] in ("failover", "reconciled")]
+    assert kinds == [("failover", "T2", []), ("reconciled", "T2", ["T1"])], events
+    reconciled = next(e for e in events if e["kind"] == "reconciled")
+    assert reconciled["time"] >= began + 60 - 1, (reconciled["time"] - began)
+    assert "the Airflow REST API is unreachable" in airflow.task_log(dag_id, run_id, "T2", 2)
+    assert values(store, dag_id, run_id, "u") == expected(3)
