@@ -1,6 +1,6 @@
 """Partition life cycle: does the bucket stay bounded over many runs with failures?
 
-    python bench/bench_bucket_lifecycle.py [--runs 20] [--batch 4] [--seed 11] [--retention "90 s"]
+    python bench/bench_bucket_lifecycle.py [--runs 20] [--batch 4] [--seed 11] [--retention "30 s"]
 
 Runs the orders ETL example (``ft_example_orders_etl``) ``--runs`` times in a live Airflow (LocalExecutor,
 stages on a local Spark Connect server, the moto S3 endpoint), ``--batch`` runs at a time, each with
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--batch", type=int, default=4)
     parser.add_argument("--seed", type=int, default=11)
-    parser.add_argument("--retention", default="90 s")
+    parser.add_argument("--retention", default="30 s")
     parser.add_argument("--orphan-grace", default="30 s")
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "bucket_lifecycle.json")
     args = parser.parse_args()
@@ -67,12 +67,17 @@ def main() -> None:
         gc_env = {**bench.airflow.environment(), "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
                   "AIRFLOW__FT_PROVIDER__PARTITION_STORE_RETENTION": args.retention,
                   "AIRFLOW__FT_PROVIDER__PARTITION_STORE_ORPHAN_GRACE": args.orphan_grace}
-        rng, rows, outcomes, written = random.Random(args.seed), [], {}, 0
+        rng, rows, outcomes, written, findings = random.Random(args.seed), [], {}, 0, []
         started = time.monotonic()
         for first in range(0, args.runs, args.batch):
             plans = [make_plan(rng, outages=False) for _ in range(min(args.batch, args.runs - first))]
             for verdict in run_plans(bench.airflow, store, plans, prefix=f"life{first}"):
                 outcomes[verdict.outcome] = outcomes.get(verdict.outcome, 0) + 1
+                if verdict.outcome not in ("recovered", "suppressed"):
+                    findings.append({"run_id": verdict.run_id, "outcome": verdict.outcome,
+                                     "faults": verdict.plan.faults, "tries": verdict.tries, "detail": verdict.detail})
+                    print(f"{verdict.run_id}: {verdict.outcome} {verdict.plan.describe()}\n{verdict.detail[:4000]}",
+                          flush=True)
             before = bucket_size(client, bucket)
             time.sleep(1)
             report = sweep(gc_env)
@@ -92,7 +97,7 @@ def main() -> None:
                "final_kept_objects": rows[-1]["after_objects"], "wall_s": round(time.monotonic() - started)}
     print(json.dumps(figures, indent=2))
     args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_text(json.dumps({"figures": figures, "sweeps": rows}, indent=2))
+    args.output.write_text(json.dumps({"figures": figures, "sweeps": rows, "findings": findings}, indent=2))
 
 
 if __name__ == "__main__":
