@@ -20,6 +20,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from airflow_ft_provider.failover.clock import Clock, SystemClock
+from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.failover.recovery import FailoverDecision, Outcome, RecoveryState, handle_failure
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import PartitionNotFound, RunRef
@@ -48,6 +49,9 @@ UNFINISHED_GRACE = 600.0
 # How long a try waits (deferred) before it tries again to finish a restart the REST API could not
 # carry out: an outage of the API server delays the run, it does not fail tries or count as failures.
 RECONCILE_RETRY = 20.0
+# How long a try waits (deferred) before it looks again at a restart whose clears are under way in
+# another worker and that restarts this task or its producers.
+PENDING_CLEARS_WAIT = 5.0
 
 
 def _api_unavailable(err: BaseException) -> bool:
@@ -272,7 +276,17 @@ class RegionFailover:
             )
         if reconciled is not None:
             return reconciled
-        not_before = self.journal.load().restart_not_before(core_task)
+        state = self.journal.load()
+        pending = self._pending_restart_of(core_task, state)
+        if pending is not None:
+            return WaitUntil(
+                self.clock.now() + PENDING_CLEARS_WAIT,
+                reason=f"the restart decided for {pending} is clearing its tasks, this one or its producers",
+            )
+        stale = self._superseded_producers(task_id, map_index, state)
+        if stale:
+            return self._restart_after(core_task, stale)
+        not_before = state.restart_not_before(core_task)
         if not_before is not None and not_before > self.clock.now():
             return WaitUntil(not_before)
         return Proceed()
@@ -302,14 +316,47 @@ class RegionFailover:
                 if decision.restart:
                     restarted.update(decision.tasks)
         producers = restarted & self.pipeline.upstream_tasks(core_task)
-        if not producers:
-            return None
-        # This try started before its producers were cleared: let it go too, so that Airflow starts the
-        # next try only once they have run again.
+        return self._restart_after(core_task, producers) if producers else None
+
+    def _restart_after(self, core_task: str, producers: set[str]) -> Superseded:
+        """This try started before its producers were cleared: let it go too, so that Airflow starts the
+        next try only once they have run again."""
         names = ", ".join(sorted(producers))
         log.warning("%s restarts after %s", core_task, names)
         self.clears.clear_started([core_task])
         return Superseded(f"{core_task} restarts after {names}")
+
+    def _pending_restart_of(self, core_task: str, state: RecoveryState) -> str | None:
+        """A restart still clearing its tasks (in its handler's hands) that ends this task's try or restarts
+        its producers: this try waits for its clears, or it would read the data they replace."""
+        concerned = {core_task} | self.pipeline.upstream_tasks(core_task)
+        for key, entry in sorted(state.unfinished.items()):
+            if concerned & (set(entry["tasks"]) - set(entry.get("ended", {}))):
+                return key
+        return None
+
+    def _superseded_producers(self, task_id: str, map_index: int | None, state: RecoveryState) -> set[str]:
+        """Producers of this try's blocking inputs whose committed output was made by a try a restart has
+        since ended: they run again, and this try must read what they make next."""
+        stale: set[str] = set()
+        if not state.superseded:
+            return stale
+        for result, partition_ids in self.pipeline.consumed_partitions(task_id, map_index).items():
+            produced = self.pipeline.graph.results[result]
+            if not produced.result_type.is_reconsumable:  # pipelined: restarts with its consumers' region
+                continue
+            for partition_id in partition_ids:
+                producer = str(IndexedName(produced.producer, IndexedName.parse(partition_id).index))
+                ended = state.superseded.get(producer, 0)
+                if not ended:
+                    continue
+                try:
+                    made_by = self.store.manifest(self.run.parse(partition_id)).producer.try_number
+                except PartitionNotFound:
+                    continue  # not committed: Airflow does not start a consumer before its producer
+                if made_by <= ended:
+                    stale.add(producer)
+        return stale
 
     # -- manual control -----------------------------------------------------------------------------
     def restart_regions(

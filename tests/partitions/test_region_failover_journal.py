@@ -17,7 +17,13 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.recovery.coordinator import RECONCILE_RETRY, UNFINISHED_GRACE, RegionFailover
+from airflow_ft_provider.partitions import Producer, RunRef
+from airflow_ft_provider.recovery.coordinator import (
+    PENDING_CLEARS_WAIT,
+    RECONCILE_RETRY,
+    UNFINISHED_GRACE,
+    RegionFailover,
+)
 from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
 
 pytestmark = pytest.mark.s3
@@ -211,3 +217,38 @@ def test_a_restart_another_try_has_taken_over_is_left_to_it(seed002):
     failover.journal.update(lambda state: state.unfinished["C#1"].update(abandoned=True))  # it gave up
     failover.before_work("A", None, 1)
     assert api.clears == [[("B", -1), ("D", -1)]] and failover.journal.load().unfinished == {}
+
+
+def commit_b(store, tmp_path, try_number):
+    source = tmp_path / f"b{try_number}"
+    source.mkdir()
+    (source / "part-0.parquet").write_bytes(b"rows of b")
+    store.commit(RunRef("seed002", "r1").parse("b"), source, producer=Producer("B", -1, try_number))
+
+
+def test_a_try_waits_while_a_restart_clears_its_producers_and_then_runs_after_them(seed002, tmp_path):
+    description, store = seed002
+    commit_b(store, tmp_path, 1)
+    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 2)},
+                      cleared_tries={"B": 2, "D": 3})
+    clock = ManualClock(1000.0)
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+
+    def decided_not_cleared(state):  # C's handler decided to restart B (and D) and is still clearing
+        state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0}
+        state.handled["C"] = 1
+        state.superseded["D"] = 1  # D's try 1 ended on the same lost data; its try 2 starts at once
+
+    failover.journal.update(decided_not_cleared)
+    start = failover.before_work("D", None, 2)
+    assert start.at == 1000.0 + PENDING_CLEARS_WAIT and "C#1" in start.reason  # it would read the old b
+    assert api.clears == []
+    # The handler is done: B restarts. b is still B's try 1 output, which that restart ended: D's try 2
+    # lets itself go, and Airflow runs the next one after B.
+    failover.journal.update(lambda state: (state.unfinished.pop("C#1"), state.superseded.update(B=1)))
+    assert failover.before_work("D", None, 2) == Superseded("D restarts after B")
+    assert api.clears == [[("D", -1)]]
+    # Once B's try 2 has committed b, D's next try proceeds.
+    commit_b(store, tmp_path, 2)
+    failover.journal.update(lambda state: state.superseded.update(D=2))
+    assert failover.before_work("D", None, 3) == Proceed()
