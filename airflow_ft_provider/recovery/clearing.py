@@ -97,13 +97,13 @@ class RestartClears:
         A clear is not idempotent: sent again after it worked, it stops the try it started. So when its
         answer is lost, the instances are read again, and the clear is repeated only for those that still
         have the id listed before (a clear gives every instance it touches a new id; so does a new try,
-        which needs no clear either).
+        which needs no clear either). A clear refused with 409 met a concurrent change of one of the
+        instances (seen: two task-instance history rows for the same try, as a task ended while being
+        cleared); its transaction was rolled back, and it is sent again the same way.
         """
-        from airflow_ft_provider.hooks.airflow_api import AirflowApiOutcomeUnknown
-
         pending = sorted(ids)
         for attempt in tenacity.Retrying(
-            retry=tenacity.retry_if_exception_type(AirflowApiOutcomeUnknown),
+            retry=tenacity.retry_if_exception(_worth_another_look),
             wait=CLEAR_WAIT,
             stop=tenacity.stop_after_attempt(CLEAR_ATTEMPTS),
             reraise=True,
@@ -117,7 +117,7 @@ class RestartClears:
                     done = [key for key in pending if ids[key] is None or now.get(key) != ids[key]]
                     if done:
                         log.warning(
-                            "the lost clear did reach %s",
+                            "%s moved on since the listing (the lost clear reached it, or a new try started)",
                             ", ".join(str(IndexedName.from_airflow(t, m)) for t, m in done),
                         )
                     pending = [key for key in pending if key not in done]
@@ -125,7 +125,17 @@ class RestartClears:
                         return []
                 try:
                     return api.clear(self.run.pipeline, self.run.run_id, pending)
-                except AirflowApiOutcomeUnknown as err:
-                    log.warning("%s; reading the task instances to learn whether it did", err)
+                except Exception as err:
+                    if _worth_another_look(err):
+                        log.warning("%s; reading the task instances again before another clear", err)
                     raise
         return []  # unreachable: the loop returns or re-raises
+
+
+def _worth_another_look(err: BaseException) -> bool:
+    """A clear whose answer was lost, or that a concurrent change of an instance made fail (409)."""
+    from airflow_ft_provider.hooks.airflow_api import AirflowApiError, AirflowApiOutcomeUnknown
+
+    if isinstance(err, AirflowApiOutcomeUnknown):
+        return True
+    return isinstance(err, AirflowApiError) and err.status == 409

@@ -252,3 +252,32 @@ def test_a_try_waits_while_a_restart_clears_its_producers_and_then_runs_after_th
     commit_b(store, tmp_path, 2)
     failover.journal.update(lambda state: state.superseded.update(D=2))
     assert failover.before_work("D", None, 3) == Proceed()
+
+
+def test_a_clear_refused_for_a_concurrent_change_is_sent_again(seed002, monkeypatch):
+    # Airflow answers 409 when a clear meets a task ending at the same moment (two history rows for one
+    # try); its transaction was rolled back. The handler reads the instances again and clears once more.
+    import tenacity
+
+    import airflow_ft_provider.recovery.clearing as clearing
+    from airflow_ft_provider.hooks.airflow_api import AirflowApiError
+
+    monkeypatch.setattr(clearing, "CLEAR_WAIT", tenacity.wait_none())
+    description, store = seed002
+
+    class ConflictOnce(ScriptedApi):
+        def task_instances(self, dag_id, run_id):
+            return [{**ti, "id": f"id-{ti['task_id']}"} for ti in super().task_instances(dag_id, run_id)]
+
+        def clear(self, dag_id, run_id, keys):
+            if not self.clears:
+                self.clears.append("refused")
+                raise AirflowApiError("POST", "/clearTaskInstances", 409, "Unique constraint violation")
+            return super().clear(dag_id, run_id, keys)
+
+    api = ConflictOnce({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+                       cleared_tries={"B": 2, "D": 2})
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+    assert decision.restart and api.clears == ["refused", [("B", -1), ("D", -1)]]
+    assert failover.journal.load().unfinished == {}
