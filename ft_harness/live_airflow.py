@@ -557,15 +557,12 @@ class LiveAirflow:
         sessions = self._session_ids()
         needle = f"{MARKER_ENV}={self.instance_id}".encode()
         pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit() or int(entry.name) == os.getpid():
-                continue
-            pid = int(entry.name)
+        for pid in self._pids():
             if self._session_of(pid) in sessions:
                 pids.append(pid)
                 continue
             try:
-                if needle in (entry / "environ").read_bytes().split(b"\0"):
+                if needle in Path(f"/proc/{pid}/environ").read_bytes().split(b"\0"):
                     pids.append(pid)
             except OSError:
                 continue

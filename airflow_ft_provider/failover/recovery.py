@@ -120,6 +120,16 @@ class RecoveryState:
         """Whether the end of ``try_number`` is explained: a handled failure or a clear by failover."""
         return self.ended_through(task_id) >= try_number
 
+    def pending_restart_of(self, tasks: Iterable[str]) -> str | None:
+        """The key of a restart whose clears are not all done that lists one of ``tasks`` and has not ended
+        a try of it yet: its clear will end the try that runs now (a later try, started after that clear,
+        is not covered). None when there is none."""
+        wanted = set(tasks)
+        for key, entry in sorted(self.unfinished.items()):
+            if wanted & (set(entry["tasks"]) - set(entry.get("ended", {}))):
+                return key
+        return None
+
 
 def _unfinished(value: object, where: str) -> dict[str, Any]:
     entry = value if isinstance(value, dict) else {}
@@ -253,7 +263,7 @@ def handle_failure(
     key = f"{failed_task}#{try_number}"
     if state.handled.get(failed_task, 0) >= try_number and key in state.decisions:
         return _from_summary(state.decisions[key])
-    if state.superseded.get(failed_task, 0) >= try_number or _pending_restart_ends(state, failed_task):
+    if state.superseded.get(failed_task, 0) >= try_number or state.pending_restart_of([failed_task]):
         # Failover itself stopped this try (cleared while running), or a restart decided before this
         # failure is about to (its clears are under way): its end is not a new failure.
         return FailoverDecision(
@@ -306,14 +316,6 @@ def handle_failure(
     )
     state.decisions[key] = decision.summary()
     return decision
-
-
-def _pending_restart_ends(state: RecoveryState, task: str) -> bool:
-    """Whether a restart whose clears are not all done lists ``task`` and has not ended a try of it yet:
-    its clear will end the try that runs now (a later try, started after that clear, is not covered)."""
-    return any(
-        task in entry["tasks"] and task not in entry.get("ended", {}) for entry in state.unfinished.values()
-    )
 
 
 def _from_summary(summary: Mapping[str, Any]) -> FailoverDecision:

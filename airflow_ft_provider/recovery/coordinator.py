@@ -265,7 +265,7 @@ class RegionFailover:
         region's restart time, or was superseded (cleared: its producers restart first)."""
         core_task = self.pipeline.core_task_id(task_id, map_index)
         try:
-            reconciled = self._reconcile(task_id, map_index, try_number)
+            reconciled, state = self._reconcile(task_id, map_index, try_number)
         except Exception as err:
             if not _api_unavailable(err):
                 raise
@@ -276,8 +276,9 @@ class RegionFailover:
             )
         if reconciled is not None:
             return reconciled
-        state = self.journal.load()
-        pending = self._pending_restart_of(core_task, state)
+        # A restart still clearing this task or its producers in another worker: wait for its clears, or
+        # this try would read the data they replace.
+        pending = state.pending_restart_of({core_task} | self.pipeline.upstream_tasks(core_task))
         if pending is not None:
             return WaitUntil(
                 self.clock.now() + PENDING_CLEARS_WAIT,
@@ -291,18 +292,21 @@ class RegionFailover:
             return WaitUntil(not_before)
         return Proceed()
 
-    def _reconcile(self, task_id: str, map_index: int | None, try_number: int) -> Superseded | None:
+    def _reconcile(
+        self, task_id: str, map_index: int | None, try_number: int
+    ) -> tuple[Superseded | None, RecoveryState]:
         """Finish what earlier failures left undone before this try works: restarts whose clears did not
         all happen, and a previous try of this task that ended without a recorded failure (killed).
-        Superseded when that restarts this try's producers (or this very try)."""
+        Superseded when that restarts this try's producers (or this very try); with the journal's state
+        as it stands afterwards (read once when there was nothing to do)."""
         core_task = self.pipeline.core_task_id(task_id, map_index)
         state = self.journal.load()
         restarted: set[str] = set()
         if state.unfinished:
             restarted.update(self.finish_unfinished())
-            if core_task in restarted:  # this try was listed to end: the clear already stopped it
-                return Superseded(f"{core_task} was cleared by the restart it finished")
             state = self.journal.load()
+            if core_task in restarted:  # this try was listed to end: the clear already stopped it
+                return Superseded(f"{core_task} was cleared by the restart it finished"), state
         previous = try_number - 1
         if previous >= 1 and not state.accounts_for(core_task, previous):
             key = self.pipeline.airflow_key(core_task)
@@ -315,8 +319,9 @@ class RegionFailover:
                 )
                 if decision.restart:
                     restarted.update(decision.tasks)
+                state = self.journal.load()
         producers = restarted & self.pipeline.upstream_tasks(core_task)
-        return self._restart_after(core_task, producers) if producers else None
+        return (self._restart_after(core_task, producers) if producers else None), state
 
     def _restart_after(self, core_task: str, producers: set[str]) -> Superseded:
         """This try started before its producers were cleared: let it go too, so that Airflow starts the
@@ -325,15 +330,6 @@ class RegionFailover:
         log.warning("%s restarts after %s", core_task, names)
         self.clears.clear_started([core_task])
         return Superseded(f"{core_task} restarts after {names}")
-
-    def _pending_restart_of(self, core_task: str, state: RecoveryState) -> str | None:
-        """A restart still clearing its tasks (in its handler's hands) that ends this task's try or restarts
-        its producers: this try waits for its clears, or it would read the data they replace."""
-        concerned = {core_task} | self.pipeline.upstream_tasks(core_task)
-        for key, entry in sorted(state.unfinished.items()):
-            if concerned & (set(entry["tasks"]) - set(entry.get("ended", {}))):
-                return key
-        return None
 
     def _superseded_producers(self, task_id: str, map_index: int | None, state: RecoveryState) -> set[str]:
         """Producers of this try's blocking inputs whose committed output was made by a try a restart has
