@@ -281,3 +281,22 @@ def test_a_clear_refused_for_a_concurrent_change_is_sent_again(seed002, monkeypa
     decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert decision.restart and api.clears == ["refused", [("B", -1), ("D", -1)]]
     assert failover.journal.load().unfinished == {}
+
+
+def test_a_handler_terminated_while_clearing_leaves_its_restart_to_the_next_try(seed002):
+    # Airflow terminates a task whose heartbeats fail (SIGTERM: a BaseException in the task) while its
+    # handler waits for the REST API: the restart must be marked given up, not held for the grace period.
+    description, store = seed002
+
+    class Terminated(BaseException):
+        pass
+
+    class TerminatedWhileClearing(ScriptedApi):
+        def task_instances(self, dag_id, run_id):
+            raise Terminated()
+
+    api = TerminatedWhileClearing({}, cleared_tries={})
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    with pytest.raises(Terminated):
+        failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
+    assert failover.journal.load().unfinished["C#1"]["abandoned"] is True
