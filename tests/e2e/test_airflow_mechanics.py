@@ -177,15 +177,18 @@ def test_sigkill_whole_worker(af, runs, recorder):
     time.sleep(3)
     evals = _records(af, dag_id, run_id, "policy_evaluate")
     assert [r for r in evals if r["task_id"] == "killed_worker"] == []
-    # on_retry_callback runs in the DAG processor -- twice: once for the scheduler's heartbeat-timeout
-    # purge (TI still RUNNING) and once more when the executor's FAILED event for the same try is
-    # processed (TI RUNNING -> UP_FOR_RETRY). Callbacks must be idempotent.
-    retry_cb = _wait_records(af, dag_id, run_id, "killed_worker_on_retry", count=2, timeout=60)
-    time.sleep(2)
+    # on_retry_callback runs in the DAG processor, for try 1, once or twice: the scheduler's
+    # heartbeat-timeout purge (TI still RUNNING) sends one, and the executor's FAILED event for the
+    # same try sends another only if it is processed before the purge has moved the TI on. Which of
+    # the two comes first is up to the scheduler loop, so the count is 1 or 2 -- callbacks must be
+    # idempotent either way.
+    _wait_records(af, dag_id, run_id, "killed_worker_on_retry", count=1, timeout=60)
+    time.sleep(5)
     retry_cb = _records(af, dag_id, run_id, "killed_worker_on_retry")
     seen = [r.get("rest_state") for r in retry_cb]
     print(f"[5b] on_retry_callback ran {len(retry_cb)}x, seen states: {seen}")
-    assert [(r["where"], r["try_number"]) for r in retry_cb] == [("dag_processor", 1)] * 2, retry_cb
+    assert len(retry_cb) in (1, 2), retry_cb
+    assert {(r["where"], r["try_number"]) for r in retry_cb} == {("dag_processor", 1)}, retry_cb
     assert _records(af, dag_id, run_id, "killed_worker_on_failure") == []
 
 
