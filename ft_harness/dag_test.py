@@ -1,7 +1,8 @@
 """``dag.test()`` against a migrated Airflow metadata DB, the S3 test endpoint and local Spark.
 
-Each DAG runs in a subprocess with its own AIRFLOW_HOME (Airflow reads its configuration when it is
-imported, so the pytest process stays untouched). The DB is migrated once per session.
+Each DAG runs in a process of its own with its own AIRFLOW_HOME (Airflow reads its configuration when
+it is imported, so the pytest process stays untouched): a fork of a server that has imported Airflow
+once for that home (ft_harness/dag_test_forkserver.py). The DB is migrated once per session.
 """
 
 from __future__ import annotations
@@ -10,12 +11,15 @@ import json
 import shutil
 import subprocess
 import sys
+import tempfile
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ft_harness.dag_test_forkserver import DagTestForkServer
 from ft_harness.spark_cluster import spark_environment
 
 REPO = Path(__file__).resolve().parents[1]
@@ -46,6 +50,12 @@ class DagTestHome:
     home: Path
     env: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self._forks = DagTestForkServer(self.env, REPO, self.home / "dag-test-forkserver.log")
+
+    def close(self) -> None:
+        self._forks.close()
+
     @property
     def dags(self) -> Path:
         return self.home / "dags"
@@ -57,14 +67,13 @@ class DagTestHome:
 
     def run(self, dag_file: Path, dag_id: str, conf: dict | None = None, *, env: dict | None = None,
             timeout: float = 900) -> DagTestResult:
-        proc = subprocess.run(
-            [sys.executable, "-m", "ft_harness.dag_test_runner", str(dag_file), dag_id, json.dumps(conf or {})],
-            cwd=REPO, env={**self.env, **(env or {})}, capture_output=True, text=True, timeout=timeout,
-        )
-        out = proc.stdout + proc.stderr
-        lines = [line for line in proc.stdout.splitlines() if line.startswith("DAG_TEST_RESULT ")]
-        if proc.returncode != 0 or not lines:
-            raise AssertionError(f"dag.test() of {dag_id} crashed (exit {proc.returncode}):\n{out[-6000:]}")
+        output = Path(tempfile.mkstemp(prefix=f"{dag_id}.", suffix=".log", dir=self.home)[1])
+        returncode = self._forks.run([str(dag_file), dag_id, json.dumps(conf or {})], {**self.env, **(env or {})},
+                                     output, timeout)
+        out = output.read_text(errors="replace")
+        lines = [line for line in out.splitlines() if line.startswith("DAG_TEST_RESULT ")]
+        if returncode != 0 or not lines:
+            raise AssertionError(f"dag.test() of {dag_id} crashed (exit {returncode}):\n{out[-6000:]}")
         doc = json.loads(lines[-1].split(" ", 1)[1])
         return DagTestResult(doc["run_id"], doc["state"], doc["tasks"], out)
 
@@ -91,11 +100,13 @@ def airflow_env(home: Path, *, s3=None, spark_master: str = "local[1]", extra: d
 
 
 @pytest.fixture(scope="session")
-def dag_test_home(tmp_path_factory, s3_endpoint) -> DagTestHome:
+def dag_test_home(tmp_path_factory, s3_endpoint) -> Iterator[DagTestHome]:
     home = tmp_path_factory.mktemp("airflow-home")
     (home / "dags").mkdir()
     env = airflow_env(home, s3=s3_endpoint)
     migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env,
                              capture_output=True, text=True, timeout=600)
     assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
-    return DagTestHome(home, env)
+    dag_test_home = DagTestHome(home, env)
+    yield dag_test_home
+    dag_test_home.close()
