@@ -126,12 +126,13 @@ def _config_options() -> dict[str, dict[str, Any]]:
         "example": "True",
         "default": "False",
     }
-    options["preload_spark_client"] = {  # read by airflow_ft_provider.execution.preload
-        "description": "Import the Spark Connect client (pyspark, pandas, pyarrow, grpc) when the "
-        "scheduler (LocalExecutor) or a Celery worker starts, so that task processes forked from its "
-        "workers skip that import (2.5-3.5 CPU-s per Connect stage try). Needs [core] lazy_load_plugins "
-        "= False, which makes Airflow load plugins at start; costs that process the import once and "
-        "~150 MB of memory.",
+    options["preload_stage_clients"] = {  # read by airflow_ft_provider.execution.preload
+        "description": "Load the clients a stage try uses when the scheduler (LocalExecutor) or a Celery "
+        "worker starts: the Spark Connect client (pyspark, pandas, pyarrow, grpc) and boto3's S3 client "
+        "code with botocore's parsed S3 data files. Task processes forked from its workers then skip "
+        "loading them (2.5-3.5 CPU-s per Connect stage try, ~0.5 CPU-s per try for S3). Needs [core] "
+        "lazy_load_plugins = False, which makes Airflow load plugins at start; costs that process the "
+        "loading once and ~150 MB of memory. No session, channel or connection is opened before the fork.",
         "version_added": "0.1.0",
         "type": "boolean",
         "example": "True",

@@ -3,7 +3,7 @@
 A trivial stage (one row out) end to end -- task start to task end, as Airflow records it: the task
 process, resolving inputs, the Spark work, the commit to S3 -- minus a no-op Python task's duration in
 the same Airflow (what Airflow itself costs per task). The Spark Connect client is preloaded in the
-executor's workers (``[ft_provider] preload_spark_client``, as the live fixture does) unless
+executor's workers (``[ft_provider] preload_stage_clients``, as the live fixture does) unless
 --no-preload. The three DAGs (bench/stage_cost/dags.py) run
 one at a time, alternating, --runs times each; the medians are printed and written to
 bench/results/stage_cost.json. The task processes' CPU time is not in Airflow's record: the figure is
@@ -39,14 +39,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
     parser.add_argument("--no-preload", action="store_true",
-                        help="[ft_provider] preload_spark_client off: every Connect try imports the client")
+                        help="[ft_provider] preload_stage_clients off: every Connect try imports the client")
     parser.add_argument("--output", type=Path, default=None,
                         help="default bench/results/stage_cost.json (stage_cost_no_preload.json with --no-preload)")
     args = parser.parse_args()
     name = "stage_cost_no_preload.json" if args.no_preload else "stage_cost.json"
     args.output = args.output or REPO / "bench" / "results" / name
     env = {"FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost"),
-           "AIRFLOW__FT_PROVIDER__PRELOAD_SPARK_CLIENT": str(not args.no_preload)}
+           "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": str(not args.no_preload)}
     with live_bench("ft-bench-cost", [REPO / "bench" / "stage_cost"], env=env) as live:
         airflow = live.airflow
         client = airflow.client
@@ -62,7 +62,7 @@ def main() -> None:
         medians = {name: statistics.median(values) for name, values in seconds.items()}
         result = {
             "runs": args.runs,
-            "preload_spark_client": not args.no_preload,
+            "preload_stage_clients": not args.no_preload,
             "task_seconds": {name: {"median": round(medians[name], 2), "all": [round(v, 2) for v in values]}
                              for name, values in seconds.items()},
             "fixed_cost_s": {"connect": round(medians["connect"] - medians["noop"], 2),

@@ -251,7 +251,7 @@ class LiveAirflow:
                 "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION": "True",
                 # Task processes fork from executor workers that already hold the Spark Connect client.
                 "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "False",
-                "AIRFLOW__FT_PROVIDER__PRELOAD_SPARK_CLIENT": "True",
+                "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": "True",
                 # SQLite: in WAL mode (set by the bootstrap), default 5 s busy timeout. A longer timeout
                 # makes things worse: under load the API server can stall on the DB lock until the
                 # timeout expires (thread pool exhausted by requests waiting for the lock), and a 30 s

@@ -137,7 +137,7 @@ class ConnectBackend:
             self.log.info("Spark Connect client: preloaded in the worker")
         else:
             self.log.info(
-                "Spark Connect client: imported in %.1f s (see [ft_provider] preload_spark_client)",
+                "Spark Connect client: imported in %.1f s (see [ft_provider] preload_stage_clients)",
                 time.monotonic() - started,
             )
         quiet_abandoned_releases()

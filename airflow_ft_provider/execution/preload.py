@@ -1,15 +1,17 @@
-"""Import the Spark Connect client once per worker instead of once per stage try.
+"""Load a stage's clients once per worker instead of once per stage try.
 
 A Connect stage's task process spends 2.5-3.5 CPU-seconds importing ``pyspark.sql.connect`` (with
 pandas, pyarrow and grpc) before it sends its first query: more than the stage's own work on a warm
-server. Airflow forks every task process from its worker (LocalExecutor worker, Celery pool process),
-so a module imported there before the fork costs nothing per try.
+server. Every stage try, in either mode, also imports boto3's S3 transfer code and parses botocore's
+S3 data files for its partition store (~0.5 CPU-s). Airflow forks every task process from its worker
+(LocalExecutor worker, Celery pool process), so what is loaded there before the fork costs nothing
+per try.
 
 With ``[core] lazy_load_plugins = False`` Airflow imports plugins when each component starts; this
-provider's plugin module calls :func:`preload_if_configured`, which imports the client when
-``[ft_provider] preload_spark_client`` is on, in the components that fork task processes. Only
-modules are imported: no session, channel or thread exists before the fork (gRPC channels must not
-cross a fork).
+provider's plugin module calls :func:`preload_if_configured`, which loads both when
+``[ft_provider] preload_stage_clients`` is on, in the components that fork task processes. Only
+modules and parsed data are loaded: no Spark session, gRPC channel, S3 connection or thread exists
+before the fork (gRPC channels and connection pools must not cross a fork).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import time
 from airflow_ft_provider.execution.spark_client import CLIENT_MODULE, preloaded
 
 log = logging.getLogger(__name__)
-CONFIG_KEY = "preload_spark_client"
+CONFIG_KEY = "preload_stage_clients"
 __all__ = ["CLIENT_MODULE", "CONFIG_KEY", "forks_task_processes", "preload_if_configured", "preloaded"]
 
 
@@ -34,8 +36,8 @@ def forks_task_processes(argv: list[str]) -> bool:
 
 
 def preload_if_configured(argv: list[str] | None = None) -> bool:
-    """Import the client now if ``[ft_provider] preload_spark_client`` is on and this process forks
-    task processes; True if it is loaded."""
+    """Load the stage clients now if ``[ft_provider] preload_stage_clients`` is on and this process
+    forks task processes; True if they are loaded."""
     from airflow.configuration import conf
 
     if not conf.getboolean("ft_provider", CONFIG_KEY, fallback=False):
@@ -49,9 +51,12 @@ def preload_if_configured(argv: list[str] | None = None) -> bool:
     import pyspark.sql.functions  # noqa: F401
 
     import airflow_ft_provider.execution.connect  # noqa: F401
+    from airflow_ft_provider.partitions.s3_models import warm_s3_models
 
+    warm_s3_models()
     log.info(
-        "Spark Connect client preloaded in %.1f s (pid %d): stage tries forked from here skip the import",
+        "Spark Connect and S3 clients preloaded in %.1f s (pid %d): stage tries forked from here skip "
+        "their imports",
         time.monotonic() - started,
         os.getpid(),
     )

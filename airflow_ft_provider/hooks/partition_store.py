@@ -20,6 +20,7 @@ from airflow.sdk import BaseHook
 
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
+from airflow_ft_provider.partitions.s3_models import botocore_session, forget_repeated_search_paths
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
 
 CONFIG_SECTION = "ft_provider"
@@ -90,9 +91,9 @@ class PartitionStoreHook(BaseHook):
 
     def get_client(self) -> Any:
         """A boto3 S3 client for the connection, shared within this process by every store on the
-        same connection settings: creating one loads botocore's service model (~0.35 CPU-s), and a
-        task try opens several stores. boto3 clients are thread-safe; a forked process makes its own
-        (connection pools do not survive a fork)."""
+        same connection settings: a task try opens several stores. boto3 clients are thread-safe; a
+        forked process makes its own (connection pools do not survive a fork). botocore's parsed
+        data files are shared by all clients of the process (``partitions/s3_models.py``)."""
         import boto3
         from botocore.config import Config
 
@@ -116,12 +117,14 @@ class PartitionStoreHook(BaseHook):
             client = _CLIENTS.get(key)
             if client is None:
                 session = boto3.session.Session(
+                    botocore_session=botocore_session(),
                     aws_access_key_id=access_key,
                     aws_secret_access_key=secret_key,
                     aws_session_token=extra.get("aws_session_token"),
                     region_name=region,
                     profile_name=extra.get("profile_name"),
                 )
+                forget_repeated_search_paths()
                 self.log.info(
                     "S3 client for connection %r: endpoint %s, region %s",
                     self.aws_conn_id,

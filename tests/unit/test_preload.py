@@ -1,4 +1,5 @@
-"""[ft_provider] preload_spark_client: the plugin module imports the Spark Connect client only when on.
+"""[ft_provider] preload_stage_clients: the plugin module loads the Spark Connect client and botocore's
+S3 data only when on.
 
 Each case is a fresh interpreter that imports the plugin module as Airflow does at start with
 ``[core] lazy_load_plugins = False``; a task process forked from it inherits what it imported.
@@ -18,19 +19,33 @@ sys.argv = ["/venv/bin/airflow", "scheduler"]  # as in the scheduler, whose exec
 import airflow_ft_provider.plugins.failover_ui
 from airflow_ft_provider.execution.preload import preloaded
 child = os.fork()
-if child == 0:  # what a forked task process finds
-    os._exit(0 if preloaded() else 3)
-_, status = os.waitpid(child, 0)
-print("preloaded" if os.waitstatus_to_exitcode(status) == 0 else "not preloaded")
+if child == 0:  # what a forked task process finds, and what its first S3 client has to parse
+    spark_client = preloaded()
+    import boto3.session, botocore.loaders
+    from airflow_ft_provider.partitions.s3_models import botocore_session
+    parsed = []
+    load_file = botocore.loaders.JSONFileLoader.load_file
+    botocore.loaders.JSONFileLoader.load_file = lambda self, path: parsed.append(path) or load_file(self, path)
+    session = boto3.session.Session(botocore_session=botocore_session(), aws_access_key_id="key",
+                                    aws_secret_access_key="secret", region_name="eu-west-1")
+    session.client("s3", endpoint_url="http://127.0.0.1:9").can_paginate("list_objects_v2")
+    print(f"spark client {'loaded' if spark_client else 'not loaded'}, {len(parsed)} S3 data files parsed",
+          flush=True)
+    os._exit(0)
+os.waitpid(child, 0)
 """
 
 
-@pytest.mark.parametrize(("setting", "expected"), [("False", "not preloaded"), ("True", "preloaded")])
-def test_the_client_is_imported_before_the_fork_only_when_asked(setting, expected):
-    env = {**os.environ, "AIRFLOW__FT_PROVIDER__PRELOAD_SPARK_CLIENT": setting}
+@pytest.mark.parametrize(("setting", "loaded"), [("False", False), ("True", True)])
+def test_the_clients_are_loaded_before_the_fork_only_when_asked(setting, loaded):
+    env = {**os.environ, "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": setting}
     result = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
-    assert result.stdout.strip().splitlines()[-1] == expected
+    found = result.stdout.strip().splitlines()[-1]
+    if loaded:
+        assert found == "spark client loaded, 0 S3 data files parsed", found
+    else:
+        assert found.startswith("spark client not loaded, ") and not found.endswith(" 0 S3 data files parsed"), found
 
 
 @pytest.mark.parametrize(("argv", "forks"), [
