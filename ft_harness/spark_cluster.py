@@ -164,6 +164,9 @@ class SparkStandalone:
         self.folder.mkdir(parents=True, exist_ok=True)
         env = spark_environment()
         env["SPARK_WORKER_DIR"] = str(self.folder / "work")
+        # The daemons and the executors the workers launch (they inherit the worker's environment and
+        # are not started by spark-submit) get the test JVM settings of spark_environment() too.
+        env["JAVA_TOOL_OPTIONS"] = FAST_JVM
         port, web_ui_port = _free_port(), _free_port()
         try:
             master, master_log = self._start(
