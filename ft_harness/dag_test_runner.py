@@ -1,4 +1,7 @@
-"""Runs one DAG with ``dag.test()`` and prints its outcome as JSON (used by ft_harness/dag_test.py).
+"""Runs one DAG with ``dag.test()`` and prints its outcome as JSON.
+
+ft_harness/dag_test.py calls :func:`main` in a fork of its fork server (dag_test_forkserver.py); by
+hand, with the Airflow home's environment::
 
     python -m ft_harness.dag_test_runner DAG_FILE DAG_ID [CONF_JSON]
 """
