@@ -20,7 +20,7 @@ from airflow.sdk import BaseHook
 
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
-from airflow_ft_provider.partitions.s3_models import botocore_session, forget_repeated_search_paths
+from airflow_ft_provider.partitions.s3_models import boto3_session
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
 
 CONFIG_SECTION = "ft_provider"
@@ -94,7 +94,6 @@ class PartitionStoreHook(BaseHook):
         same connection settings: a task try opens several stores. boto3 clients are thread-safe; a
         forked process makes its own (connection pools do not survive a fork). botocore's parsed
         data files are shared by all clients of the process (``partitions/s3_models.py``)."""
-        import boto3
         from botocore.config import Config
 
         access_key, secret_key, extra = self._connection_fields()
@@ -116,15 +115,13 @@ class PartitionStoreHook(BaseHook):
         with _CLIENTS_LOCK:
             client = _CLIENTS.get(key)
             if client is None:
-                session = boto3.session.Session(
-                    botocore_session=botocore_session(),
+                session = boto3_session(
                     aws_access_key_id=access_key,
                     aws_secret_access_key=secret_key,
                     aws_session_token=extra.get("aws_session_token"),
                     region_name=region,
                     profile_name=extra.get("profile_name"),
                 )
-                forget_repeated_search_paths()
                 self.log.info(
                     "S3 client for connection %r: endpoint %s, region %s",
                     self.aws_conn_id,

@@ -2,7 +2,7 @@
 
 A new boto3 session has its own data loader, so its first S3 client decompresses and parses the
 endpoint list, S3's service model and its endpoint rule set again (~0.35 CPU-s). Every stage try is a
-new process making such a client. Sessions made by :func:`botocore_session` share one loader, and
+new process making such a client. Sessions made by :func:`boto3_session` share one loader, and
 :func:`warm_s3_models` fills it before a worker forks its task processes, so their clients start
 from parsed data. The loader holds only parsed JSON: no connection, thread or credential crosses the
 fork.
@@ -17,27 +17,24 @@ _LOADER: Any = None
 _LOCK = threading.Lock()
 
 
-def botocore_session() -> Any:
-    """A new botocore session whose data loader is the process's shared one."""
+def boto3_session(**settings: Any) -> Any:
+    """A new boto3 session (``settings``: boto3's Session arguments) whose botocore session uses the
+    process's shared data loader."""
+    import boto3.session
     import botocore.loaders
     import botocore.session
 
     global _LOADER
-    session = botocore.session.Session()
+    core = botocore.session.Session()
     with _LOCK:
         if _LOADER is None:
-            _LOADER = botocore.loaders.create_loader(session.get_config_variable("data_path"))
+            _LOADER = botocore.loaders.create_loader(core.get_config_variable("data_path"))
         loader = _LOADER
-    session.register_component("data_loader", loader)
+    core.register_component("data_loader", loader)
+    session = boto3.session.Session(botocore_session=core, **settings)
+    with _LOCK:  # boto3 adds its own data folder to the loader each time it wraps a session: keep one
+        loader.search_paths[:] = list(dict.fromkeys(loader.search_paths))
     return session
-
-
-def forget_repeated_search_paths() -> None:
-    """boto3 adds its own data folder to a session's loader each time it wraps one: keep one copy."""
-    with _LOCK:
-        if _LOADER is not None:
-            paths = _LOADER.search_paths
-            paths[:] = list(dict.fromkeys(paths))
 
 
 def warm_s3_models() -> None:
@@ -46,15 +43,10 @@ def warm_s3_models() -> None:
     Makes a client with placeholder credentials and no endpoint call, then drops it.
     """
     import boto3.s3.transfer  # noqa: F401  (the commit and fetch paths use it)
-    import boto3.session
 
-    session = boto3.session.Session(
-        botocore_session=botocore_session(),
-        aws_access_key_id="preload",
-        aws_secret_access_key="preload",
-        region_name="us-east-1",
+    session = boto3_session(
+        aws_access_key_id="preload", aws_secret_access_key="preload", region_name="us-east-1"
     )
-    forget_repeated_search_paths()
     client = session.client("s3")
     client.can_paginate("list_objects_v2")  # loads the paginator model
     client.close()

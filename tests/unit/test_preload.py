@@ -21,13 +21,12 @@ from airflow_ft_provider.execution.preload import preloaded
 child = os.fork()
 if child == 0:  # what a forked task process finds, and what its first S3 client has to parse
     spark_client = preloaded()
-    import boto3.session, botocore.loaders
-    from airflow_ft_provider.partitions.s3_models import botocore_session
+    import botocore.loaders
+    from airflow_ft_provider.partitions.s3_models import boto3_session  # what the store's hook uses
     parsed = []
     load_file = botocore.loaders.JSONFileLoader.load_file
     botocore.loaders.JSONFileLoader.load_file = lambda self, path: parsed.append(path) or load_file(self, path)
-    session = boto3.session.Session(botocore_session=botocore_session(), aws_access_key_id="key",
-                                    aws_secret_access_key="secret", region_name="eu-west-1")
+    session = boto3_session(aws_access_key_id="key", aws_secret_access_key="secret", region_name="eu-west-1")
     session.client("s3", endpoint_url="http://127.0.0.1:9").can_paginate("list_objects_v2")
     print(f"spark client {'loaded' if spark_client else 'not loaded'}, {len(parsed)} S3 data files parsed",
           flush=True)
