@@ -8,6 +8,7 @@ once for that home (ft_harness/dag_test_forkserver.py). The DB is migrated once 
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -67,7 +68,9 @@ class DagTestHome:
 
     def run(self, dag_file: Path, dag_id: str, conf: dict | None = None, *, env: dict | None = None,
             timeout: float = 900) -> DagTestResult:
-        output = Path(tempfile.mkstemp(prefix=f"{dag_id}.", suffix=".log", dir=self.home)[1])
+        handle, name = tempfile.mkstemp(prefix=f"{dag_id}.", suffix=".log", dir=self.home)
+        os.close(handle)  # the run's child opens it for its output
+        output = Path(name)
         returncode = self._forks.run([str(dag_file), dag_id, json.dumps(conf or {})], {**self.env, **(env or {})},
                                      output, timeout)
         out = output.read_text(errors="replace")

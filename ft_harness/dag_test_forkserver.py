@@ -2,8 +2,8 @@
 
 A ``dag.test()`` process spends ~13 of its ~20 CPU-seconds before the DAG's first task: importing
 Airflow, the provider and the Spark Connect client (~7 s), and building the in-process execution
-API's versioned routes (~6 s; measured with py-spy). The server does that once, with the home's environment, then forks a
-child per run. The child takes the run's whole environment (connections and the provider's settings
+API's versioned routes (~6 s; measured with py-spy). The server does that once, with the home's
+environment, then forks a child per run. The child takes the run's whole environment (connections and the provider's settings
 are read when a try needs them, never at import), writes its output to a file and runs
 :func:`ft_harness.dag_test_runner.main`; nothing a run leaves behind reaches the next one, which
 forks from the same untouched server. This is how Airflow's LocalExecutor runs tasks, too.
@@ -59,9 +59,10 @@ def _run_child(request: dict, protocol: int) -> None:
 
         main(*request["args"])
         code = 0
-    except SystemExit as exit_:
-        code = exit_.code if isinstance(exit_.code, int) else 1
-        if not isinstance(exit_.code, int) and exit_.code is not None:
+    except SystemExit as exit_:  # the exit status Python itself would give
+        if exit_.code is None or isinstance(exit_.code, int):
+            code = exit_.code or 0
+        else:
             print(exit_.code, file=sys.stderr)
     except BaseException:  # noqa: BLE001  (reported in the output, like an uncaught error would be)
         traceback.print_exc()
@@ -105,7 +106,7 @@ class DagTestForkServer:
             assert server.stdin is not None and server.stdout is not None
             server.stdin.write(json.dumps({"args": args, "env": env, "output": str(output)}) + "\n")
             server.stdin.flush()
-            pid = json.loads(server.stdout.readline())["pid"]
+            pid = self._answer(server)["pid"]
             timed_out = threading.Event()
 
             def kill() -> None:
@@ -115,14 +116,19 @@ class DagTestForkServer:
             timer = threading.Timer(timeout, kill)
             timer.start()
             try:
-                answer = server.stdout.readline()
+                answer = self._answer(server)
             finally:
                 timer.cancel()
-            if not answer:
-                raise RuntimeError(f"the dag.test fork server exited ({server.wait()}): see {self._log}")
             if timed_out.is_set():
                 raise subprocess.TimeoutExpired(args, timeout, output=output.read_text(errors="replace"))
-            return json.loads(answer)["returncode"]
+            return answer["returncode"]
+
+    def _answer(self, server: subprocess.Popen) -> dict:
+        assert server.stdout is not None
+        line = server.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the dag.test fork server exited ({server.wait()}): see {self._log}")
+        return json.loads(line)
 
     def _started(self) -> subprocess.Popen:
         if self._server is None or self._server.poll() is not None:
