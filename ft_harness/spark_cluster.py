@@ -24,6 +24,8 @@ from pathlib import Path
 
 import pytest
 
+from ft_harness.priority import keep_group_priority
+
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
 
@@ -157,6 +159,7 @@ class SparkStandalone:
         log = self.folder / f"{name}.log"
         process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, stdout=log.open("w"),
                                    stderr=subprocess.STDOUT, start_new_session=True)
+        keep_group_priority(process.pid)
         self.processes.append(process)
         return process, log
 
