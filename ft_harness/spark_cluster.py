@@ -58,28 +58,46 @@ def _base_environment() -> dict[str, str]:
     return env
 
 
-@cache
-def spark_class_archive() -> Path | None:
-    """A JVM class-data-sharing archive of Spark's start-up classes (AppCDS), made once per venv.
-
-    Every test stage is a new spark-submit; loading and verifying Spark's classes is most of its
-    ~14 CPU-seconds. With the archive a tiny stage takes ~7.5 s instead (measured; README, Benchmarks).
-    Made by one warm-up application (~35 s) under a file lock; a JVM that cannot use it (other JDK or
-    class path) silently loads classes the normal way. None if it cannot be made.
-    """
+def _archive_path() -> Path:
     java = subprocess.run(["java", "-version"], capture_output=True, text=True).stderr
     key = hashlib.sha256(f"{java}|{SPARK_HOME}|{__import__('pyspark').__version__}".encode()).hexdigest()[:16]
     folder = Path(os.environ.get("FT_SPARK_CDS_DIR", Path(sys.prefix) / ".spark-cds"))
     folder.mkdir(parents=True, exist_ok=True)
-    archive = folder / f"spark-{key}.jsa"
-    with open(folder / ".lock", "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if archive.exists():
-            return archive
+    return folder / f"spark-{key}.jsa"
+
+
+@cache
+def spark_class_archive() -> Path:
+    """A JVM class-data-sharing archive of Spark's start-up classes (AppCDS), made once per venv.
+
+    Every test stage is a new spark-submit; loading and verifying Spark's classes is most of its
+    ~14 CPU-seconds. With the archive a tiny stage takes ~7.5 s instead (measured; README, Benchmarks).
+    One warm-up application makes it (~35 s) in the background, and nobody waits for it: a JVM
+    started before it exists, or one that cannot use it (other JDK or class path), silently loads
+    classes the normal way (``-XX:SharedArchiveFile`` of a missing file is no error).
+    """
+    archive = _archive_path()
+    if not archive.exists():  # made in a session of its own, which outlives this process if need be
+        build = f"from ft_harness.spark_cluster import build_spark_class_archive as b; b({str(archive)!r})"
+        with (archive.parent / "warm-up.log").open("ab") as log:
+            process = subprocess.Popen([sys.executable, "-c", build], cwd=Path(__file__).resolve().parents[1],
+                                       env=_base_environment(), stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True)
+        keep_group_priority(process.pid)
+    return archive
+
+
+def build_spark_class_archive(archive: str) -> None:
+    """Make ``archive`` by running the warm-up application (a no-op if another process made it)."""
+    target = Path(archive)
+    with open(target.parent / ".lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # one warm-up at a time; the others find the archive made
+        if target.exists():
+            return
         with tempfile.TemporaryDirectory() as work:
             app = Path(work) / "warm_up.py"
             app.write_text(_WARM_UP_APP)
-            partial = folder / f".{archive.name}.{os.getpid()}"
+            partial = target.parent / f".{target.name}.{os.getpid()}"
             env = _base_environment()
             env["SPARK_SUBMIT_OPTS"] = f"{FAST_JVM} -XX:ArchiveClassesAtExit={partial}"
             result = subprocess.run(
@@ -89,10 +107,10 @@ def spark_class_archive() -> Path | None:
             )
             if result.returncode != 0 or not partial.exists():
                 partial.unlink(missing_ok=True)
-                print(f"(no Spark class archive: warm-up exited {result.returncode}: {result.stderr[-500:]})")
-                return None
-            partial.rename(archive)
-    return archive
+                print(f"no Spark class archive: the warm-up exited {result.returncode}: {result.stderr[-2000:]}",
+                      file=sys.stderr)
+                return
+            partial.rename(target)  # atomic: a JVM sees the whole archive or none
 
 
 def spark_environment() -> dict[str, str]:
@@ -100,8 +118,8 @@ def spark_environment() -> dict[str, str]:
     # Test stages are seconds long: the C1 compiler and the serial collector cut the client JVM's
     # CPU time by ~40% on 2 cores, and a class-data-sharing archive of Spark halves what remains
     # (see README, Benchmarks). Production jobs keep Spark's defaults.
-    archive = spark_class_archive()
-    env.setdefault("SPARK_SUBMIT_OPTS", FAST_JVM + (f" -XX:SharedArchiveFile={archive}" if archive else ""))
+    if "SPARK_SUBMIT_OPTS" not in env:
+        env["SPARK_SUBMIT_OPTS"] = f"{FAST_JVM} -XX:SharedArchiveFile={spark_class_archive()}"
     return env
 
 
