@@ -44,7 +44,7 @@ TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/sensors tests/trigg
        tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py tests/spark/test_connect_backend.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 others_log="$work/others.log"
-setsid --wait nice -n 10 bash -c 'echo 10 >/proc/self/autogroup 2>/dev/null; exec "$@"' low-priority \
+setsid --wait nice -n 10 bash -c 'echo 10 2>/dev/null >/proc/self/autogroup; exec "$@"' low-priority \
     python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/others" "${TIMED[@]/#/--ignore=}" \
     >"$others_log" 2>&1 &
 others=$!
@@ -58,5 +58,5 @@ wait $others || others_rc=$?
 echo
 echo ">> the other tests (everything but ${TIMED[*]}):"
 cat "$others_log"
-echo ">> exit codes: ${TIMED[*]}: $timed_rc; the other tests: $others_rc"
+echo ">> exit codes: ${TIMED[*]}: $timed_rc; the other tests: $others_rc (the whole suite, install included: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
 [ $timed_rc -eq 0 ] && [ $others_rc -eq 0 ]
