@@ -40,10 +40,8 @@ fi
 # the first wants both), and passes that to the servers it starts (ft_harness/priority.py). Each
 # has its own temporary directory; the second one's report follows the first's; either failing
 # fails the suite. The second starts before the Debian packages are in: it needs none of them.
-# (In this order: the tests that leave the CPU idle most -- fake servers, timeouts -- come first, while
-# the second session has work to fill it; the live-Airflow tests after them.)
-TIMED=(tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py tests/triggers tests/chaos
-       tests/demo tests/e2e tests/examples tests/sensors tests/ui tests/spark/test_connect_backend.py)
+TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/sensors tests/triggers tests/ui
+       tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py tests/spark/test_connect_backend.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 others_log="$work/others.log"
 setsid --wait nice -n 10 bash -c 'echo 10 2>/dev/null >/proc/self/autogroup; exec "$@"' low-priority \
