@@ -85,7 +85,6 @@ from typing import Any
 import pytest
 
 from ft_harness.airflow_rest import AirflowRestClient, format_task_instances
-from ft_harness.priority import keep_group_priority
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 E2E_DAGS_DIR = REPO_ROOT / "tests" / "e2e" / "dags"
@@ -340,7 +339,6 @@ class LiveAirflow:
                 stderr=subprocess.STDOUT,
                 start_new_session=True,  # own process group: killpg at teardown
             )
-        keep_group_priority(proc.pid)
         self.procs[name] = proc
         self._spawn_env[name] = dict(env or {})
         return proc

@@ -23,8 +23,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from ft_harness.priority import keep_group_priority
-
 SUPERUSER = "airflow"
 
 
@@ -97,7 +95,6 @@ class PostgresServer:
                 os.chown(self.log_path, self._account.pw_uid, self._account.pw_gid)
             self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
                                          **self._as_owner())
-        keep_group_priority(self.proc.pid)
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:

@@ -15,8 +15,6 @@ import tempfile
 import time
 from pathlib import Path
 
-from ft_harness.priority import keep_group_priority
-
 
 class RedisUnavailable(RuntimeError):
     """No ``redis-server`` on this machine (``apt-get install redis-server``)."""
@@ -51,7 +49,6 @@ class RedisServer:
                 "--logfile", str(self.dir / "redis.log")]
         self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
                                      start_new_session=True)
-        keep_group_priority(self.proc.pid)
         deadline = time.monotonic() + timeout
         while not self._answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:

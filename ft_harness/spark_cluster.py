@@ -24,8 +24,6 @@ from pathlib import Path
 
 import pytest
 
-from ft_harness.priority import keep_group_priority
-
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
 
@@ -80,10 +78,8 @@ def spark_class_archive() -> Path:
     if not archive.exists():  # made in a session of its own, which outlives this process if need be
         build = f"from ft_harness.spark_cluster import build_spark_class_archive as b; b({str(archive)!r})"
         with (archive.parent / "warm-up.log").open("ab") as log:
-            process = subprocess.Popen([sys.executable, "-c", build], cwd=Path(__file__).resolve().parents[1],
-                                       env=_base_environment(), stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True)
-        keep_group_priority(process.pid)
+            subprocess.Popen([sys.executable, "-c", build], cwd=Path(__file__).resolve().parents[1],
+                             env=_base_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
     return archive
 
 
@@ -177,7 +173,6 @@ class SparkStandalone:
         log = self.folder / f"{name}.log"
         process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, stdout=log.open("w"),
                                    stderr=subprocess.STDOUT, start_new_session=True)
-        keep_group_priority(process.pid)
         self.processes.append(process)
         return process, log
 

@@ -25,7 +25,6 @@ from pathlib import Path
 
 import pytest
 
-from ft_harness.priority import keep_group_priority
 from ft_harness.spark_cluster import SPARK_HOME, spark_environment
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
@@ -73,7 +72,6 @@ class SparkConnectServer:
         command.append("spark-internal")
         self.process = subprocess.Popen(command, env=spark_environment(), stdout=self.log.open("ab"),
                                         stderr=subprocess.STDOUT, start_new_session=True)
-        keep_group_priority(self.process.pid)
         self._ready = False
         return self
 

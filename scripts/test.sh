@@ -33,19 +33,15 @@ fi
 # The whole suite as two pytest sessions side by side on the 2 cores. The first runs everything that
 # needs a live Airflow, a scheduler's timing or an event loop's (chaos, demo, e2e, examples, UI,
 # sensors, triggers), or bounds a wall time (three files). The second -- unit, S3 and Spark tests,
-# which time nothing -- runs at a low CPU priority, so it fills what the first leaves idle while its
-# Airflow waits on the scheduler. Linux schedules each session as one group and `nice` only ranks
-# processes inside a group, while every Airflow component and Spark server is a session of its own:
-# so the second runs in a session of its own whose group has nice 10 (about a tenth of a core while
-# the first wants both), and passes that to the servers it starts (ft_harness/priority.py). Each
+# which time nothing -- runs at a low CPU priority (nice 10: about a tenth of a core while the first
+# wants both), so it fills what the first leaves idle while its Airflow waits on the scheduler. Each
 # has its own temporary directory; the second one's report follows the first's; either failing
 # fails the suite. The second starts before the Debian packages are in: it needs none of them.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/sensors tests/triggers tests/ui
        tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py tests/spark/test_connect_backend.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 others_log="$work/others.log"
-setsid --wait nice -n 10 bash -c 'echo 10 2>/dev/null >/proc/self/autogroup; exec "$@"' low-priority \
-    python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/others" "${TIMED[@]/#/--ignore=}" \
+nice -n 10 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/others" "${TIMED[@]/#/--ignore=}" \
     >"$others_log" 2>&1 &
 others=$!
 trap 'kill $others 2>/dev/null' INT TERM
