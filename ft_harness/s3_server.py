@@ -126,8 +126,11 @@ def _patch_moto_conditional_put() -> None:
     S3Response.put_object = put_object  # type: ignore[method-assign]
 
 
-def start_moto_server(*, auth: bool = True, timeout: float = 30.0) -> S3Endpoint:
-    """Start ``python -m ft_harness.s3_server`` (moto) and return its endpoint with valid keys."""
+def start_moto_server(*, auth: bool = True, timeout: float = 120.0) -> S3Endpoint:
+    """Start ``python -m ft_harness.s3_server`` (moto) and return its endpoint with valid keys.
+
+    ``timeout`` is generous: the low-priority test session starts its server while the live-Airflow
+    session keeps both cores busy, and on a slow machine importing moto then takes tens of seconds."""
     import boto3
 
     port = free_port()
