@@ -3,10 +3,10 @@
 A ``dag.test()`` process spends ~13 of its ~20 CPU-seconds before the DAG's first task: importing
 Airflow, the provider and the Spark Connect client (~7 s), and building the in-process execution
 API's versioned routes (~6 s; measured with py-spy). The server does that once, with the home's
-environment, then forks a child per run. The child takes the run's whole environment (connections and the provider's settings
-are read when a try needs them, never at import), writes its output to a file and runs
-:func:`ft_harness.dag_test_runner.main`; nothing a run leaves behind reaches the next one, which
-forks from the same untouched server. This is how Airflow's LocalExecutor runs tasks, too.
+environment, then forks a child per run. The child takes the run's whole environment (connections
+and the provider's settings are read when a try needs them, never at import), writes its output to a
+file and runs :func:`ft_harness.dag_test_runner.main`; nothing a run leaves behind reaches the next
+one, which forks from the same untouched server. This is how Airflow's LocalExecutor runs tasks, too.
 
 Protocol, one JSON line each way on the server's stdin and a private copy of its stdout: a request
 ``{"args": [...], "env": {...}, "output": path}``, then ``{"pid": N}`` when the child is forked and

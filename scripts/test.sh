@@ -33,8 +33,10 @@ fi
 # The whole suite as two pytest sessions side by side on the 2 cores. The first runs everything that
 # needs a live Airflow, a scheduler's timing or an event loop's (chaos, demo, e2e, examples, UI,
 # sensors, triggers), or bounds a wall time (three files). The second -- unit, S3 and Spark tests,
-# which time nothing -- runs at a low CPU priority (nice 10: about a tenth of a core while the first
-# wants both), so it fills what the first leaves idle while its Airflow waits on the scheduler. Each
+# which time nothing -- runs at nice 10, so it fills what the first leaves idle while its Airflow
+# waits on the scheduler. (nice ranks it only against the first pytest process: Linux schedules each
+# session as one group, and every Airflow component and Spark server is a session of its own. A group
+# of its own at nice 10 starved it in slow hours: README, Benchmarks, "Test suite".) Each
 # has its own temporary directory; the second one's report follows the first's; either failing
 # fails the suite. The second starts before the Debian packages are in: it needs none of them.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/sensors tests/triggers tests/ui
