@@ -30,31 +30,46 @@ if [ $# -gt 0 ]; then
     wait_for_debs
     exec python -m pytest "$@"
 fi
-# The whole suite as two pytest sessions side by side on the 2 cores. The first runs everything that
-# needs a live Airflow, a scheduler's timing or an event loop's (chaos, demo, e2e, examples, UI,
-# sensors, triggers), or bounds a wall time (three files). The second -- unit, S3 and Spark tests,
-# which time nothing -- runs at nice 10, so it fills what the first leaves idle while its Airflow
-# waits on the scheduler. (nice ranks it only against the first pytest process: Linux schedules each
-# session as one group, and every Airflow component and Spark server is a session of its own. A group
-# of its own at nice 10 starved it in slow hours: README, Benchmarks, "Test suite".) Each
-# has its own temporary directory; the second one's report follows the first's; either failing
-# fails the suite. The second starts before the Debian packages are in: it needs none of them.
-TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/sensors tests/triggers tests/ui
-       tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py tests/spark/test_connect_backend.py)
+# The whole suite as pytest sessions side by side on the 2 cores. The first runs everything that needs
+# a live Airflow, a scheduler's timing or an event loop's (chaos, demo, e2e, examples, UI, sensors,
+# triggers), or bounds a wall time (three files). The second -- unit, S3 and Spark tests, which time
+# nothing -- runs at nice 10, so it fills what the first leaves idle while its Airflow waits on the
+# scheduler. (nice ranks it only against the first pytest process: Linux schedules each session as one
+# group, and every Airflow component and Spark server is a session of its own. A group of its own at
+# nice 10 starved it in slow hours: README, Benchmarks, "Test suite".) The second ends a minute or two
+# before the first, whose last tests then leave a core idle; so the timed tests that need no live
+# Airflow (TAIL) run as a third session when the second ends, at normal priority, next to the first
+# one's last live-Airflow tests. Each has its own temporary directory; the reports follow the first's;
+# any failing fails the suite. The second starts before the Debian packages are in: it needs none.
+TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test_connect_backend.py)
+TAIL=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
-others_log="$work/others.log"
-nice -n 10 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/others" "${TIMED[@]/#/--ignore=}" \
-    >"$others_log" 2>&1 &
+ignored=("${TIMED[@]/#/--ignore=}" "${TAIL[@]/#/--ignore=}")
+(
+    trap 'kill $session 2>/dev/null; exit 143' INT TERM
+    rc=0
+    nice -n 10 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/others" "${ignored[@]}" \
+        >"$work/others.log" 2>&1 & session=$!
+    wait $session || rc=1
+    python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/tail" "${TAIL[@]}" \
+        >"$work/tail.log" 2>&1 & session=$!
+    wait $session || rc=1
+    exit $rc
+) &
 others=$!
 trap 'kill $others 2>/dev/null' INT TERM
 wait_for_debs  # only the first session needs them (PostgreSQL, Chromium): the second has started
-echo ">> ${TIMED[*]} here; the other tests run alongside at low priority (report below)"
+echo ">> ${TIMED[*]} here; the other tests run alongside at low priority, then ${TAIL[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
 others_rc=0
 wait $others || others_rc=$?
 echo
-echo ">> the other tests (everything but ${TIMED[*]}):"
-cat "$others_log"
-echo ">> exit codes: ${TIMED[*]}: $timed_rc; the other tests: $others_rc (the whole suite, install included: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
+echo ">> the other tests (everything but ${TIMED[*]} ${TAIL[*]}):"
+cat "$work/others.log"
+echo
+echo ">> then ${TAIL[*]}:"
+cat "$work/tail.log" 2>/dev/null
+echo ">> exit codes: ${TIMED[*]}: $timed_rc; the other tests, then ${TAIL[*]}: $others_rc" \
+     "(the whole suite, install included: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
 [ $timed_rc -eq 0 ] && [ $others_rc -eq 0 ]
