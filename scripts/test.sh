@@ -30,46 +30,52 @@ if [ $# -gt 0 ]; then
     wait_for_debs
     exec python -m pytest "$@"
 fi
-# The whole suite as pytest sessions side by side on the 2 cores. The first runs everything that needs
-# a live Airflow, a scheduler's timing or an event loop's (chaos, demo, e2e, examples, UI, sensors,
-# triggers), or bounds a wall time (three files). The second -- unit, S3 and Spark tests, which time
-# nothing -- runs at nice 10, so it fills what the first leaves idle while its Airflow waits on the
-# scheduler. (nice ranks it only against the first pytest process: Linux schedules each session as one
-# group, and every Airflow component and Spark server is a session of its own. A group of its own at
-# nice 10 starved it in slow hours: README, Benchmarks, "Test suite".) The second ends a minute or two
-# before the first, whose last tests then leave a core idle; so the timed tests that need no live
-# Airflow (TAIL) run as a third session when the second ends, at normal priority, next to the first
-# one's last live-Airflow tests. Each has its own temporary directory; the reports follow the first's;
-# any failing fails the suite. The second starts before the Debian packages are in: it needs none.
+# The whole suite as pytest sessions side by side on the 2 cores:
+# * TIMED needs a live Airflow or a Spark server's timing (chaos, demo, e2e, examples, UI), at normal
+#   priority in the foreground. It is the longest.
+# * The untimed tests -- S3 first, then Spark and unit tests -- run one after the other at nice 10, so
+#   they fill what TIMED leaves idle while its Airflow waits on the scheduler. (nice ranks them only
+#   against TIMED's pytest process: Linux schedules each session as one group, and every Airflow
+#   component and Spark server is a session of its own. A group of its own at nice 10 starved them in
+#   slow hours: README, Benchmarks, "Test suite".)
+# * TAIL -- the tests that bound a wall time or need an event loop's timing but no live Airflow
+#   (sensors, triggers, two unit files) -- mostly wait. At normal priority, they start when the S3 tests
+#   end and run next to the other two, instead of adding their waits to either.
+# Each session has its own temporary directory, its report follows TIMED's, and any failing fails the
+# suite. The untimed tests start before the Debian packages are in: they need none.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test_connect_backend.py)
 TAIL=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
+S3=(tests/partitions)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
-ignored=("${TIMED[@]/#/--ignore=}" "${TAIL[@]/#/--ignore=}")
+session() {  # session NAME NICENESS ARGS...: pytest with its own temporary directory and log
+    local name=$1 niceness=$2; shift 2
+    nice -n "$niceness" python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/$name" "$@" \
+        >"$work/$name.log" 2>&1
+}
 (
-    trap 'kill $session 2>/dev/null; exit 143' INT TERM
+    trap 'kill $s3 $tail $rest 2>/dev/null; exit 143' INT TERM
     rc=0
-    nice -n 10 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/others" "${ignored[@]}" \
-        >"$work/others.log" 2>&1 & session=$!
-    wait $session || rc=1
-    python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/tail" "${TAIL[@]}" \
-        >"$work/tail.log" 2>&1 & session=$!
-    wait $session || rc=1
+    session s3 10 "${S3[@]}" & s3=$!
+    wait $s3 || rc=1
+    session tail 0 "${TAIL[@]}" & tail=$!
+    session rest 10 "${TIMED[@]/#/--ignore=}" "${TAIL[@]/#/--ignore=}" "${S3[@]/#/--ignore=}" & rest=$!
+    wait $rest || rc=1
+    wait $tail || rc=1
     exit $rc
 ) &
-others=$!
-trap 'kill $others 2>/dev/null' INT TERM
-wait_for_debs  # only the first session needs them (PostgreSQL, Chromium): the second has started
-echo ">> ${TIMED[*]} here; the other tests run alongside at low priority, then ${TAIL[*]} (reports below)"
+untimed=$!
+trap 'kill $untimed 2>/dev/null' INT TERM
+wait_for_debs  # only TIMED needs them (PostgreSQL, Chromium): the others have started
+echo ">> ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${TAIL[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
-others_rc=0
-wait $others || others_rc=$?
-echo
-echo ">> the other tests (everything but ${TIMED[*]} ${TAIL[*]}):"
-cat "$work/others.log"
-echo
-echo ">> then ${TAIL[*]}:"
-cat "$work/tail.log" 2>/dev/null
-echo ">> exit codes: ${TIMED[*]}: $timed_rc; the other tests, then ${TAIL[*]}: $others_rc" \
+untimed_rc=0
+wait $untimed || untimed_rc=$?
+for name in s3 rest tail; do
+    echo
+    echo ">> session $name:"
+    cat "$work/$name.log" 2>/dev/null
+done
+echo ">> exit codes: ${TIMED[*]}: $timed_rc; the others: $untimed_rc" \
      "(the whole suite, install included: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
-[ $timed_rc -eq 0 ] && [ $others_rc -eq 0 ]
+[ $timed_rc -eq 0 ] && [ $untimed_rc -eq 0 ]
