@@ -47,18 +47,18 @@ TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test
 TAIL=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
 S3=(tests/partitions)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
-session() {  # session NAME NICENESS ARGS...: pytest with its own temporary directory and log
+start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
     local name=$1 niceness=$2; shift 2
     nice -n "$niceness" python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/$name" "$@" \
-        >"$work/$name.log" 2>&1
+        >"$work/$name.log" 2>&1 &
 }
 (
     trap 'kill $s3 $tail $rest 2>/dev/null; exit 143' INT TERM
     rc=0
-    session s3 10 "${S3[@]}" & s3=$!
+    start s3 10 "${S3[@]}"; s3=$!
     wait $s3 || rc=1
-    session tail 0 "${TAIL[@]}" & tail=$!
-    session rest 10 "${TIMED[@]/#/--ignore=}" "${TAIL[@]/#/--ignore=}" "${S3[@]/#/--ignore=}" & rest=$!
+    start tail 0 "${TAIL[@]}"; tail=$!
+    start rest 10 "${TIMED[@]/#/--ignore=}" "${TAIL[@]/#/--ignore=}" "${S3[@]/#/--ignore=}"; rest=$!
     wait $rest || rc=1
     wait $tail || rc=1
     exit $rc
