@@ -7,9 +7,9 @@ debs=()
 { [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || debs+=(chromium chromium-driver)
 compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || debs+=(postgresql)
 apt_pid=""
-apt_log="$(mktemp "${TMPDIR:-/tmp}/ft-apt.XXXXXX")"
 if [ ${#debs[@]} -gt 0 ]; then
     if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
+        apt_log="$(mktemp "${TMPDIR:-/tmp}/ft-apt.XXXXXX")"
         echo ">> installing ${debs[*]} (Debian packages) while the Python packages install"
         ( export DEBIAN_FRONTEND=noninteractive
           apt-get install -y -q "${debs[@]}" || { apt-get update -q && apt-get install -y -q "${debs[@]}"; }
@@ -21,10 +21,14 @@ if [ ${#debs[@]} -gt 0 ]; then
 fi
 source "$(dirname "$0")/env.sh"
 wait_for_debs() {
-    if [ -n "$apt_pid" ] && ! wait "$apt_pid"; then
-        echo ">> apt-get install ${debs[*]} failed:" >&2
+    [ -n "$apt_pid" ] || return 0
+    if wait "$apt_pid"; then
+        rm -f "$apt_log"
+    else
+        echo ">> apt-get install ${debs[*]} failed (log: $apt_log):" >&2
         tail -20 "$apt_log" >&2
     fi
+    apt_pid=""
 }
 if [ $# -gt 0 ]; then
     wait_for_debs
@@ -74,8 +78,13 @@ wait $untimed || untimed_rc=$?
 for name in s3 rest tail; do
     echo
     echo ">> session $name:"
-    cat "$work/$name.log" 2>/dev/null
+    cat "$work/$name.log" 2>/dev/null || echo "(no report: the session did not start)"
 done
+if [ $timed_rc -eq 0 ] && [ $untimed_rc -eq 0 ]; then
+    rm -rf "$work"  # ~45 MB of logs and data a run; kept when something failed
+else
+    echo ">> the sessions' temporary directories (Airflow, Spark and S3 logs) are kept in $work"
+fi
 echo ">> exit codes: ${TIMED[*]}: $timed_rc; the others: $untimed_rc" \
      "(the whole suite, install included: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
 [ $timed_rc -eq 0 ] && [ $untimed_rc -eq 0 ]
