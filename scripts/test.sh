@@ -57,8 +57,8 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
         >"$work/$name.log" 2>&1 &
 }
 (
+    s3="" tail="" rest="" rc=0
     trap 'kill $s3 $tail $rest 2>/dev/null; exit 143' INT TERM
-    rc=0
     start s3 10 "${S3[@]}"; s3=$!
     wait $s3 || rc=1
     start tail 0 "${TAIL[@]}"; tail=$!
