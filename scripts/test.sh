@@ -42,13 +42,13 @@ fi
 #   against TIMED's pytest process: Linux schedules each session as one group, and every Airflow
 #   component and Spark server is a session of its own. A group of its own at nice 10 starved them in
 #   slow hours: README, Benchmarks, "Test suite".)
-# * TAIL -- the tests that bound a wall time or need an event loop's timing but no live Airflow
+# * WAITING -- the tests that bound a wall time or need an event loop's timing but no live Airflow
 #   (sensors, triggers, two unit files) -- mostly wait. At normal priority, they start when the S3 tests
 #   end and run next to the other two, instead of adding their waits to either.
 # Each session has its own temporary directory, its report follows TIMED's, and any failing fails the
 # suite. The untimed tests start before the Debian packages are in: they need none.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test_connect_backend.py)
-TAIL=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
+WAITING=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
 S3=(tests/partitions)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
@@ -57,25 +57,25 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
         >"$work/$name.log" 2>&1 &
 }
 (
-    s3="" tail="" rest="" rc=0
-    trap 'kill $s3 $tail $rest 2>/dev/null; exit 143' INT TERM
+    s3="" waiting="" rest="" rc=0
+    trap 'kill $s3 $waiting $rest 2>/dev/null; exit 143' INT TERM
     start s3 10 "${S3[@]}"; s3=$!
     wait $s3 || rc=1
-    start tail 0 "${TAIL[@]}"; tail=$!
-    start rest 10 "${TIMED[@]/#/--ignore=}" "${TAIL[@]/#/--ignore=}" "${S3[@]/#/--ignore=}"; rest=$!
+    start waiting 0 "${WAITING[@]}"; waiting=$!
+    start rest 10 "${TIMED[@]/#/--ignore=}" "${WAITING[@]/#/--ignore=}" "${S3[@]/#/--ignore=}"; rest=$!
     wait $rest || rc=1
-    wait $tail || rc=1
+    wait $waiting || rc=1
     exit $rc
 ) &
 untimed=$!
 trap 'kill $untimed 2>/dev/null' INT TERM
 wait_for_debs  # only TIMED needs them (PostgreSQL, Chromium): the others have started
-echo ">> ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${TAIL[*]} (reports below)"
+echo ">> ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${WAITING[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
 untimed_rc=0
 wait $untimed || untimed_rc=$?
-for name in s3 rest tail; do
+for name in s3 rest waiting; do
     echo
     echo ">> session $name:"
     cat "$work/$name.log" 2>/dev/null || echo "(no report: the session did not start)"
