@@ -20,9 +20,11 @@ if [ ${#debs[@]} -gt 0 ]; then
     fi
 fi
 source "$(dirname "$0")/env.sh"
+echo ">> Python environment ready after ${SECONDS} s"
 wait_for_debs() {
     [ -n "$apt_pid" ] || return 0
     if wait "$apt_pid"; then
+        echo ">> Debian packages ready after ${SECONDS} s"
         rm -f "$apt_log"
     else
         echo ">> apt-get install ${debs[*]} failed (log: $apt_log):" >&2
@@ -70,7 +72,7 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
 untimed=$!
 trap 'kill $untimed 2>/dev/null' INT TERM
 wait_for_debs  # only TIMED needs them (PostgreSQL, Chromium): the others have started
-echo ">> ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${WAITING[*]} (reports below)"
+echo ">> ${SECONDS} s: ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${WAITING[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
 untimed_rc=0
