@@ -3,37 +3,15 @@
 # browser tests. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -k regions
 # Debian packages the suite needs, installed (as root) when missing, alongside the Python packages:
 # Chromium + ChromeDriver for the UI plugin's browser test, PostgreSQL for the live test Airflow.
-debs=()
-{ [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; } || debs+=(chromium chromium-driver)
-compgen -G "/usr/lib/postgresql/*/bin/postgres" >/dev/null || debs+=(postgresql)
-apt_pid=""
-if [ ${#debs[@]} -gt 0 ]; then
-    if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null; then
-        apt_log="$(mktemp "${TMPDIR:-/tmp}/ft-apt.XXXXXX")"
-        echo ">> installing ${debs[*]} (Debian packages) while the Python packages install"
-        ( export DEBIAN_FRONTEND=noninteractive
-          apt-get install -y -q "${debs[@]}" || { apt-get update -q && apt-get install -y -q "${debs[@]}"; }
-        ) >"$apt_log" 2>&1 &
-        apt_pid=$!
-    else
-        echo ">> missing Debian packages: ${debs[*]} (install them as root: apt-get install ${debs[*]})" >&2
-    fi
-fi
+# Without them the tests that need them fail, saying what to install.
+source "$(dirname "$0")/debian-packages.sh"
+missing_debs "chromium=/usr/bin/chromium" "chromium-driver=/usr/bin/chromedriver" \
+    "postgresql=/usr/lib/postgresql/*/bin/postgres"
+start_debs_install "${MISSING_DEBS[@]}" || true
 source "$(dirname "$0")/env.sh"
 echo ">> Python environment ready after ${SECONDS} s"
-wait_for_debs() {
-    [ -n "$apt_pid" ] || return 0
-    if wait "$apt_pid"; then
-        echo ">> Debian packages ready after ${SECONDS} s"
-        rm -f "$apt_log"
-    else
-        echo ">> apt-get install ${debs[*]} failed (log: $apt_log):" >&2
-        tail -20 "$apt_log" >&2
-    fi
-    apt_pid=""
-}
 if [ $# -gt 0 ]; then
-    wait_for_debs
+    wait_for_debs || true
     exec python -m pytest "$@"
 fi
 # The whole suite as pytest sessions side by side on the 2 cores:
@@ -71,7 +49,7 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
 ) &
 untimed=$!
 trap 'kill $untimed 2>/dev/null' INT TERM
-wait_for_debs  # only TIMED needs them (PostgreSQL, Chromium): the others have started
+wait_for_debs || true  # only TIMED needs them (PostgreSQL, Chromium): the others have started
 echo ">> ${SECONDS} s: ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${WAITING[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
