@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
@@ -41,6 +42,8 @@ class SparkConnectServer:
                  conf: dict[str, str] | None = None) -> None:
         self.master = master
         self.port = port or _free_port()
+        # A log folder of its own (none given) is removed by stop(): nothing is left behind in /tmp.
+        self._own_log_dir = log_dir is None
         self.log_dir = Path(log_dir or tempfile.mkdtemp(prefix="ft-spark-connect-"))
         self.log = self.log_dir / f"spark-connect-{self.port}.log"
         self.conf = {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2", **(conf or {})}
@@ -70,6 +73,7 @@ class SparkConnectServer:
         for key, value in self.conf.items():
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")
+        self.log_dir.mkdir(parents=True, exist_ok=True)
         self.process = subprocess.Popen(command, env=spark_environment(), stdout=self.log.open("ab"),
                                         stderr=subprocess.STDOUT, start_new_session=True)
         self._ready = False
@@ -93,7 +97,7 @@ class SparkConnectServer:
                 return
             time.sleep(0.5)
         tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else "(no log)"
-        self.stop()
+        self._stop_process()  # the log stays, for the error below
         raise RuntimeError(f"the Spark Connect server on port {self.port} did not come up in {timeout:.0f} s; "
                            f"log {self.log}:\n{tail}")
 
@@ -106,7 +110,12 @@ class SparkConnectServer:
         return result.returncode == 0
 
     def stop(self) -> None:
-        """Stop the server and everything it started (its process group)."""
+        """Stop the server and everything it started (its process group); remove a log folder of its own."""
+        self._stop_process()
+        if self._own_log_dir:
+            shutil.rmtree(self.log_dir, ignore_errors=True)
+
+    def _stop_process(self) -> None:
         if self.process is None:
             return
         try:
@@ -121,7 +130,7 @@ class SparkConnectServer:
 
     def restart(self, timeout: float = 180) -> None:
         """Lose everything the server held (views, caches) and come back on the same port."""
-        self.stop()
+        self._stop_process()
         self.start(timeout)
 
     def __enter__(self) -> SparkConnectServer:

@@ -7,15 +7,13 @@ How the work runs and where data goes are objects chosen once per try (``airflow
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from airflow_ft_provider.execution.backend import StageBackend, backend_for
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
+from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
 from airflow_ft_provider.failover.recovery import RecoveryState
@@ -72,8 +70,7 @@ class StageAttempt:
         faults = injector_for(self.context, self.task, store=self.store, run=self.run_ref, log=self.log)
         faults.before_work()
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
-        workdir = Path(tempfile.mkdtemp(prefix="ft-stage-"))
-        try:
+        with TryWorkdir(log=self.log) as workdir:
             placement = DirectS3a(self.store) if direct else StagedFiles(self.store, workdir)
             self.backend = backend_for(
                 stage,
@@ -107,8 +104,6 @@ class StageAttempt:
                 faults.after_work()
                 committed = self._commit_outputs(outputs, placement, backend)
                 self._release_consumed(engine_inputs, backend)
-        finally:
-            shutil.rmtree(workdir, ignore_errors=True)
         self.ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
         return committed
 

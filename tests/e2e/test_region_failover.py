@@ -179,6 +179,12 @@ def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store
     assert values(store, dag_id, run_id, "u") == expected(3)
     history = [e for e in RecoveryJournal(store, RunRef(dag_id, run_id)).events() if e["kind"] == "failover"]
     assert history and "process was killed" in history[0]["cause"]
+    # the killed try could not remove its scratch directory (its staged output); a later try on this
+    # worker did (any stage's try: tries of other runs share the worker)
+    killed_try = log_of(live_airflow, dag_id, run_id, "T2", 1)
+    scratch = re.search(r"scratch directory of this try: (\S+)", killed_try)
+    assert scratch, killed_try[-3000:]
+    assert not Path(scratch.group(1)).exists(), story
 
 
 def test_mapped_stage_restarts_only_the_failed_index_chain(live_airflow, runs, store):

@@ -1,0 +1,116 @@
+"""A try's private scratch directory on the worker, and the removal of those that killed tries left.
+
+Local staging writes a stage's outputs (and fetches its inputs) under this directory. A try that ends,
+however it fails, removes its own; a try whose process is killed (SIGKILL, the OOM killer) cannot, and
+on a worker that keeps running, a stage that is killed every few days would fill the disk with staged
+partitions. So each new try first removes the directories whose owner is gone.
+
+Ownership is an ``flock`` held for the try's lifetime: the kernel drops it when the process dies, however
+it dies, and it means the same across PID namespaces (containers sharing a temporary directory) and
+after a PID is reused, where a recorded PID would not.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import stat
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+__all__ = ["TryWorkdir", "remove_abandoned"]
+
+PREFIX = "ft-stage-"
+OWNER_FILE = ".owner"
+# A directory with no owner file was either made by a release before this module, or is being set up
+# right now (the owner file appears within microseconds of the directory): removed only once this old.
+UNOWNED_GRACE_SECONDS = 600.0
+
+
+class TryWorkdir:
+    """``with TryWorkdir(log=log) as path:`` a new directory, owned until the block ends, then removed.
+
+    Entering first removes the directories of earlier tries whose owner process is gone (see the
+    module's docstring); ``removed`` lists them, for the try's log."""
+
+    def __init__(self, base: str | os.PathLike[str] | None = None, *, log: Any = None) -> None:
+        self.base = Path(base if base is not None else tempfile.gettempdir())
+        self.log = log
+        self.path: Path | None = None
+        self.removed: list[Path] = []
+        self._owner_fd: int | None = None
+
+    def __enter__(self) -> Path:
+        self.removed = remove_abandoned(self.base)
+        if self.removed and self.log is not None:
+            self.log.info(
+                "removed %d scratch directories of killed tries: %s",
+                len(self.removed),
+                ", ".join(str(p) for p in self.removed),
+            )
+        path = Path(tempfile.mkdtemp(prefix=PREFIX, dir=self.base))
+        # Locked before it has its final name: a sweeper that can open OWNER_FILE finds it locked.
+        pending = path / (OWNER_FILE + ".pending")
+        fd = os.open(pending, os.O_CREAT | os.O_WRONLY | os.O_CLOEXEC, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX)  # nobody else can hold it yet: never waits
+        os.rename(pending, path / OWNER_FILE)
+        self.path, self._owner_fd = path, fd
+        if self.log is not None:
+            self.log.info("scratch directory of this try: %s", path)
+        return path
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        if self.path is not None:
+            shutil.rmtree(self.path, ignore_errors=True)
+        if self._owner_fd is not None:
+            os.close(self._owner_fd)
+        self.path, self._owner_fd = None, None
+
+
+def remove_abandoned(base: str | os.PathLike[str], *, now: float | None = None) -> list[Path]:
+    """Remove the scratch directories under ``base`` whose owner is gone; return them.
+
+    Only real directories of this user are considered (never a symlink, nor another user's directory in
+    a shared ``/tmp``); one whose owner still holds its lock is kept."""
+    now = time.time() if now is None else now
+    removed = []
+    for candidate in Path(base).glob(PREFIX + "*"):
+        try:
+            info = candidate.lstat()
+        except FileNotFoundError:
+            continue  # removed by its owner or another sweeper meanwhile
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
+            continue
+        if _abandoned_removed(candidate, info.st_mtime, now):
+            removed.append(candidate)
+    return removed
+
+
+def _abandoned_removed(directory: Path, mtime: float, now: float) -> bool:
+    try:
+        fd = os.open(directory / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except FileNotFoundError:
+        if now - mtime < UNOWNED_GRACE_SECONDS:
+            return False
+        shutil.rmtree(directory, ignore_errors=True)
+        return not directory.exists()
+    except OSError:
+        return False  # a symlink or something else that is not ours to judge
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False  # its try is running
+        shutil.rmtree(directory, ignore_errors=True)  # still holding the lock: no other sweeper races
+        return not directory.exists()
+    finally:
+        os.close(fd)
