@@ -58,8 +58,8 @@ def _partition_store_options() -> dict[str, dict[str, Any]]:
         },
         "partition_store_retention": {
             "description": "How long the partitions of a succeeded run are kept before the retention "
-            'clean-up releases them, unless a registered consumer still needs them (a duration: "7 d", '
-            '"12 h").',
+            "clean-up releases them, unless a registered consumer still needs them; a released run's "
+            'marker is removed one retention later (a duration: "7 d", "12 h").',
             "version_added": "0.1.0",
             "type": "string",
             "example": "3 d",

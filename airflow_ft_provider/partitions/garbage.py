@@ -3,7 +3,7 @@
 Two rules, both the store's own (``S3PartitionStore``), applied to every run of every pipeline:
 
 * a succeeded run (marked when it ends, ``run_end.py``) is released once ``partition_store_retention``
-  has passed, unless a consumer holds a lease on it;
+  has passed, unless a consumer holds a lease on it; its release marker goes one retention later;
 * in every other run, attempt data that no manifest references (crashed, fenced or superseded commits)
   is removed once it is older than ``partition_store_orphan_grace``, so an in-flight commit is never
   touched.
@@ -18,7 +18,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from .naming import RunRef
-from .store import ALREADY_RELEASED, NOT_SUCCEEDED, RetentionOutcome, S3PartitionStore
+from .store import (
+    ALREADY_RELEASED,
+    NOT_SUCCEEDED,
+    RELEASED_MARKER_EXPIRED,
+    RetentionOutcome,
+    S3PartitionStore,
+)
 
 
 @dataclass
@@ -27,13 +33,14 @@ class CollectionReport:
     kept: list[RetentionOutcome] = field(default_factory=list)  # succeeded runs not released, and why
     orphans_deleted: int = 0
     uploads_aborted: int = 0
+    markers_expired: int = 0  # release markers removed one retention after their release
 
     def lines(self) -> list[str]:
         out = [f"released {run} (retention passed)" for run in self.released]
         out += [f"kept {o.run}: {o.reason}" for o in self.kept]
         out.append(
             f"{len(self.released)} runs released, {self.orphans_deleted} orphaned objects deleted, "
-            f"{self.uploads_aborted} stale uploads aborted"
+            f"{self.uploads_aborted} stale uploads aborted, {self.markers_expired} release markers expired"
         )
         return out
 
@@ -46,7 +53,9 @@ def collect(store: S3PartitionStore, pipelines: Iterable[str] | None = None) -> 
             if outcome.released:
                 report.released.append(outcome.run)
                 continue
-            if outcome.reason not in (NOT_SUCCEEDED, ALREADY_RELEASED):
+            if outcome.reason == RELEASED_MARKER_EXPIRED:
+                report.markers_expired += 1
+            elif outcome.reason not in (NOT_SUCCEEDED, ALREADY_RELEASED):
                 report.kept.append(outcome)
             orphans = store.cleanup_orphans(outcome.run.pipeline, outcome.run.run_id)
             report.orphans_deleted += len(orphans.deleted_keys)

@@ -43,6 +43,10 @@ NOT_SUCCEEDED = "run has not succeeded (or was not marked)"
 ALREADY_RELEASED = "already released"
 
 
+# The outcome of a released run whose marker outlived a second retention period and was removed.
+RELEASED_MARKER_EXPIRED = "released; its marker expired and was removed"
+
+
 @dataclass(frozen=True)
 class ReleaseReport:
     run: RunRef
@@ -167,7 +171,7 @@ class PartitionRetention(ConsumerLeases):
         for run in self.runs(pipeline):
             markers = {k.rsplit("/", 1)[-1]: k for k in self._list(self.layout.run_prefix(run) + "_run/")}
             if "released.json" in markers:
-                outcomes.append(RetentionOutcome(run, False, ALREADY_RELEASED))
+                outcomes.append(self._expire_released_marker(run, markers["released.json"], now))
                 continue
             if "succeeded.json" not in markers:
                 outcomes.append(RetentionOutcome(run, False, NOT_SUCCEEDED))
@@ -189,6 +193,20 @@ class PartitionRetention(ConsumerLeases):
             else:
                 outcomes.append(RetentionOutcome(run, True, "retention passed"))
         return outcomes
+
+    def _expire_released_marker(self, run: RunRef, key: str, now: float) -> RetentionOutcome:
+        """A released run keeps its marker, which refuses consumers that would still register on it,
+        for one more retention period; then the marker goes too, so that runs long released stop
+        costing every sweep a LIST (the run prefix is then empty). A damaged marker is kept."""
+        try:
+            released_at = self._marker_time(key)
+        except ValueError:
+            return RetentionOutcome(run, False, ALREADY_RELEASED)
+        if released_at is None or now - released_at < self.retention:
+            return RetentionOutcome(run, False, ALREADY_RELEASED)
+        self._delete_keys([key])
+        log.info("removed the release marker of run %s (released %.0f s ago)", run, now - released_at)
+        return RetentionOutcome(run, False, RELEASED_MARKER_EXPIRED)
 
     def _marker_time(self, key: str) -> float | None:
         """The ``at`` of a life-cycle marker (None if it is gone); ValueError naming the key if invalid."""

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from airflow_ft_provider.cli import main
-from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer
+from airflow_ft_provider.partitions import ConsumerRegistrationRefused, PartitionNotFound, PartitionRef, Producer
 from airflow_ft_provider.partitions.garbage import collect
 from ft_harness.partition_files import version_files, write_files
 
@@ -95,3 +95,34 @@ def test_the_gc_command_sweeps_the_configured_store_and_names_what_it_kept(monke
     with pytest.raises(SystemExit) as stopped:
         main(["gc", "--store", store.layout.url, "--aws-conn-id", "ft_gc", "--pipeline", "../etc"])
     assert stopped.value.code == 1 and "airflow-ft gc: error:" in capsys.readouterr().err
+
+
+def test_a_release_marker_goes_one_retention_after_the_release_and_the_run_leaves_the_listing(
+        make_store, tmp_path, clock, s3_bucket):
+    #   day 0   run succeeds        day 7   sweep releases it (marker refuses late consumers)
+    #   day 13  sweep keeps marker  day 14  sweep removes marker: nothing of the run is listed any more
+    store = make_store(retention=7 * DAY)
+    run_id = "scheduled__2026-11-01T00:00:00+00:00"
+    commit(store, tmp_path, "etl", run_id)
+    store.mark_run_succeeded("etl", run_id, at=clock.now())
+    run = store.runs("etl")[0]
+    marker = store.layout.marker_key(run, "released")
+
+    clock.advance(7 * DAY)
+    assert [str(run) for run in collect(store).released] == [f"etl/{run_id}"]
+    assert [k for k in s3_bucket.keys() if k.startswith(store.layout.run_prefix(run))] == [marker]
+
+    clock.advance(6 * DAY)
+    report = collect(store)
+    assert (report.released, report.kept, report.markers_expired) == ([], [], 0)
+    assert marker in s3_bucket.keys()
+    with pytest.raises(ConsumerRegistrationRefused, match="were released"):
+        store.register_consumer("etl", run_id, "late-backfill")  # the marker is still doing its job
+
+    clock.advance(1 * DAY)
+    report = collect(store)
+    assert (report.released, report.kept, report.markers_expired) == ([], [], 1)
+    assert "0 runs released, 0 orphaned objects deleted, 0 stale uploads aborted, 1 release markers expired" in (
+        report.lines())
+    assert store.runs("etl") == [] and marker not in s3_bucket.keys()
+    assert collect(store).markers_expired == 0  # idempotent
