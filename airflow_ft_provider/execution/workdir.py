@@ -90,27 +90,29 @@ def remove_abandoned(base: str | os.PathLike[str], *, now: float | None = None) 
             continue  # removed by its owner or another sweeper meanwhile
         if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid():
             continue
-        if _abandoned_removed(candidate, info.st_mtime, now):
+        if _remove_if_abandoned(candidate, info.st_mtime, now):
             removed.append(candidate)
     return removed
 
 
-def _abandoned_removed(directory: Path, mtime: float, now: float) -> bool:
+def _remove_if_abandoned(directory: Path, mtime: float, now: float) -> bool:
+    """Remove ``directory`` if no live try owns it; True if it is gone."""
     try:
         fd = os.open(directory / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        if now - mtime < UNOWNED_GRACE_SECONDS:
-            return False
-        shutil.rmtree(directory, ignore_errors=True)
-        return not directory.exists()
+        return now - mtime >= UNOWNED_GRACE_SECONDS and _remove(directory)
     except OSError:
         return False  # a symlink or something else that is not ours to judge
     try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            return False  # its try is running
-        shutil.rmtree(directory, ignore_errors=True)  # still holding the lock: no other sweeper races
-        return not directory.exists()
+        pass
+    except BlockingIOError:
+        return False  # its try is running
+    else:
+        return _remove(directory)  # still holding the lock: no other sweeper races
     finally:
         os.close(fd)
+
+
+def _remove(directory: Path) -> bool:
+    shutil.rmtree(directory, ignore_errors=True)
+    return not directory.exists()

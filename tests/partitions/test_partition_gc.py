@@ -109,7 +109,7 @@ def test_a_release_marker_goes_one_retention_after_the_release_and_the_run_leave
     marker = store.layout.marker_key(run, "released")
 
     clock.advance(7 * DAY)
-    assert [str(run) for run in collect(store).released] == [f"etl/{run_id}"]
+    assert [str(released) for released in collect(store).released] == [f"etl/{run_id}"]
     assert [k for k in s3_bucket.keys() if k.startswith(store.layout.run_prefix(run))] == [marker]
 
     clock.advance(6 * DAY)

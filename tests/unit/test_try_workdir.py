@@ -6,6 +6,7 @@ test kills it with SIGKILL, as the OOM killer would, so nothing of it runs after
 
 from __future__ import annotations
 
+import logging
 import os
 import signal
 import subprocess
@@ -92,8 +93,6 @@ def test_the_next_try_removes_what_a_killed_try_left_and_keeps_a_running_try(tmp
 
 
 def test_removal_is_logged_for_the_try(tmp_path, holders, caplog):
-    import logging
-
     killed = holders(tmp_path)
     killed.kill()
     log = logging.getLogger("ft.test.workdir")
