@@ -104,7 +104,7 @@ def _remove_if_abandoned(directory: Path, mtime: float, now: float) -> bool:
     except OSError:
         return False  # a symlink or something else that is not ours to judge
     try:
-        pass
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
     except BlockingIOError:
         return False  # its try is running
     else:
