@@ -165,10 +165,23 @@ class PartitionRef:
 
 
 def check_relative_path(kind: str, path: object) -> str:
-    """A '/'-separated relative path whose every segment is a safe name (files inside a partition)."""
+    """A '/'-separated relative path whose every segment is a safe name (files inside a partition),
+    short enough for every file system a reader stores it on and for S3 (see the limits above)."""
     if not isinstance(path, str) or not path or path.startswith("/"):
         raise ValueError(f"invalid {kind} {path!r}: must be a non-empty relative path")
+    if len(path) > MAX_RELATIVE_PATH:
+        raise ValueError(
+            f"invalid {kind} {path[:60]!r}…: {len(path)} characters, longer than {MAX_RELATIVE_PATH}; "
+            "a reader stores it under a local directory and S3 keys end at 1024 bytes: shorten the "
+            "writer's file names or nest fewer directories"
+        )
     for segment in path.split("/"):
+        if len(segment) > MAX_PATH_SEGMENT:
+            raise ValueError(
+                f"invalid {kind} {path[:60]!r}…: segment {segment[:40]!r}… has {len(segment)} characters, "
+                f"longer than {MAX_PATH_SEGMENT}; file systems allow 255 bytes per name, and a reader adds "
+                "a temporary suffix while it downloads: shorten the writer's file names"
+            )
         if segment in (".", "..") or not _SAFE_FILE.match(segment):
             raise ValueError(
                 f"invalid {kind} {path!r}: segment {segment!r} is not allowed; use letters, digits, '_', "
@@ -177,6 +190,12 @@ def check_relative_path(kind: str, path: object) -> str:
     return path
 
 
+# Limits of a file's path inside a partition. A reader writes it below its own directories (the local
+# cache, a staging folder) and downloads into '.<name>.<8 hex>.tmp' first: 240 + 14 stays within the
+# 255 bytes per name of ext4, XFS, APFS and NTFS (names here are ASCII). 512 for the whole path leaves
+# S3's 1024-byte key limit room for the store prefix, pipeline, run and result around it.
+MAX_PATH_SEGMENT = 240
+MAX_RELATIVE_PATH = 512
 # File names produced by writers (Spark: part-00000-<uuid>.c000.snappy.parquet, Hive-style a=1 dirs).
 _SAFE_FILE = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]*\Z")
 

@@ -875,6 +875,19 @@ CATALOGUE = [
                         "file key 'attempts/other/part.bin' is outside the attempt directory"),
     cached_bad_manifest("file-is-also-a-directory", manifest(files=also_a_directory),
                         "is also the directory of"),
+    # Valid sizes and checksums, names no file system holds: before the limits, a raw OSError
+    # (errno 36, "File name too long") that failover could not blame on the partition.
+    bad_manifest("file-key-300-character-name", manifest(file0__key=first_key_plus("x" * 300)),
+                 "invalid file key", "longer than 240", "shorten the writer's file names"),
+    bad_manifest("file-key-4800-character-path", manifest(file0__key=first_key_plus("/d" * 2400)),
+                 "invalid file key", "4", "longer than 512", "nest fewer directories"),
+    cached_bad_manifest("file-key-300-character-name", manifest(file0__key=first_key_plus("x" * 300)),
+                        "invalid file key", "longer than 240"),
+    cached_bad_manifest("file-key-4800-character-path", manifest(file0__key=first_key_plus("/d" * 2400)),
+                        "invalid file key", "longer than 512"),
+    row("name/uploaded-file-name-300-characters", uploaded("p" * 300 + ".parquet", "t1-0123456789abcde2")[1],
+        ValueError, "cannot publish s3://", "invalid file name", "longer than 240", "Readers would reject",
+        setup=uploaded("p" * 300 + ".parquet", "t1-0123456789abcde2")[0]),
 ]
 
 
