@@ -27,6 +27,7 @@ from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 import tenacity
@@ -54,6 +55,13 @@ class AirflowApiUnreachable(ConnectionError):
 class AirflowApiOutcomeUnknown(RuntimeError):
     """A request that must not be repeated blindly (a clear) reached the server, but its answer was lost
     (connection dropped, timeout, 5xx): it may or may not have been applied. Read the state to learn which."""
+
+
+def api_path(*segments: str | int) -> str:
+    """``/api/v2/<segment>/...`` with every segment percent-encoded: a run id such as ``a?b#c`` (Airflow
+    allows it when ``[scheduler] allowed_run_id_pattern`` is widened) must name that run, not start a
+    query or a fragment, and a ``/`` in an id must not add a path level."""
+    return "/api/v2/" + "/".join(quote(str(segment), safe="") for segment in segments)
 
 
 def api_unavailable(exc: BaseException) -> bool:
@@ -341,14 +349,17 @@ class AirflowApiHook(BaseHook):
     def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
         """All task instances of a run, one entry per map index (``TaskInstanceResponse``: ``task_id``,
         ``map_index``, ``state``, ``try_number``, ``id``, ...)."""
-        return self.paged(f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances", "task_instances")
+        return self.paged(api_path("dags", dag_id, "dagRuns", run_id, "taskInstances"), "task_instances")
 
     def task_instance_try(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
     ) -> dict:
-        index = f"/{map_index}" if map_index >= 0 else ""
+        index = (map_index,) if map_index >= 0 else ()
         return self.request(
-            "GET", f"/api/v2/dags/{dag_id}/dagRuns/{run_id}/taskInstances/{task_id}{index}/tries/{try_number}"
+            "GET",
+            api_path(
+                "dags", dag_id, "dagRuns", run_id, "taskInstances", task_id, *index, "tries", try_number
+            ),
         )
 
     def clear(
@@ -370,4 +381,6 @@ class AirflowApiHook(BaseHook):
             "include_upstream": False,
             "reset_dag_runs": True,
         }
-        return self.request("POST", f"/api/v2/dags/{dag_id}/clearTaskInstances", json=body)["task_instances"]
+        return self.request("POST", api_path("dags", dag_id, "clearTaskInstances"), json=body)[
+            "task_instances"
+        ]

@@ -51,6 +51,7 @@ class FakeAirflowApi:
 
     def __init__(self, *, tls: ssl.SSLContext | None = None) -> None:
         self.requests: list[tuple[str, str]] = []
+        self.raw_paths: list[str] = []  # as sent on the request line, query and percent-encoding kept
         self.clears_applied: list[list[Any]] = []
         self.instances = {key: {"task_id": key, "map_index": -1, "state": state, "try_number": 1,
                                 "id": str(uuid.uuid4())}
@@ -88,6 +89,7 @@ class FakeAirflowApi:
                 path = self.path.split("?")[0]
                 name = f"{self.command} {path}"
                 api.requests.append((self.command, path))
+                api.raw_paths.append(self.path)
                 api.schemes.append("https" if isinstance(self.connection, ssl.SSLSocket) else "http")
                 if api.hang:
                     time.sleep(3)
@@ -230,6 +232,27 @@ def test_the_password_is_never_sent_over_plain_http_to_another_machine(monkeypat
         AirflowApiHook(conn_id).task_instances("seed002", "r1")
     assert PASSWORD not in str(refused.value) and "allow_insecure_http" in str(refused.value)
     assert PASSWORD not in repr(AirflowApiHook(connection(monkeypatch, "ft_api_ok", f"https://svc:{PASSWORD}@h")).server)
+
+
+@pytest.mark.parametrize("run_id", ["manual__a?b#c", "scheduled__x/y%2F z&limit=1"])
+def test_every_path_segment_is_percent_encoded(monkeypatch, fake_api, run_id):
+    """A run id with '?', '#', '/', '%' or a space names that run: before, '?' started a query and '#' a
+    fragment, so the request addressed another resource (the DAG's runs listing, or a shorter run id)."""
+    from urllib.parse import unquote
+
+    conn_id = connection(monkeypatch, "ft_api_encoded", f"http://svc:{PASSWORD}@127.0.0.1:{fake_api.port}")
+    fake_api.instances = {"B?#": {**fake_api.instances["B"], "task_id": "B?#"}}
+    with AirflowApiHook(conn_id, timeout=5) as hook:
+        hook.task_instances("seed002", run_id)
+        hook.task_instance_try("seed002", run_id, "B?#", 3, 2)
+        hook.clear("seed002", run_id, [("B?#", -1)])
+    listing, one_try, clear = [p for p in fake_api.raw_paths if p != "/auth/token"]
+    encoded = quote(run_id, safe="")
+    assert listing == f"/api/v2/dags/seed002/dagRuns/{encoded}/taskInstances?limit=100&offset=0"
+    assert one_try == f"/api/v2/dags/seed002/dagRuns/{encoded}/taskInstances/B%3F%23/3/tries/2"
+    assert clear == "/api/v2/dags/seed002/clearTaskInstances"
+    assert [unquote(segment) for segment in one_try.split("/")[4:9]] == ["seed002", "dagRuns", run_id,
+                                                                         "taskInstances", "B?#"]
 
 
 # -- timeouts and retries -------------------------------------------------------------------------
