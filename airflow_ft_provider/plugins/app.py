@@ -36,11 +36,13 @@ from fastapi.responses import HTMLResponse
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
+from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.plugins.run_view import build_run_view
 from airflow_ft_provider.plugins.trust import RunNotReady, UntrustedRun, run_journal
 from airflow_ft_provider.recovery.coordinator import RegionFailover, mask_secrets
-from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, RecoveryJournal
+from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, DamagedJournal, RecoveryJournal
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).with_name("static") / "failover.html"
@@ -161,8 +163,13 @@ def _verified(session, run) -> tuple[RecoveryJournal, Any]:
     except UntrustedRun as err:
         log.warning("refused %s/%s: %s", run.dag_id, run.run_id, err)
         raise HTTPException(status.HTTP_409_CONFLICT, mask_secrets(str(err))) from None
-    except AirflowNotFoundException as err:  # the connection the run's XCom names is not defined here
+    except AirflowNotFoundException as err:  # the connection the DAG names is not defined here
         raise HTTPException(status.HTTP_409_CONFLICT, mask_secrets(str(err))) from None
+    except PartitionStoreError as err:  # S3 unreachable, access denied: the store's own typed errors
+        raise HTTPException(
+            status.HTTP_503_SERVICE_UNAVAILABLE,
+            f"the run's partition store cannot be read: {mask_secrets(str(err))}",
+        ) from None
     except (
         ValueError
     ) as err:  # a damaged stored description (the journal's parsers raise ValueError subclasses)
@@ -200,6 +207,7 @@ def _masked_view(view: dict[str, Any]) -> dict[str, Any]:
                 row[key] = mask_secrets(row[key])
     for row in view["partitions"]:
         row["reason"] = mask_secrets(row["reason"])
+    view["journal"]["reason"] = mask_secrets(view["journal"]["reason"])
     return view
 
 
@@ -277,15 +285,27 @@ def create_app() -> FastAPI:
         except Exception as err:  # the page still shows states and history without the store
             log.warning("partition availability of %s/%s unavailable: %s", dag_id, run_id, err)
             report = None
+        try:
+            state, damaged = journal.load_checked(description), ""
+        except DamagedJournal as err:  # shown as such: the run's states and history still help
+            state, damaged = RecoveryState(), str(err)
+        try:
+            events = journal.events()
+        except PartitionStoreError as err:
+            raise HTTPException(
+                status.HTTP_503_SERVICE_UNAVAILABLE,
+                f"the run's recovery journal cannot be read: {mask_secrets(str(err))}",
+            ) from None
         view = build_run_view(
             description,
             run_id,
             task_instances=_task_instances(session, dag_id, run_id),
-            state=journal.load(),
-            events=journal.events(),
+            state=state,
+            events=events,
             report=report,
         )
         view["store"] = journal.store.layout.url
+        view["journal"] = {"damaged": bool(damaged), "reason": damaged}
         return _masked_view(view)
 
     @app.post(
@@ -323,9 +343,14 @@ def create_app() -> FastAPI:
         # Cleared by this process as the caller, never with the airflow_api connection's account.
         caller = CallerClears(session=session, user=user, dag_id=dag_id, run_id=run_id)
         failover = RegionFailover(description, run_id, store=journal.store, api=caller)
-        cleared = failover.restart_regions(
-            body.task, reason=f"restart region from the failover page by {name}", user=name
-        )
+        try:
+            cleared = failover.restart_regions(
+                body.task, reason=f"restart region from the failover page by {name}", user=name
+            )
+        except DamagedJournal as err:  # raised before anything is cleared or written
+            raise HTTPException(
+                status.HTTP_409_CONFLICT, f"restart refused, nothing was cleared: {mask_secrets(str(err))}"
+            ) from None
         log.warning(
             "user %s restarted the region of %s in %s/%s: cleared %s",
             name,

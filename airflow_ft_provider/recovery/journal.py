@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from airflow_ft_provider.failover.clock import SystemClock
 from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.model.description import MAX_DESCRIPTION_BYTES, PipelineDescription
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
@@ -38,6 +39,13 @@ _EVENT_FIELDS: dict[str, tuple[type, ...]] = {
     "try_number": (int,),
     "strategy_state": (dict, type(None)),
 }
+
+
+class DamagedJournal(ValueError):
+    """The run's stored recovery state cannot be trusted: nothing that reads or writes it may go on.
+
+    The failover page still shows the run (with the reason), a manual restart is refused (it would write
+    over the evidence and the restart budgets), and the message names the object and the two fixes."""
 
 
 class RecoveryJournal:
@@ -90,15 +98,40 @@ class RecoveryJournal:
         return None if raw is None else PipelineDescription.from_json(raw.value)
 
     def load(self) -> RecoveryState:
+        """The stored state (empty before the first failure); :class:`DamagedJournal` if it is invalid."""
         current = self.store.json_objects.get_bytes(self.state_key)
-        return RecoveryState.from_json(None if current is None else current.value)
+        return self._parsed(None if current is None else current.value)
+
+    def load_checked(self, description: PipelineDescription) -> RecoveryState:
+        """The stored state, with every restart budget in it restorable by the run's restart strategy:
+        what the next failover decision will read. :class:`DamagedJournal` otherwise."""
+        state = self.load()
+        for scope, saved in sorted(state.strategies.items()):
+            try:
+                description.restart_strategy(clock=SystemClock()).restore_state(saved)
+            except ValueError as err:
+                raise self._damaged(f"restart budget {scope!r}: {err}") from None
+        return state
+
+    def _parsed(self, raw: bytes | None) -> RecoveryState:
+        try:
+            return RecoveryState.from_json(raw)
+        except ValueError as err:
+            raise self._damaged(str(err)) from None
+
+    def _damaged(self, detail: str) -> DamagedJournal:
+        return DamagedJournal(
+            f"the run's recovery state s3://{self.store.bucket}/{self.state_key} is damaged ({detail}); "
+            "failover decisions and manual restarts of this run read it, so they stop until it is "
+            "repaired, or deleted to count the run's restarts afresh"
+        )
 
     def update(self, change: Callable[[RecoveryState], T]) -> T:
         """Apply ``change`` to the stored state atomically; it may run again after a lost race."""
         outcome: list[T] = []
 
         def apply(raw: bytes | None) -> bytes:
-            state = RecoveryState.from_json(raw)
+            state = self._parsed(raw)
             outcome[:] = [change(state)]
             return state.to_json()
 

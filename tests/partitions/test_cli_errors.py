@@ -73,3 +73,16 @@ def test_history_prints_the_stored_runs_events(capsys, dags):
     assert main(["history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1"]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert json.loads(line)["task"] == "A" and json.loads(line)["kind"] == "manual"
+
+
+def test_a_damaged_recovery_state_stops_a_restart_before_anything_is_cleared(capsys, dags):
+    """The budget passes the state's schema but not the run's restart strategy (exponential-delay, the
+    default with a store): the restart is refused, the state left as it was for repair."""
+    store = S3PartitionStore(dags.client(), dags.url)
+    journal = RecoveryJournal(store, RunRef("ft_cli_errors", "manual__1"))
+    damaged = b'{"version": 1, "strategies": {"run": {"type": "exponential-delay", "attempt": "2"}}}'
+    store.write_object(journal.state_key, damaged)
+    code, err = run(capsys, "--task", "B[0]")
+    assert code == 1 and "Traceback" not in err
+    assert f"recovery state s3://{store.bucket}/{journal.state_key} is damaged" in err and "deleted" in err
+    assert store.json_objects.get_bytes(journal.state_key).value == damaged and journal.events() == []

@@ -374,3 +374,54 @@ def test_causes_are_shown_masked_and_as_data(airflow, web):
     assert response.headers["content-type"] == "application/json"
     [event] = response.json()["history"]
     assert secret not in response.text and event["cause"] == f"RuntimeError: {HOSTILE} token=***"
+
+
+# -- a damaged recovery journal -------------------------------------------------------------------------
+DAMAGED_STATES = {
+    "not-json": b"{\"version\": 1, \"strategies\": ",
+    "unknown-version": b'{"version": 7}',
+    "budget-not-an-object": b'{"version": 1, "strategies": {"run": ["fixed-delay", 3]}}',
+    # Passes the state's own schema; only the run's restart strategy can tell (the page used to 500 here
+    # while a restart went through).
+    "budget-of-the-wrong-type": b'{"version": 1, "strategies": {"run": {"type": "fixed-delay", "failures": "3"}}}',
+    "budget-of-another-strategy": b'{"version": 1, "strategies": {"run": {"type": "failure-rate"}}}',
+    "restart-time-not-a-number": b'{"version": 1, "not_before": {"C": "soon"}}',
+}
+
+
+@pytest.mark.parametrize("damage", DAMAGED_STATES, ids=list(DAMAGED_STATES))
+def test_a_damaged_recovery_state_is_shown_and_blocks_restarts(airflow, web, damage):
+    """The page shows the run with the journal marked damaged and why; a restart is refused with 409
+    before anything is cleared or written (it would overwrite the evidence and the restart budgets)."""
+    run_id = airflow.run()
+    journal = RecoveryJournal(airflow.store, RunRef(DAG, run_id))
+    airflow.store.write_object(journal.state_key, DAMAGED_STATES[damage])
+    before = airflow.tries(DAG, run_id)
+    ada = bearer(airflow.token("ada"))
+
+    page = web.get(f"/api/runs/{DAG}/{run_id}", headers=ada)
+    assert page.status_code == 200, page.text
+    view = page.json()
+    assert view["journal"]["damaged"] is True
+    assert f"s3://{airflow.store.bucket}/{journal.state_key} is damaged" in view["journal"]["reason"]
+    assert "repaired, or deleted" in view["journal"]["reason"]
+    assert {t["id"]: t["state"] for t in view["tasks"]} == {"A": "success", "B": "success", "C": "failed",
+                                                           "D": "running"}
+
+    refused = restart(web, run_id, headers=ada)
+    assert refused.status_code == 409, refused.text
+    assert "restart refused, nothing was cleared" in refused.text and "is damaged" in refused.text
+    assert airflow.tries(DAG, run_id) == before
+    assert journal.events() == []
+    assert airflow.store.json_objects.get_bytes(journal.state_key).value == DAMAGED_STATES[damage]
+
+
+def test_a_sound_journal_is_not_marked_damaged_and_a_deleted_one_restarts(airflow, web):
+    run_id = airflow.run()
+    journal = RecoveryJournal(airflow.store, RunRef(DAG, run_id))
+    ada = bearer(airflow.token("ada"))
+    airflow.store.write_object(journal.state_key, DAMAGED_STATES["budget-of-the-wrong-type"])
+    assert restart(web, run_id, headers=ada).status_code == 409
+    airflow.store.client.delete_object(Bucket=airflow.store.bucket, Key=journal.state_key)  # the documented fix
+    assert web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()["journal"] == {"damaged": False, "reason": ""}
+    assert restart(web, run_id, headers=ada).json()["cleared"] == ["B", "C", "D"]
