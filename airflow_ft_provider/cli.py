@@ -36,10 +36,14 @@ def _task_argument(value: str) -> str:
 
 
 def _store(args: argparse.Namespace):
-    """The store ``--store`` and ``--aws-conn-id`` name (default: ``[ft_provider] partition_store_url``)."""
+    """The store ``--store`` and ``--aws-conn-id`` name (default: ``[ft_provider] partition_store_url``
+    and ``partition_store_conn_id``)."""
+    from airflow.sdk import conf
+
     from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
 
-    return PartitionStoreHook(args.aws_conn_id, url=args.store).get_store()
+    conn_id = args.aws_conn_id or conf.get("ft_provider", "partition_store_conn_id", fallback=None)
+    return PartitionStoreHook(conn_id or "aws_default", url=args.store).get_store()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,14 +61,20 @@ def main(argv: list[str] | None = None) -> int:
             help="the pipeline's partition store, s3://bucket/prefix/ "
             "(default: [ft_provider] partition_store_url)",
         )
-        command.add_argument("--aws-conn-id", default="aws_default", help="the store's aws connection")
+        command.add_argument(
+            "--aws-conn-id",
+            help="the store's aws connection (default: [ft_provider] partition_store_conn_id, aws_default)",
+        )
         if name == "restart-region":
             command.add_argument(
                 "--task", required=True, type=_task_argument, help="a task id, with [i] for map index i"
             )
     gc = commands.add_parser("gc", help="release runs whose retention passed and orphaned attempt data")
     gc.add_argument("--store", help="s3://bucket/prefix/ (default: [ft_provider] partition_store_url)")
-    gc.add_argument("--aws-conn-id", default="aws_default", help="the store's aws connection")
+    gc.add_argument(
+        "--aws-conn-id",
+        help="the store's aws connection (default: [ft_provider] partition_store_conn_id, aws_default)",
+    )
     gc.add_argument(
         "--pipeline",
         action="append",

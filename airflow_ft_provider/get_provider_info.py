@@ -39,6 +39,15 @@ def _partition_store_options() -> dict[str, dict[str, Any]]:
             "example": "s3://data-lake/ft-partitions/",
             "default": None,
         },
+        "partition_store_conn_id": {
+            "description": "The aws connection of partition_store_url: used by pipelines that name no "
+            "aws_conn_id, and by the API server's failover page for pipelines whose DAG declares no "
+            "blocking output (the partition Assets of the others name their connection).",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "data_lake_s3",
+            "default": "aws_default",
+        },
         "partition_store_cache_dir": {
             "description": "Local directory for task-local recovery: partitions read or written by a "
             "worker are kept here and reused after verification against the S3 manifest. Unset: no cache.",

@@ -91,12 +91,19 @@ def stage_declaration(task: Any) -> StageDeclaration | None:
     return StageDeclaration(task.task_id, 1, tuple(task.inputs), tuple(task.outputs))
 
 
+def _cluster_store_conn_id() -> str:
+    """``[ft_provider] partition_store_conn_id``: the connection of the cluster's default store."""
+    from airflow.sdk import conf
+
+    return conf.get("ft_provider", "partition_store_conn_id", fallback=None) or "aws_default"
+
+
 class FailoverPipeline:
     def __init__(
         self,
         *,
         store: str | None = None,
-        aws_conn_id: str = "aws_default",
+        aws_conn_id: str | None = None,
         spark_conn_id: str = "spark_default",
         restart_strategy: Mapping[str, object] | None = None,
         failover_strategy: str | None = None,
@@ -107,7 +114,7 @@ class FailoverPipeline:
         group_regions: bool = True,
     ) -> None:
         self.store = store
-        self.aws_conn_id = aws_conn_id
+        self.aws_conn_id = aws_conn_id or _cluster_store_conn_id()
         self.spark_conn_id = spark_conn_id
         # Flink's layering: the cluster's [ft_provider] keys, overridden key by key by the pipeline's.
         # The deprecated 'restart-strategy' is resolved within each layer, so a pipeline's old key
@@ -291,6 +298,9 @@ class FailoverPipeline:
                     # stores (the same DAG parsed with another bucket) makes Airflow fail the task
                     # with AirflowInactiveAssetInInletOrOutletException.
                     group="ft-partitions",
+                    # What the API server reads the run's journal with: the serialized DAG is the one
+                    # place it trusts to name the connection (plugins/trust.py).
+                    extra={"aws_conn_id": self.aws_conn_id},
                 )
                 for output in stage.outputs
                 if output.result_type.is_reconsumable

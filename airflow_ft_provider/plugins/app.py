@@ -40,7 +40,13 @@ from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.plugins.run_view import build_run_view
-from airflow_ft_provider.plugins.trust import RunNotReady, UntrustedRun, run_journal
+from airflow_ft_provider.plugins.trust import (
+    DEFAULT_AWS_CONN_ID,
+    RunNotReady,
+    StorePointer,
+    UntrustedRun,
+    run_journal,
+)
 from airflow_ft_provider.recovery.coordinator import RegionFailover, mask_secrets
 from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, DamagedJournal, RecoveryJournal
 
@@ -136,6 +142,13 @@ def _dag_run(session, dag_id: str, run_id: str):
     return run
 
 
+def _server_store(conf: Any) -> StorePointer | None:
+    """The API server's own default store and connection, for DAGs whose configuration names none."""
+    url = conf.get("ft_provider", "partition_store_url", fallback=None)
+    conn_id = conf.get("ft_provider", "partition_store_conn_id", fallback=None) or DEFAULT_AWS_CONN_ID
+    return StorePointer(url, conn_id) if url else None
+
+
 def _verified(session, run) -> tuple[RecoveryJournal, Any]:
     """The run's journal and description, checked against its DAG's configuration (plugins/trust.py)."""
     from airflow.configuration import conf
@@ -154,7 +167,7 @@ def _verified(session, run) -> tuple[RecoveryJournal, Any]:
             dag=dag,
             run_id=run.run_id,
             pointer=_store_pointer(session, run.dag_id, run.run_id),
-            default_url=conf.get("ft_provider", "partition_store_url", fallback=None) or None,
+            default=_server_store(conf),
             max_parallelism=conf.getint("core", "max_map_length", fallback=1024),
             store_factory=lambda conn_id, url: PartitionStoreHook(conn_id, url=url).get_store(),
         )

@@ -6,11 +6,15 @@ the store's credentials). Neither may choose where the API server reads and writ
 
 The API server trusts what DAG files decide and its own settings, and it never imports DAG files:
 
-* the store is the one the run's **serialized DAG** names (the metadata DB, written by the DAG
-  processor): a pipeline's blocking outputs are Assets ``s3://<bucket>/<prefix><dag_id>/<result>`` of
-  group ``ft-partitions``; a pipeline without any uses the server's ``[ft_provider] partition_store_url``;
-* the XCom's store must be that store, and its connection id the one the run's stored pipeline
-  description (in that store) names;
+* the store and its connection are the ones the run's **serialized DAG** names (the metadata DB,
+  written by the DAG processor): a pipeline's blocking outputs are Assets
+  ``s3://<bucket>/<prefix><dag_id>/<result>`` of group ``ft-partitions`` whose ``extra`` names the
+  pipeline's ``aws_conn_id``; a pipeline without any uses the server's ``[ft_provider]
+  partition_store_url`` and ``partition_store_conn_id``;
+* the XCom must name that store and that connection; it is compared, never used: no request is signed
+  with a connection the DAG's configuration does not name, and a refusal reads the same whether the
+  connection the XCom names exists or not;
+* the run's stored pipeline description (read with the DAG's connection) must name them too;
 * the description must be of this DAG, its stages tasks of the run's serialized DAG, a stage's
   parallelism 1 for an unmapped task and at most ``[core] max_map_length`` for a mapped one.
 """
@@ -18,16 +22,18 @@ The API server trusts what DAG files decide and its own settings, and it never i
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from airflow_ft_provider.model.description import PipelineDescription
+from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.naming import StoreLayout
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.locator import stored_run_pipeline
 
 PARTITION_ASSET_GROUP = "ft-partitions"
+ASSET_CONN_KEY = "aws_conn_id"  # in a partition Asset's extra: the connection its store is reached through
 DEFAULT_AWS_CONN_ID = "aws_default"
 _CONN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,250}\Z")
 
@@ -40,20 +46,32 @@ class RunNotReady(LookupError):
     """The run has nothing to show yet (no stage started, or no description stored)."""
 
 
-def _asset_fields(outlet: Any) -> tuple[str | None, str | None]:
-    # Deserialized operators hold Asset objects; mapped ones keep the serialized dicts of partial_kwargs.
+@dataclass(frozen=True)
+class StorePointer:
+    """A partition store and the ``aws`` connection it is reached through."""
+
+    url: str
+    aws_conn_id: str
+
+
+def _asset_fields(outlet: Any) -> tuple[str | None, str | None, object]:
+    """(uri, group, extra) of an outlet. Deserialized operators hold Asset objects; mapped ones keep the
+    serialized dicts of partial_kwargs."""
     if isinstance(outlet, Mapping):
         fields = outlet.get("__var", outlet)
-        return fields.get("uri"), fields.get("group")
-    return getattr(outlet, "uri", None), getattr(outlet, "group", None)
+        return fields.get("uri"), fields.get("group"), fields.get("extra")
+    return getattr(outlet, "uri", None), getattr(outlet, "group", None), getattr(outlet, "extra", None)
 
 
-def configured_store(dag: Any, *, default_url: str | None) -> str | None:
-    """The store URL the serialized DAG's partition Assets name; ``default_url`` if it declares none."""
-    urls = set()
+def configured_store(dag: Any, *, default: StorePointer | None) -> StorePointer | None:
+    """The store and connection the serialized DAG's partition Assets name; ``default`` (the API server's
+    own settings) if it declares none. An asset serialized without a connection (an older release of
+    this provider) names the default connection until the DAG processor serializes the DAG again."""
+    default_conn = default.aws_conn_id if default else DEFAULT_AWS_CONN_ID
+    found = set()
     for task in dag.tasks:
         for outlet in getattr(task, "outlets", None) or ():
-            uri, group = _asset_fields(outlet)
+            uri, group, extra = _asset_fields(outlet)
             if group != PARTITION_ASSET_GROUP or not isinstance(uri, str):
                 continue
             head = uri.rpartition("/")[0]
@@ -61,29 +79,34 @@ def configured_store(dag: Any, *, default_url: str | None) -> str | None:
                 raise UntrustedRun(
                     f"partition asset {uri!r} of DAG {dag.dag_id!r} is not under the DAG's prefix"
                 )
-            urls.add(_normalized(head[: -len(dag.dag_id)]))
-    if len(urls) > 1:
-        raise UntrustedRun(f"the partition assets of DAG {dag.dag_id!r} name several stores: {sorted(urls)}")
-    if urls:
-        return urls.pop()
-    return _normalized(default_url) if default_url else None
+            conn_id = extra.get(ASSET_CONN_KEY) if isinstance(extra, Mapping) else None
+            found.add(StorePointer(_normalized(head[: -len(dag.dag_id)]), _conn_id(conn_id or default_conn)))
+    if len(found) > 1:
+        raise UntrustedRun(
+            f"the partition assets of DAG {dag.dag_id!r} name several stores or connections: "
+            f"{sorted((p.url, p.aws_conn_id) for p in found)}"
+        )
+    if found:
+        return found.pop()
+    return StorePointer(_normalized(default.url), _conn_id(default.aws_conn_id)) if default else None
+
+
+def _conn_id(value: object) -> str:
+    if not isinstance(value, str) or not _CONN_ID.match(value):
+        raise UntrustedRun(f"the partition assets name an invalid connection id {str(value)[:100]!r}")
+    return value
 
 
 def _normalized(url: str) -> str:
     return StoreLayout.from_url(url).url
 
 
-@dataclass(frozen=True)
-class StorePointer:
-    url: str
-    aws_conn_id: str
-
-
-def check_pointer(pointer: object, *, dag_id: str, run_id: str, trusted_url: str | None) -> StorePointer:
-    """The ``ft_store`` XCom, accepted only if it names the store the DAG's configuration names."""
+def check_pointer(pointer: object, *, dag_id: str, run_id: str, trusted: StorePointer | None) -> StorePointer:
+    """The store and connection the DAG's configuration names, once the ``ft_store`` XCom (which says a
+    stage started) is found to name exactly them. The XCom's values are only compared, never used."""
     if not isinstance(pointer, Mapping) or not isinstance(pointer.get("url"), str):
         raise RunNotReady(f"no stage of run {run_id!r} of DAG {dag_id!r} has started yet: nothing to show")
-    if trusted_url is None:
+    if trusted is None:
         raise UntrustedRun(
             f"DAG {dag_id!r} names no partition store: its serialized DAG has no partition assets and "
             "[ft_provider] partition_store_url is not set on the API server; set it there"
@@ -93,14 +116,14 @@ def check_pointer(pointer: object, *, dag_id: str, run_id: str, trusted_url: str
         url = _normalized(pointer["url"])
     except ValueError:
         url = None
-    if url != trusted_url or not isinstance(conn_id, str) or not _CONN_ID.match(conn_id):
+    if url != trusted.url or conn_id != trusted.aws_conn_id:
         raise UntrustedRun(
             f"the ft_store XCom of run {run_id!r} names store {str(pointer['url'])[:200]!r} with connection "
-            f"{str(conn_id)[:100]!r}, but DAG {dag_id!r} is configured with store {trusted_url!r}; "
-            "the XCom is writable through the REST API, so the API server does not use it: delete the "
-            "XCom or re-run a stage"
+            f"{str(conn_id)[:100]!r}, but DAG {dag_id!r} is configured with store {trusted.url!r} and "
+            f"connection {trusted.aws_conn_id!r}; the XCom is writable through the REST API, so the API "
+            "server does not use it: delete the XCom or re-run a stage"
         )
-    return StorePointer(url, conn_id)
+    return trusted
 
 
 def check_description(
@@ -115,8 +138,8 @@ def check_description(
         )
     if description.aws_conn_id != pointer.aws_conn_id:
         raise UntrustedRun(
-            f"the run's ft_store XCom names connection {pointer.aws_conn_id!r}, its stored pipeline "
-            f"description {description.aws_conn_id!r}; the API server uses neither"
+            f"DAG {dag_id!r} is configured with connection {pointer.aws_conn_id!r}, the run's stored "
+            f"pipeline description names {description.aws_conn_id!r}; refusing to act on it"
         )
     if description.store and _normalized(description.store) != pointer.url:
         raise UntrustedRun(
@@ -148,9 +171,9 @@ def run_journal(
     dag: Any,
     run_id: str,
     pointer: object,
-    default_url: str | None,
+    default: StorePointer | None,
     max_parallelism: int,
-    store_factory: Any,
+    store_factory: Callable[[str, str], S3PartitionStore],
 ) -> tuple[RecoveryJournal, PipelineDescription]:
     """The run's journal and description, from the store the DAG's configuration names, checked.
 
@@ -158,7 +181,7 @@ def run_journal(
     a ``ValueError`` (an unusable run id, a damaged description) say why not.
     """
     checked = check_pointer(
-        pointer, dag_id=dag.dag_id, run_id=run_id, trusted_url=configured_store(dag, default_url=default_url)
+        pointer, dag_id=dag.dag_id, run_id=run_id, trusted=configured_store(dag, default=default)
     )
     journal, description = stored_run_pipeline(
         store_factory(checked.aws_conn_id, checked.url), dag.dag_id, run_id

@@ -30,7 +30,7 @@ from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, RecoveryJournal
 
 pytestmark = [pytest.mark.s3, pytest.mark.airflow]
 
-DAG, OTHER = "ft_sec_seed", "ft_sec_other"
+DAG, OTHER, OWN_CONN = "ft_sec_seed", "ft_sec_other", "ft_sec_own_conn"
 FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
          "restart-strategy.fixed-delay.delay": "2 s"}
 DAG_FILE = '''
@@ -46,6 +46,13 @@ for dag_id in ("{dag}", "{other}"):
             SparkStageOperator(task_id="B", application="x.py", inputs=["a"], outputs=["b"])
             SparkStageOperator(task_id="C", application="x.py", inputs=["b"], outputs=["c"])
             SparkStageOperator(task_id="D", application="x.py", inputs=["b"], outputs=["d"])
+
+with DAG("{own_conn}", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
+    with FailoverPipeline(restart_strategy={fixed!r}, aws_conn_id="ft_sec_store"):
+        SparkStageOperator(task_id="A", application="x.py", outputs=["a"])
+        SparkStageOperator(task_id="B", application="x.py", inputs=["a"], outputs=["b"])
+        SparkStageOperator(task_id="C", application="x.py", inputs=["b"], outputs=["c"])
+        SparkStageOperator(task_id="D", application="x.py", inputs=["b"], outputs=["d"])
 '''
 SECRET = "ft-test-jwt-secret-" + "x" * 64
 HOSTILE = "</script><script>alert('ft')</script>\"'&<!--"
@@ -132,7 +139,7 @@ def airflow(s3_endpoint, tmp_path_factory) -> Iterator[Airflow]:
     s3_endpoint.client().create_bucket(Bucket=bucket)
     store_url = f"s3://{bucket}/pipelines/"
     (home / "dags").mkdir()
-    (home / "dags" / "ft_sec_dags.py").write_text(DAG_FILE.format(dag=DAG, other=OTHER, fixed=FIXED))
+    (home / "dags" / "ft_sec_dags.py").write_text(DAG_FILE.format(dag=DAG, other=OTHER, own_conn=OWN_CONN, fixed=FIXED))
     db_url = f"sqlite:///{home}/airflow.db"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
     env.update(AIRFLOW_HOME=str(home), AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=db_url,
@@ -283,13 +290,55 @@ def test_a_description_of_another_dag_is_refused(airflow, web):
     assert (airflow.tries(OTHER, victim), airflow.tries(DAG, run_id)) == (victim_before, before)
 
 
+class RecordingEndpoint:
+    """An HTTP server that records every request and answers 403, standing in for the S3 endpoint of a
+    connection the API server holds for something else."""
+
+    def __init__(self) -> None:
+        import threading
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        self.requests: list[str] = []
+        endpoint = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def _record(self) -> None:
+                endpoint.requests.append(f"{self.command} {self.path} {self.headers.get('Authorization', '')[:40]}")
+                self.send_response(403)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            do_GET = do_HEAD = do_PUT = do_POST = do_DELETE = _record
+
+            def log_message(self, *args: Any) -> None:
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def privileged_endpoint(monkeypatch) -> Iterator[RecordingEndpoint]:
+    """Connection ``ft_privileged`` (defined on the server, for another purpose) to a recording endpoint."""
+    endpoint = RecordingEndpoint()
+    monkeypatch.setenv("AIRFLOW_CONN_FT_PRIVILEGED", json.dumps({
+        "conn_type": "aws", "login": "AKIAPRIVILEGED", "password": "privileged-secret",
+        "extra": {"endpoint_url": endpoint.url, "region_name": "us-east-1"}}))
+    yield endpoint
+    endpoint.close()
+
+
 @pytest.mark.parametrize("pointer", [
     {"url": "s3://attacker-bucket/x/", "aws_conn_id": "aws_default"},
     "store_with_another_connection",
 ], ids=["another-store", "another-connection"])
-def test_an_xcom_that_points_elsewhere_is_not_used(airflow, web, pointer, monkeypatch):
+def test_an_xcom_that_points_elsewhere_is_not_used(airflow, web, pointer, privileged_endpoint):
     if pointer == "store_with_another_connection":  # a connection the server has, for more than this store
-        monkeypatch.setenv("AIRFLOW_CONN_FT_PRIVILEGED", os.environ["AIRFLOW_CONN_AWS_DEFAULT"])
         pointer = {"url": airflow.store_url, "aws_conn_id": "ft_privileged"}
     run_id = airflow.run(pointer=pointer)
     before = airflow.tries(DAG, run_id)
@@ -298,6 +347,34 @@ def test_an_xcom_that_points_elsewhere_is_not_used(airflow, web, pointer, monkey
         assert response.status_code == 409, response.text
     assert airflow.tries(DAG, run_id) == before
     assert RecoveryJournal(airflow.store, RunRef(DAG, run_id)).events() == []
+    assert privileged_endpoint.requests == []  # no request signed with the connection the XCom named
+
+
+def test_a_refusal_does_not_tell_whether_the_named_connection_exists(airflow, web, privileged_endpoint):
+    ada = bearer(airflow.token("ada"))
+    answers = []
+    for conn_id in ("ft_privileged", "ft_no_such_connection"):
+        run_id = airflow.run(run_id=f"manual__probe_{conn_id}", pointer={"url": airflow.store_url,
+                                                                         "aws_conn_id": conn_id})
+        for response in (web.get(f"/api/runs/{DAG}/{run_id}", headers=ada), restart(web, run_id, headers=ada)):
+            assert response.status_code == 409, response.text
+            answers.append(response.text.replace(conn_id, "<conn>").replace(run_id, "<run>"))
+    assert answers[:2] == answers[2:]
+    assert "configured with store" in answers[0] and "connection 'aws_default'" in answers[0]
+    assert privileged_endpoint.requests == []
+
+
+def test_a_pipeline_with_its_own_connection_is_read_with_it(airflow, web, monkeypatch):
+    """The DAG's partition Assets name its connection; the server reads the run with that one only."""
+    monkeypatch.setenv("AIRFLOW_CONN_FT_SEC_STORE", os.environ["AIRFLOW_CONN_AWS_DEFAULT"])
+    ada = bearer(airflow.token("ada"))
+    own = airflow.run(OWN_CONN, pointer={"url": airflow.store_url, "aws_conn_id": "ft_sec_store"},
+                      stored=description(OWN_CONN, aws_conn_id="ft_sec_store"))
+    assert web.get(f"/api/runs/{OWN_CONN}/{own}", headers=ada).status_code == 200
+    default = airflow.run(OWN_CONN, pointer={"url": airflow.store_url, "aws_conn_id": "aws_default"},
+                          stored=description(OWN_CONN))
+    refused = web.get(f"/api/runs/{OWN_CONN}/{default}", headers=ada)
+    assert refused.status_code == 409 and "connection 'ft_sec_store'" in refused.text
 
 
 def test_a_huge_parallelism_in_a_stored_description_is_refused_quickly(airflow, web):
