@@ -61,6 +61,14 @@ def check_encoded_name(kind: str, value: object) -> str:
             + (f" (found {bad!r})" if bad else "")
             + "; use the id exactly as Airflow made it"
         )
+    if (encoded := len(encode_segment(value))) > MAX_PATH_SEGMENT:
+        # ':' and '+' take 3 characters in a key segment, other non-ASCII up to 12: a worker's cache and
+        # staging directories would fail with "File name too long" (errno 36) instead of this.
+        raise ValueError(
+            f"invalid {kind} {value[:40]!r}…: it becomes a key segment and a directory name of {encoded} "
+            f"characters (longer than {MAX_PATH_SEGMENT}) once its characters outside [A-Za-z0-9_.-] are "
+            "encoded; use a shorter id"
+        )
     return value
 
 
