@@ -132,8 +132,6 @@ class Infrastructure:
             **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")},
         }
         home = self.airflow_home
-        if home:
-            shutil.rmtree(home, ignore_errors=True)
         self.airflow = LiveAirflow([REPO / "dags_examples"], env=env, home=home, keep_home=bool(home),
                                    startup_timeout=600)
         with Ticker("   starting Airflow (db migrate, API server, scheduler, DAG processor, triggerer)"):
@@ -406,6 +404,22 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
 # -- main --------------------------------------------------------------------------------------------
 
 
+def usable_airflow_home(path: str | None) -> str | None:
+    """``--airflow-home``: a new or empty directory, kept afterwards. Never one with files in it: the
+    demo would mix its database and DAGs into them (pointed at ~/airflow, into a real Airflow home)."""
+    if path is None:
+        return None
+    home = Path(path).expanduser().resolve()
+    if home.exists() and (not home.is_dir() or any(home.iterdir())):
+        raise SystemExit(
+            f"--airflow-home {path}: {'is not a directory' if not home.is_dir() else 'is not empty'}; "
+            "the demo needs a new or empty directory (it creates its database, logs and DAG folder there "
+            "and keeps them afterwards): give another path, or leave the option out for a temporary one"
+        )
+    home.mkdir(parents=True, exist_ok=True)
+    return str(home)
+
+
 def preflight() -> None:
     java = shutil.which("java") or (os.environ.get("JAVA_HOME") and Path(os.environ["JAVA_HOME"], "bin", "java"))
     if not java:
@@ -417,7 +431,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--no-wait", action="store_true",
                         help="exit after the report (default when CI is set or stdin is not a terminal)")
-    parser.add_argument("--airflow-home", help="use (and keep) this AIRFLOW_HOME instead of a temporary one")
+    parser.add_argument("--airflow-home", help="a new or empty directory to use (and keep) as AIRFLOW_HOME "
+                        "instead of a temporary one; a directory with files in it is refused, never changed")
     parser.add_argument("--timeout", type=float, default=1500, help="seconds to wait for the runs (default 1500)")
     parser.add_argument("--spark-submit", action="store_true",
                         help="run each stage as its own spark-submit instead of on a Spark Connect server")
@@ -428,8 +443,9 @@ def main(argv: list[str] | None = None) -> int:
         raise KeyboardInterrupt
 
     signal.signal(signal.SIGTERM, terminate)
+    home = usable_airflow_home(args.airflow_home)
     preflight()
-    infra = Infrastructure(args.airflow_home, spark_submit=args.spark_submit)
+    infra = Infrastructure(home, spark_submit=args.spark_submit)
     ok = False
     try:
         say("1. Starting the services")
