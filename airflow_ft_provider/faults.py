@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import os
 import signal
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -56,8 +57,13 @@ def requested_faults(context: Any) -> object:
     return conf.get(FAULTS_KEY, (context.get("params") or {}).get(FAULTS_KEY, []))
 
 
-def parse_faults(raw: object, core_task: str) -> list[Fault]:
-    """The faults of ``raw`` (a run's ``ft_faults``) that name ``core_task``; a malformed list is an error."""
+def parse_faults(
+    raw: object, core_task: str, *, tasks: Collection[str], partitions: Collection[str]
+) -> list[Fault]:
+    """The faults of ``raw`` (a run's ``ft_faults``) that name ``core_task``, after checking the whole
+    list against the pipeline: a malformed entry, or a task or partition the pipeline does not have, is
+    a ValueError naming the valid ones. A typo must not make a run "recover" from a fault never injected.
+    """
     if not isinstance(raw, list):
         raise ValueError(f"{FAULTS_KEY} must be a list of objects, got {raw!r}")
     faults = []
@@ -67,17 +73,33 @@ def parse_faults(raw: object, core_task: str) -> list[Fault]:
         mode = entry.get("mode", "none" if entry.get("delete") or entry.get("truncate") else "raise")
         if mode not in MODES:
             raise ValueError(f"{FAULTS_KEY} entry {entry!r}: mode must be one of {MODES}, got {mode!r}")
-        if entry["task"] == core_task:
-            faults.append(
-                Fault(
-                    core_task,
-                    int(entry.get("times", 1)),
-                    mode,
-                    tuple(entry.get("delete", ())),
-                    tuple(entry.get("truncate", ())),
-                )
+        if entry["task"] not in tasks:
+            raise ValueError(
+                f"{FAULTS_KEY} entry {entry!r}: the pipeline has no task {entry['task']!r}; "
+                f"tasks: {_names(tasks)}"
             )
+        times = entry.get("times", 1)
+        if isinstance(times, bool) or not isinstance(times, int) or times < 1:
+            raise ValueError(f"{FAULTS_KEY} entry {entry!r}: times must be an integer ≥ 1, got {times!r}")
+        damaged: dict[str, tuple[str, ...]] = {}
+        for key in ("delete", "truncate"):
+            named = entry.get(key, [])
+            if not isinstance(named, list) or not all(isinstance(p, str) for p in named):
+                raise ValueError(f"{FAULTS_KEY} entry {entry!r}: {key} must be a list of partition ids")
+            if unknown := [p for p in named if p not in partitions]:
+                raise ValueError(
+                    f"{FAULTS_KEY} entry {entry!r}: the pipeline has no partition {unknown[0]!r}; "
+                    f"partitions: {_names(partitions)}"
+                )
+            damaged[key] = tuple(named)
+        if entry["task"] == core_task:
+            faults.append(Fault(core_task, times, mode, damaged["delete"], damaged["truncate"]))
     return faults
+
+
+def _names(names: Collection[str], limit: int = 40) -> str:
+    listed = sorted(names)
+    return ", ".join(listed[:limit]) + (f", … ({len(listed)} in all)" if len(listed) > limit else "")
 
 
 class NoFaults:
@@ -124,8 +146,12 @@ class FaultInjector:
             kill_self()
 
 
-def injector_for(context: Any, core_task: str, *, store: Any, run: Any, log: Any) -> NoFaults | FaultInjector:
-    """The faults this try must inject: none unless the run asks for them and the deployment allows it."""
+def injector_for(
+    context: Any, core_task: str, *, graph: Any, store: Any, run: Any, log: Any
+) -> NoFaults | FaultInjector:
+    """The faults this try must inject: none unless the run asks for them and the deployment allows it.
+    Where it does, an invalid ``ft_faults`` fails the try without a retry (AirflowFailException): the
+    same conf would fail every retry the same way."""
     raw = requested_faults(context)
     if not raw:
         return NoFaults()
@@ -138,7 +164,12 @@ def injector_for(context: Any, core_task: str, *, store: Any, run: Any, log: Any
             ALLOW_KEY,
         )
         return NoFaults()
-    faults = parse_faults(raw, core_task)
+    try:
+        faults = parse_faults(raw, core_task, tasks=graph.task_ids(), partitions=graph.partition_ids())
+    except ValueError as err:
+        from airflow.sdk.exceptions import AirflowFailException
+
+        raise AirflowFailException(f"invalid ft_faults in the run's conf: {err}") from None
     if not faults:
         return NoFaults()
     return FaultInjector(

@@ -67,7 +67,14 @@ class StageAttempt:
     def run(self) -> dict[str, Any]:
         """Only after the application succeeds are its outputs committed; a failure commits nothing."""
         stage = self.stage
-        faults = injector_for(self.context, self.task, store=self.store, run=self.run_ref, log=self.log)
+        faults = injector_for(
+            self.context,
+            self.task,
+            graph=self.description.graph,
+            store=self.store,
+            run=self.run_ref,
+            log=self.log,
+        )
         faults.before_work()
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
         with TryWorkdir(log=self.log) as workdir:

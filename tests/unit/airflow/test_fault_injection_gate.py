@@ -1,10 +1,24 @@
-"""Fault injection acts only where ``[ft_provider] allow_fault_injection`` is on (default off)."""
+"""Fault injection acts only where ``[ft_provider] allow_fault_injection`` is on (default off), and
+there a request that names no task or partition of the pipeline fails the try with the valid names.
+
+    score --scored--> report        transform[0..1] (mapped, nothing exchanged)   other
+"""
 
 from __future__ import annotations
 
 import pytest
+from airflow.sdk.exceptions import AirflowFailException
 
 from airflow_ft_provider.faults import FaultInjector, InjectedFailure, NoFaults, injector_for
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
+
+GRAPH = PipelineDescription("ft_faults_gate", [
+    StageDeclaration("score", 1, (), (Output("scored"),)),
+    StageDeclaration("report", 1, (Input("scored"),), ()),
+    StageDeclaration("transform", 2, (), (Output("transformed"),), mapped=True),
+    StageDeclaration("other", 1, (), ()),
+]).graph
 
 ALLOW = "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION"
 FAULTS = [{"task": "score", "mode": "raise"}, {"task": "score", "delete": ["scored"]},
@@ -37,7 +51,7 @@ class RecordingLog:
 
 
 def injector(faults, task="score", log=None):
-    return injector_for(context(faults), task, store=StoreThatMustNotBeTouched(), run=None,
+    return injector_for(context(faults), task, graph=GRAPH, store=StoreThatMustNotBeTouched(), run=None,
                         log=log or RecordingLog())
 
 
@@ -78,9 +92,30 @@ def test_on_the_faults_of_the_task_are_injected(monkeypatch):
         raising.before_work()
 
 
-def test_on_a_malformed_request_is_a_clear_error(monkeypatch):
+def test_on_a_malformed_request_fails_the_try_without_a_retry(monkeypatch):
     monkeypatch.setenv(ALLOW, "True")
-    with pytest.raises(ValueError, match="ft_faults must be a list of objects"):
+    with pytest.raises(AirflowFailException, match="ft_faults must be a list of objects"):
         injector("not a list")
-    with pytest.raises(ValueError, match="mode must be one of"):
+    with pytest.raises(AirflowFailException, match="mode must be one of"):
         injector([{"task": "score", "mode": "explode"}])
+    with pytest.raises(AirflowFailException, match="times must be an integer ≥ 1, got '2'"):
+        injector([{"task": "score", "times": "2"}])
+
+
+@pytest.mark.parametrize(("faults", "says"), [
+    ([{"task": "transfrom[1]"}], "the pipeline has no task 'transfrom[1]'; tasks: other, report, score, "
+                                 "transform[0], transform[1]"),
+    ([{"task": "transform"}], "the pipeline has no task 'transform'"),  # a mapped stage: name an index
+    ([{"task": "report", "delete": ["socred"]}], "the pipeline has no partition 'socred'; partitions: scored, "
+                                                 "transformed[0], transformed[1]"),
+    ([{"task": "report", "truncate": "scored"}], "truncate must be a list of partition ids"),
+], ids=["misspelt-task", "mapped-stage-without-index", "misspelt-partition", "partitions-not-a-list"])
+def test_a_request_naming_what_the_pipeline_lacks_fails_every_task_with_the_valid_names(monkeypatch, faults,
+                                                                                       says):
+    """Every task of the run checks the whole list, not only the entries naming it: a typo fails the
+    run at its first try instead of letting it succeed without the fault (and look recovered)."""
+    monkeypatch.setenv(ALLOW, "True")
+    for task in ("score", "other"):
+        with pytest.raises(AirflowFailException, match="invalid ft_faults in the run's conf") as failed:
+            injector(faults, task=task)
+        assert says in str(failed.value)
