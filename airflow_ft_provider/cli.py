@@ -67,7 +67,11 @@ def main(argv: list[str] | None = None) -> int:
         )
         if name == "restart-region":
             command.add_argument(
-                "--task", required=True, type=_task_argument, help="a task id, with [i] for map index i"
+                "--task",
+                required=True,
+                type=_task_argument,
+                help="a task id, with [i] for map index i; a mapped stage's name alone restarts the "
+                "regions of all its map indexes",
             )
     gc = commands.add_parser("gc", help="release runs whose retention passed and orphaned attempt data")
     gc.add_argument("--store", help="s3://bucket/prefix/ (default: [ft_provider] partition_store_url)")
@@ -105,10 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                 "no stage try of it has started, or the pipeline has its own store (pass --store)"
             )
         if args.command == "restart-region":
-            if args.task not in (tasks := description.graph.task_ids()):
-                raise ValueError(
-                    f"{args.task!r} is not a task of pipeline {args.dag_id!r}; tasks: {', '.join(tasks[:50])}"
-                )
+            description.tasks_named(args.task)  # a clear error for a name the pipeline lacks
             failover = RegionFailover(description, args.run_id, store=store)
             cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
             print(f"restarted: {', '.join(cleared) if cleared else 'nothing had started yet'}")

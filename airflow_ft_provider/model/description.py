@@ -198,6 +198,21 @@ class PipelineDescription:
             return task.name, task.index
         return task.name, 0 if self.stages[task.name].mapped else UNMAPPED
 
+    def tasks_named(self, name: str) -> list[str]:
+        """The core tasks a user means by ``name``: that task (``stage`` or ``stage[i]``), or every map
+        index of a mapped stage named without an index."""
+        graph = self.graph
+        if name in graph.stages:
+            return list(graph.stages[name].task_ids)
+        if name in graph.task_ids():
+            return [name]
+        tasks = graph.task_ids()
+        raise PipelineWiringError(
+            f"{name!r} is not a task of pipeline {self.dag_id!r}; tasks: {', '.join(tasks[:50])}"
+            + (f", … ({len(tasks)} in all)" if len(tasks) > 50 else "")
+            + "; a mapped stage's name alone means all its map indexes"
+        )
+
     def core_task_id(self, task_id: str, map_index: int | None) -> str:
         """The failover core's id of a task instance: ``stage`` or ``stage[i]``."""
         if task_id not in self.graph.stages:

@@ -358,14 +358,15 @@ class RegionFailover:
     def restart_regions(
         self, task: str, *, reason: str = "manual restart", user: str | None = None
     ) -> list[str]:
-        """Restart ``task``'s region and its consumer regions now, re-using available upstream partitions.
+        """Restart ``task``'s region (every index's, for a mapped stage's name) and the consumer regions
+        now, re-using available upstream partitions.
 
         Refused with :class:`DamagedJournal` before anything is cleared when the run's recovery state
         cannot be trusted: the restart writes it, and the next failure's decision reads it."""
-        self.pipeline.airflow_key(task)  # a clear error for a task that is not in the pipeline
+        named = self.pipeline.tasks_named(task)  # a clear error for a name that is not in the pipeline
         self.journal.load_checked(self.pipeline)
-        failover = self.pipeline.failover_strategy()
-        regions = failover.regions_to_restart(task, self.unavailable_partitions())
+        failover, unavailable = self.pipeline.failover_strategy(), self.unavailable_partitions()
+        regions = list(dict.fromkeys(r for t in named for r in failover.regions_to_restart(t, unavailable)))
         tasks = set().union(*regions)
 
         def no_waiting(state: RecoveryState) -> None:

@@ -300,3 +300,34 @@ def test_a_handler_terminated_while_clearing_leaves_its_restart_to_the_next_try(
     with pytest.raises(Terminated):
         failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert failover.journal.load().unfinished["C#1"]["abandoned"] is True
+
+
+class MappedApi(ScriptedApi):
+    def task_instances(self, dag_id, run_id):
+        return [{"task_id": t, "map_index": m, "state": "success", "try_number": 1}
+                for t in ("read", "sink") for m in (0, 1)]
+
+    def clear(self, dag_id, run_id, keys):
+        self.clears.append(sorted(keys))
+        return [{"task_id": t, "map_index": m, "try_number": 1} for t, m in keys]
+
+
+def test_a_mapped_stage_named_without_an_index_restarts_the_regions_of_all_its_indexes(s3_bucket):
+    """read[0..1] --raw (pointwise, blocking)--> sink[0..1]: 'read' means read[0] and read[1]."""
+    from airflow_ft_provider.failover.graph import DistributionPattern
+    from airflow_ft_provider.model.description import PipelineWiringError
+
+    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "mapped/")
+    description = PipelineDescription("mapped", [
+        StageDeclaration("read", 2, (), (Output("raw"),), mapped=True),
+        StageDeclaration("sink", 2, (Input("raw", DistributionPattern.POINTWISE),), (), mapped=True),
+    ], restart_config=FIXED)
+    api = MappedApi({}, {})
+    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    assert failover.restart_regions("read[1]") == ["read[1]", "sink[1]"]
+    assert failover.restart_regions("read") == ["read[0]", "read[1]", "sink[0]", "sink[1]"]
+    assert api.clears[-1] == [("read", 0), ("read", 1), ("sink", 0), ("sink", 1)]
+    [_, event] = failover.journal.events()
+    assert (event["task"], sorted(event["regions"])) == ("read", [["read[0]"], ["read[1]"], ["sink[0]"], ["sink[1]"]])
+    with pytest.raises(PipelineWiringError, match="'reed' is not a task of pipeline 'mapped'; tasks: read"):
+        failover.restart_regions("reed")
