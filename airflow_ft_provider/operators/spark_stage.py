@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 import time
 import urllib.parse
 from collections.abc import Callable, Sequence
@@ -87,6 +89,7 @@ class SparkStageOperator(BaseOperator):
     succeeds are its outputs committed to the partition store; a failed application commits nothing.
 
     :param application: the PySpark file to run (templated); it uses ``airflow_ft_provider.spark.stage_io``.
+        A relative path is taken from the DAG file's folder (``jobs/clean.py`` beside ``dags/etl.py``).
     :param python_callable: instead of ``application`` (Spark Connect only):
         ``fn(spark, io, *application_args)`` gets the session and the stage's ``StageIO``.
     :param inputs: results read, e.g. ``["raw"]`` or ``{"raw": "pointwise"}`` (default all-to-all).
@@ -179,10 +182,30 @@ class SparkStageOperator(BaseOperator):
 
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
+        self.application = self.resolved_application()
         if self.pipeline.store_url:
             self._wait_for_restart_time(context, map_index, resumed=event is not None)
         self._attempt = StageAttempt(self, context, map_index)
         return self._attempt.run()
+
+    def resolved_application(self) -> str | None:
+        """``application`` with a relative path taken from the DAG file's folder (where a DAG folder
+        ships its jobs), not from the worker's working directory, an accident of how it was started.
+        URIs (``local:``, ``s3a://``, ``hdfs://``) and absolute paths are left as they are."""
+        app = self.application
+        if app is None or os.path.isabs(app) or re.match(r"^[A-Za-z][A-Za-z0-9+.-]*:", app):
+            return app
+        fileloc = getattr(self.dag, "fileloc", None) if self.has_dag() else None
+        if not fileloc:
+            return app
+        path = os.path.join(os.path.dirname(os.path.abspath(fileloc)), app)
+        if not os.path.isfile(path):
+            raise FileNotFoundError(
+                f"stage {self.task_id!r}: application {app!r} is not a file beside the DAG file ({path}); "
+                "a relative application path is resolved against the DAG file's folder: fix the path, or "
+                "give an absolute one"
+            )
+        return path
 
     def _wait_for_restart_time(self, context: Any, map_index: int | None, *, resumed: bool) -> None:
         """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
