@@ -12,13 +12,24 @@ It does not count against the restart strategy. ``gc`` releases succeeded runs w
 ``partition_store_retention`` has passed and removes orphaned attempt data older than
 ``partition_store_orphan_grace``
 (``airflow_ft_provider/partitions/garbage.py``); run it on a schedule (README, *Partition store*).
+
+Results go to stdout, one JSON object per line for ``history`` and ``restart-region`` (times as
+ISO-8601 in UTC); logs, warnings and errors go to stderr. Exit status: 0 done, 1 refused or failed
+(the reason on stderr), 2 a usage error.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import logging
 import sys
+from datetime import datetime, timezone
+from typing import Any
+
+EPILOG = """results: stdout (JSON lines for history and restart-region); logs and errors: stderr.
+exit status: 0 done, 1 refused or failed (the reason on stderr), 2 usage error."""
+TIME_FIELDS = ("time", "restart_at", "decided_at")
 
 
 def _task_argument(value: str) -> str:
@@ -46,8 +57,32 @@ def _store(args: argparse.Namespace):
     return PartitionStoreHook(conn_id or "aws_default", url=args.store).get_store()
 
 
+def iso_times(event: dict[str, Any]) -> dict[str, Any]:
+    """An event with its epoch-second times as ISO-8601 (UTC), for people and ``jq`` alike."""
+    return {
+        key: datetime.fromtimestamp(value, tz=timezone.utc).isoformat()
+        if key in TIME_FIELDS and isinstance(value, (int, float)) and not isinstance(value, bool)
+        else value
+        for key, value in event.items()
+    }
+
+
+def _logs_to_stderr(verbose: bool) -> None:
+    """Airflow's logging writes to stdout; a command whose stdout is read by programs must not."""
+    from airflow.sdk.log import configure_logging
+
+    configure_logging(output=sys.stderr, log_level="INFO" if verbose else "WARNING")
+    logging.getLogger().setLevel(logging.INFO if verbose else logging.WARNING)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="airflow-ft", description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        prog="airflow-ft",
+        description=__doc__.split("\n\n")[0],
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="log at INFO level (on stderr)")
     commands = parser.add_subparsers(dest="command", required=True)
     for name, text in (
         ("restart-region", "restart a task's region and its consumer regions"),
@@ -86,6 +121,7 @@ def main(argv: list[str] | None = None) -> int:
         help="only this pipeline (repeatable); default: every pipeline in the store",
     )
     args = parser.parse_args(argv)
+    _logs_to_stderr(args.verbose)
     if args.command == "gc":
         return _collect_garbage(parser, args)
     from airflow.sdk.exceptions import AirflowNotFoundException
@@ -112,10 +148,10 @@ def main(argv: list[str] | None = None) -> int:
             description.tasks_named(args.task)  # a clear error for a name the pipeline lacks
             failover = RegionFailover(description, args.run_id, store=store)
             cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
-            print(f"restarted: {', '.join(cleared) if cleared else 'nothing had started yet'}")
+            print(json.dumps({"task": args.task, "restarted": cleared}))  # [] when nothing had started
         else:
             for event in journal.events():
-                print(json.dumps(event, sort_keys=True))
+                print(json.dumps(iso_times(event), sort_keys=True))
     except (
         ValueError,
         AirflowNotFoundException,

@@ -6,6 +6,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -73,6 +77,43 @@ def test_history_prints_the_stored_runs_events(capsys, dags):
     assert main(["history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1"]) == 0
     [line] = capsys.readouterr().out.splitlines()
     assert json.loads(line)["task"] == "A" and json.loads(line)["kind"] == "manual"
+    assert json.loads(line)["time"] == "1970-01-01T00:00:01+00:00"
+
+
+def airflow_ft(dags, *argv: str) -> subprocess.CompletedProcess[str]:
+    """The installed console script, in a process of its own (Airflow's logging as a user gets it)."""
+    endpoint = dags.endpoint
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+    env.update(AIRFLOW_CONN_AWS_DEFAULT=json.dumps({
+        "conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
+        "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region}}),
+        AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL=dags.url, AIRFLOW_HOME=os.environ.get("AIRFLOW_HOME", ""))
+    script = str(Path(sys.executable).with_name("airflow-ft"))
+    return subprocess.run([script, *argv], env=env, capture_output=True, text=True, timeout=120,
+                          stdin=subprocess.DEVNULL)
+
+
+def test_the_command_writes_only_results_to_stdout(dags, tmp_path, monkeypatch):
+    """``airflow-ft history … | jq`` works: JSON lines with ISO times on stdout, logs on stderr; an
+    error leaves stdout empty and exits 1; a usage error exits 2."""
+    monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
+    store = S3PartitionStore(dags.client(), dags.url)
+    journal = RecoveryJournal(store, RunRef("ft_cli_errors", "manual__1"))
+    journal.record({"time": 1764000000.5, "kind": "failover", "task": "B[0]", "try_number": 1, "restart": True,
+                    "delay": 1.0, "restart_at": 1764000001.5})
+    journal.record({"time": 1764000009.0, "kind": "manual", "task": "A"})
+    done = airflow_ft(dags, "history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1")
+    assert done.returncode == 0, done.stderr
+    events = [json.loads(line) for line in done.stdout.splitlines()]  # every line is JSON, nothing else
+    assert [(e["task"], e["time"]) for e in events] == [("B[0]", "2025-11-24T16:00:00.500000+00:00"),
+                                                         ("A", "2025-11-24T16:00:09+00:00")]
+    assert events[0]["restart_at"] == "2025-11-24T16:00:01.500000+00:00"
+    verbose = airflow_ft(dags, "-v", "history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1")
+    assert verbose.stdout == done.stdout and "S3 client for connection 'aws_default'" in verbose.stderr
+    missing = airflow_ft(dags, "history", "--dag-id", "ft_cli_errors", "--run-id", "manual__9")
+    assert (missing.returncode, missing.stdout) == (1, "") and "has no stored pipeline" in missing.stderr
+    usage = airflow_ft(dags, "history", "--dag-id", "ft_cli_errors")
+    assert (usage.returncode, usage.stdout) == (2, "") and "--run-id" in usage.stderr
 
 
 def test_a_damaged_recovery_state_stops_a_restart_before_anything_is_cleared(capsys, dags):
