@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -502,3 +503,28 @@ def test_a_sound_journal_is_not_marked_damaged_and_a_deleted_one_restarts(airflo
     airflow.store.client.delete_object(Bucket=airflow.store.bucket, Key=journal.state_key)  # the documented fix
     assert web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()["journal"] == {"damaged": False, "reason": ""}
     assert restart(web, run_id, headers=ada).json()["cleared"] == ["B", "C", "D"]
+
+
+# -- the documented JSON routes ------------------------------------------------------------------------
+def readme_json_routes() -> str:
+    text = (Path(__file__).resolve().parents[2] / "README.md").read_text()
+    return text.split("* **JSON routes**", 1)[1].split("* **Task links**", 1)[0]
+
+
+def test_the_json_routes_answer_the_fields_the_readme_documents(airflow, web):
+    """Each field the routes answer is named in the README's table (and the table names no other)."""
+    run_id = airflow.run()
+    ada = bearer(airflow.token("ada"))
+    listing = web.get("/api/runs", headers=ada).json()
+    view = web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()
+    restarted = restart(web, run_id, headers=ada).json()
+    fields = {*listing, *listing["runs"][0], *view, *restarted, *view["strategy"], *view["strategy"]["scopes"][0],
+              *view["journal"]}
+    for section in ("stages", "tasks", "edges", "regions", "partitions"):
+        fields |= set(view[section][0])
+    airflow.store.write_object(RecoveryJournal(airflow.store, RunRef(DAG, run_id)).events_prefix + "x.json",
+                               json.dumps({"time": 2.0, "kind": "manual", "task": "B"}).encode())
+    fields |= set(web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()["history"][0])
+    documented = set(re.findall(r"`([a-z_]+)`", readme_json_routes()))
+    assert {"runs", "journal", "damaged", "restart_not_before", "producer_try", "cleared"} <= fields
+    assert documented == fields  # and the table names nothing the routes do not answer
