@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import sys
 from datetime import datetime, timezone
 from typing import Any
@@ -75,7 +76,21 @@ def _logs_to_stderr(verbose: bool) -> None:
     logging.getLogger().setLevel(logging.INFO if verbose else logging.WARNING)
 
 
-def main(argv: list[str] | None = None) -> int:
+def run() -> int:
+    """The console script. File descriptor 1 is handed to the results alone: whatever else writes to
+    stdout -- Airflow's logging, or the plugin manager warning while ``airflow`` is being imported,
+    before any configuration of ours can act -- goes to stderr."""
+    sys.stdout.flush()
+    results = os.fdopen(os.dup(1), "w", buffering=1)
+    os.dup2(2, 1)
+    try:
+        return main(out=results)
+    finally:
+        results.flush()
+
+
+def main(argv: list[str] | None = None, *, out: Any = None) -> int:
+    out = out or sys.stdout
     parser = argparse.ArgumentParser(
         prog="airflow-ft",
         description=__doc__.split("\n\n")[0],
@@ -120,10 +135,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="DAG_ID",
         help="only this pipeline (repeatable); default: every pipeline in the store",
     )
-    args = parser.parse_args(argv)
+    saved, sys.stdout = sys.stdout, out  # --help is a result too
+    try:
+        args = parser.parse_args(argv)
+    finally:
+        sys.stdout = saved
     _logs_to_stderr(args.verbose)
     if args.command == "gc":
-        return _collect_garbage(parser, args)
+        return _collect_garbage(parser, args, out)
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     from airflow_ft_provider.hooks.airflow_api import (
@@ -148,10 +167,10 @@ def main(argv: list[str] | None = None) -> int:
             description.tasks_named(args.task)  # a clear error for a name the pipeline lacks
             failover = RegionFailover(description, args.run_id, store=store)
             cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
-            print(json.dumps({"task": args.task, "restarted": cleared}))  # [] when nothing had started
+            print(json.dumps({"task": args.task, "restarted": cleared}), file=out)  # []: nothing had started
         else:
             for event in journal.events():
-                print(json.dumps(iso_times(event), sort_keys=True))
+                print(json.dumps(iso_times(event), sort_keys=True), file=out)
     except (
         ValueError,
         AirflowNotFoundException,
@@ -164,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Any) -> int:
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     from airflow_ft_provider.partitions.errors import PartitionStoreError
@@ -176,9 +195,9 @@ def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace) 
     except (ValueError, AirflowNotFoundException, PartitionStoreError) as err:
         parser.exit(1, f"airflow-ft gc: error: {err}\n")
     for line in report.lines():
-        print(line)
+        print(line, file=out)
     return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run())

@@ -87,7 +87,8 @@ def airflow_ft(dags, *argv: str) -> subprocess.CompletedProcess[str]:
     env.update(AIRFLOW_CONN_AWS_DEFAULT=json.dumps({
         "conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
         "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region}}),
-        AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL=dags.url, AIRFLOW_HOME=os.environ.get("AIRFLOW_HOME", ""))
+        AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL=dags.url, AIRFLOW_HOME=os.environ.get("AIRFLOW_HOME", ""),
+        AIRFLOW__CORE__LAZY_LOAD_PLUGINS=os.environ.get("AIRFLOW__CORE__LAZY_LOAD_PLUGINS", "True"))
     script = str(Path(sys.executable).with_name("airflow-ft"))
     return subprocess.run([script, *argv], env=env, capture_output=True, text=True, timeout=120,
                           stdin=subprocess.DEVNULL)
@@ -97,6 +98,12 @@ def test_the_command_writes_only_results_to_stdout(dags, tmp_path, monkeypatch):
     """``airflow-ft history … | jq`` works: JSON lines with ISO times on stdout, logs on stderr; an
     error leaves stdout empty and exits 1; a usage error exits 2."""
     monkeypatch.setenv("AIRFLOW_HOME", str(tmp_path))
+    # A warning Airflow prints while it is imported, before any logging setup of ours (seen on a
+    # deployment whose plugins folder also held the failover plugin): it must not reach stdout either.
+    (tmp_path / "plugins").mkdir()
+    (tmp_path / "plugins" / "dup.py").write_text(
+        "from airflow.plugins_manager import AirflowPlugin\n\nclass Dup(AirflowPlugin):\n    name = 'ft_failover'\n")
+    monkeypatch.setenv("AIRFLOW__CORE__LAZY_LOAD_PLUGINS", "False")
     store = S3PartitionStore(dags.client(), dags.url)
     journal = RecoveryJournal(store, RunRef("ft_cli_errors", "manual__1"))
     journal.record({"time": 1764000000.5, "kind": "failover", "task": "B[0]", "try_number": 1, "restart": True,
@@ -104,6 +111,7 @@ def test_the_command_writes_only_results_to_stdout(dags, tmp_path, monkeypatch):
     journal.record({"time": 1764000009.0, "kind": "manual", "task": "A"})
     done = airflow_ft(dags, "history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1")
     assert done.returncode == 0, done.stderr
+    assert "Plugin 'ft_failover' already registered" in done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]  # every line is JSON, nothing else
     assert [(e["task"], e["time"]) for e in events] == [("B[0]", "2025-11-24T16:00:00.500000+00:00"),
                                                          ("A", "2025-11-24T16:00:09+00:00")]
