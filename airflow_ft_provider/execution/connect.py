@@ -178,12 +178,11 @@ class ConnectBackend:
     # -- the work -----------------------------------------------------------------------------------
     def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
         stage, session = self.stage, self.open()
-        args = [str(a) for a in stage.application_args]
         with stage_io.in_process_stage(spec, fail_before_write=fail_in_app) as running, self._connect_mode():
-            if stage.python_callable is not None:
-                stage.python_callable(session, stage_io.for_session(session), *args)
-            else:
-                self._run_file(stage.application, args)
+            if stage.python_callable is not None:  # its arguments as given (@ft_stage passes ints, dates…)
+                stage.python_callable(session, stage_io.for_session(session), *stage.application_args)
+            else:  # a file gets them on its command line
+                self._run_file(stage.application, [str(a) for a in stage.application_args])
         self.rows = dict(running.rows)
 
     @contextmanager

@@ -40,6 +40,11 @@ EXPECTED_REGIONS = {
          ["read_shard[2]", "score_shard[2]"]],
         ["region_read_shard"],
     ),
+    #   [make_events[i] ~~> clean_events[i]] (i = 0..1, pointwise) --> user_totals      (@ft_stage)
+    "ft_example_decorated_stages": (
+        [["clean_events[0]", "make_events[0]"], ["clean_events[1]", "make_events[1]"], ["user_totals"]],
+        ["region_make_events"],
+    ),
     "ft_example_restart_fixed_delay": ([["ingest"]], []),
     "ft_example_restart_exponential_delay": ([["ingest"]], []),
     "ft_example_restart_failure_rate": ([["ingest"]], []),
@@ -121,6 +126,8 @@ RUNS = {
     "etl": ("ft_example_orders_etl", [{"task": "enrich_orders", "times": 1}]),
     # one shard fails; only that map index runs again
     "shards": ("ft_example_sharded_scoring", [{"task": "score_shard[1]", "times": 1}]),
+    # a stage written with @ft_stage fails once; only its shard's region runs again
+    "decorated": ("ft_example_decorated_stages", [{"task": "clean_events[1]", "times": 1}]),
     # the same stage fails twice under each restart strategy, then succeeds
     "fixed_delay": ("ft_example_restart_fixed_delay", [{"task": "ingest", "times": 2}]),
     "exponential_delay": ("ft_example_restart_exponential_delay", [{"task": "ingest", "times": 2}]),
@@ -211,6 +218,32 @@ def test_sharded_scoring_restarts_only_the_failed_shard(live_airflow, example_ru
     events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
     assert [e["task"] for e in events] == ["score_shard[1]"]
     assert ["read_shard[1]", "score_shard[1]"] in events[0]["regions"] and ["merge_shards"] in events[0]["regions"]
+
+
+@pytest.mark.airflow
+@pytest.mark.spark
+@pytest.mark.s3
+def test_decorated_stages_restart_only_the_failed_shard(live_airflow, example_runs, example_store):
+    #   [make_events[0] ~~> clean_events[0]] --\
+    #   [make_events[1] ~~> clean_events[1]] ---+--> user_totals       clean_events[1] fails once
+    run, tries, story = finish(live_airflow, example_runs, "decorated")
+    dag_id, run_id = example_runs["decorated"]
+    assert run["state"] == "success", story
+    assert tries == {"make_events[0]": 1, "make_events[1]": 2, "clean_events[0]": 1, "clean_events[1]": 2,
+                     "user_totals": 1}, story
+    expected: dict[int, list[int]] = defaultdict(lambda: [0, 0])
+    for event in range(1000):
+        if (amount := event * 37 % 100) >= 10:
+            expected[event % 7][0] += 1
+            expected[event % 7][1] += amount
+    assert rows(example_store, dag_id, run_id, "user_totals", ["user", "events", "amount"]) == sorted(
+        (user, n, total) for user, (n, total) in expected.items())
+    # the partial/expand arguments reached the functions as given: ints, each shard its own
+    shards = {row["shard"] for i in range(2)
+              for row in read_table(example_store, RunRef(dag_id, run_id).parse(f"cleaned[{i}]")).to_pylist()}
+    assert shards == {0, 1}
+    [event] = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    assert event["task"] == "clean_events[1]" and ["clean_events[1]", "make_events[1]"] in event["regions"]
 
 
 @pytest.mark.airflow

@@ -1,0 +1,145 @@
+"""``@ft_stage``: a pipeline stage written as a Python function of the Spark session and the stage's I/O.
+
+    @ft_stage(inputs=["raw"], outputs={"cleaned": "pipelined"})
+    def clean(spark, io, shard, shards):
+        io.write("cleaned", io.read("raw").where(...))
+
+    clean(0, 1)                                             # one task, clean(spark, io, 0, 1)
+    clean.partial(shards=3).expand(shard=[0, 1, 2])         # three map indexes, like @task
+    clean.override(task_id="clean_eu", spark_conn_id="eu")  # operator arguments
+
+Each call builds the same ``SparkStageOperator(python_callable=...)`` a DAG author would write by hand,
+so the pipeline, its regions and its recovery do not know the difference. The function runs in the
+worker against a Spark Connect session (``python_callable`` stages need a ``spark_connect``
+connection). Its arguments after ``spark`` and ``io`` are passed as given (not as strings), and
+``expand`` takes literal lists only: a pipeline's parallelism is fixed when the DAG is parsed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import itertools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+
+StageCallable = Callable[..., Any]
+
+
+class StageFunction:
+    """A decorated stage function: calling it (or ``partial(...).expand(...)``) adds a stage task."""
+
+    def __init__(self, function: StageCallable, operator_kwargs: Mapping[str, Any]) -> None:
+        if not callable(function):
+            raise TypeError(f"@ft_stage decorates a function of (spark, io, ...), got {function!r}")
+        self.function = function
+        self.operator_kwargs = dict(operator_kwargs)
+        parameters = list(inspect.signature(function).parameters.values())
+        positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+        if len(parameters) < 2 or any(p.kind not in positional for p in parameters[:2]):
+            raise TypeError(
+                f"@ft_stage function {self.task_id!r} must take the Spark session and the stage's I/O "
+                f"first: def {function.__name__}(spark, io, ...)"
+            )
+        self.arguments = [p for p in parameters[2:] if p.kind in positional]
+        if len(self.arguments) != len(parameters) - 2:
+            raise TypeError(
+                f"@ft_stage function {self.task_id!r}: its arguments after (spark, io) must be plain "
+                "positional-or-keyword ones (no *args, **kwargs or keyword-only): they are passed in order"
+            )
+
+    @property
+    def task_id(self) -> str:
+        return str(self.operator_kwargs.get("task_id") or self.function.__name__)
+
+    def _ordered(self, given: Mapping[str, Any]) -> list[Any]:
+        """The function's arguments after (spark, io), in its own order, from names given by the caller."""
+        names = [p.name for p in self.arguments]
+        if unknown := sorted(set(given) - set(names)):
+            raise TypeError(
+                f"@ft_stage {self.task_id!r} takes no argument {unknown[0]!r}; it takes {names or 'none'}"
+            )
+        values = []
+        for parameter in self.arguments:
+            if parameter.name in given:
+                values.append(given[parameter.name])
+            elif parameter.default is not inspect.Parameter.empty:
+                values.append(parameter.default)
+            else:
+                raise TypeError(f"@ft_stage {self.task_id!r} needs its argument {parameter.name!r}")
+        return values
+
+    def _operator_kwargs(self) -> dict[str, Any]:
+        return {"task_id": self.task_id, "python_callable": self.function, **self.operator_kwargs}
+
+    def __call__(self, *args: Any, **kwargs: Any) -> SparkStageOperator:
+        """One stage task, the function called with these arguments after (spark, io)."""
+        names = [p.name for p in self.arguments]
+        if len(args) > len(names):
+            raise TypeError(f"@ft_stage {self.task_id!r} takes {len(names)} arguments after (spark, io)")
+        given = dict(zip(names, args, strict=False))
+        if twice := sorted(set(given) & set(kwargs)):
+            raise TypeError(f"@ft_stage {self.task_id!r} got argument {twice[0]!r} twice")
+        return SparkStageOperator(
+            application_args=self._ordered({**given, **kwargs}), **self._operator_kwargs()
+        )
+
+    def override(self, **operator_kwargs: Any) -> StageFunction:
+        """The same function with other operator arguments (task_id, spark_conn_id, conf, ...)."""
+        return StageFunction(self.function, {**self.operator_kwargs, **operator_kwargs})
+
+    def partial(self, **fixed: Any) -> PartialStage:
+        """Arguments every map index gets; ``expand`` names the ones that vary."""
+        return PartialStage(self, fixed)
+
+    def expand(self, **varying: Sequence[Any]) -> Any:
+        return self.partial().expand(**varying)
+
+
+class PartialStage:
+    def __init__(self, stage: StageFunction, fixed: Mapping[str, Any]) -> None:
+        self.stage = stage
+        self.fixed = dict(fixed)
+
+    def expand(self, **varying: Sequence[Any]) -> Any:
+        """A mapped stage: one map index per combination of the lists (their product, in order, as
+        Airflow's ``expand`` over several arguments)."""
+        if not varying:
+            raise TypeError(f"@ft_stage {self.stage.task_id!r}: expand needs at least one list of values")
+        for name, values in varying.items():
+            if not isinstance(values, (list, tuple)):
+                raise TypeError(
+                    f"@ft_stage {self.stage.task_id!r}: expand({name}=...) must be a list written in the DAG "
+                    f"file, got {type(values).__name__}; a pipeline's parallelism is fixed when the DAG is "
+                    "parsed, so a stage cannot expand over another task's output"
+                )
+        if overlap := sorted(set(self.fixed) & set(varying)):
+            raise TypeError(
+                f"@ft_stage {self.stage.task_id!r}: {overlap[0]!r} is given to partial and expand"
+            )
+        combinations = itertools.product(*varying.values())
+        arguments = [
+            self.stage._ordered({**self.fixed, **dict(zip(varying, c, strict=True))}) for c in combinations
+        ]
+        return SparkStageOperator.partial(**self.stage._operator_kwargs()).expand(application_args=arguments)
+
+
+def ft_stage(
+    function: StageCallable | None = None,
+    /,
+    *,
+    inputs: object = None,
+    outputs: object = None,
+    **operator_kwargs: Any,
+) -> Any:
+    """Declare a pipeline stage as a function ``fn(spark, io, ...)``: ``@ft_stage`` or
+    ``@ft_stage(inputs=[...], outputs={...}, spark_conn_id=..., ...)`` (any SparkStageOperator argument
+    but ``application`` and ``python_callable``)."""
+    for taken in ("application", "python_callable", "application_args"):
+        if taken in operator_kwargs:
+            raise TypeError(f"@ft_stage sets {taken} itself; the decorated function is the stage's code")
+    kwargs = {**operator_kwargs, "inputs": inputs, "outputs": outputs}
+    if function is not None:
+        return StageFunction(function, kwargs)
+    return lambda decorated: StageFunction(decorated, kwargs)
