@@ -78,9 +78,12 @@ def ti_name(ti: dict[str, Any]) -> str:
 class Infrastructure:
     """The S3 endpoint and the Airflow instance of one demo run; ``stop()`` is idempotent."""
 
-    def __init__(self, airflow_home: str | None, *, spark_submit: bool = False) -> None:
+    def __init__(self, airflow_home: str | None, *, spark_submit: bool = False, dags_folder: Path | None = None,
+                 env_name: str = "demo.env") -> None:
         self.airflow_home = airflow_home
         self.spark_submit = spark_submit
+        self.dags_folder = dags_folder  # dev mode: the user's folder, in place; else a copy of dags_examples/
+        self.env_name = env_name
         self.s3: Any = None
         self.own_s3 = False
         self.spark_connect: Any = None
@@ -132,16 +135,24 @@ class Infrastructure:
             **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")},
         }
         home = self.airflow_home
-        self.airflow = LiveAirflow([REPO / "dags_examples"], env=env, home=home, keep_home=bool(home),
-                                   startup_timeout=600)
+        if self.dags_folder is None:
+            self.airflow = LiveAirflow([REPO / "dags_examples"], env=env, home=home, keep_home=bool(home),
+                                       startup_timeout=600)
+        else:  # your DAG files may not parse yet; an edited file is parsed again within seconds
+            env["AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL"] = "5"
+            self.airflow = LiveAirflow([], env=env, home=home, keep_home=bool(home), startup_timeout=600,
+                                       dags_folder=self.dags_folder, fail_on_import_errors=False)
         with Ticker("   starting Airflow (db migrate, API server, scheduler, DAG processor, triggerer)"):
             self.airflow.start()
         say(f"   Airflow is up at {self.airflow.base_url} (home {self.airflow.home})")
-        # For a second terminal: `source <home>/demo.env` makes the airflow and airflow-ft commands use it.
+        # For a second terminal: `source <home>/demo.env` puts this environment's airflow and airflow-ft
+        # on PATH and points them at this Airflow.
         wanted = {k: v for k, v in self.airflow.environment().items()
                   if k.startswith(("AIRFLOW", "FT_", "SPARK_", "PYSPARK_")) or k == "PYTHONPATH"}
-        self.env_file = self.airflow.home / "demo.env"
-        self.env_file.write_text("".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(wanted.items())))
+        self.env_file = self.airflow.home / self.env_name
+        self.env_file.write_text(
+            f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:\"$PATH\"\n"
+            + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(wanted.items())))
 
     def store(self) -> S3PartitionStore:
         return S3PartitionStore(self.s3.client(), self.store_url)

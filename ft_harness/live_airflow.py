@@ -159,6 +159,8 @@ class LiveAirflow:
         in the home.
     :param api_conn_port: the port the ``airflow_api`` connection (the provider's REST client) uses,
         e.g. a proxy's in front of the API server; default: the API server's own.
+    :param dags_folder: a DAG folder to use in place instead of the home's ``dags`` (``dags`` are
+        then copied into it, if any: give none to leave the folder as it is).
     """
 
     username = "admin"
@@ -181,6 +183,7 @@ class LiveAirflow:
         startup_timeout: float = 180.0,
         database_url: str | None = None,
         api_conn_port: int | None = None,
+        dags_folder: str | os.PathLike[str] | None = None,
     ):
         self.dag_sources = [Path(d).resolve() for d in dags]
         self.extra_env = dict(env or {})
@@ -194,7 +197,8 @@ class LiveAirflow:
         self.database_url = database_url or f"sqlite:///{self.home}/airflow.db"
         self.api_conn_port = api_conn_port
 
-        self.dags_folder = self.home / "dags"
+        # A folder of the caller's, used in place (edits are picked up), or a copy of ``dags`` in the home.
+        self.dags_folder = Path(dags_folder).resolve() if dags_folder else self.home / "dags"
         self.scratch = self.home / "scratch"
         self.log_dir = self.home / "component-logs"
         self.task_log_dir = self.home / "logs"

@@ -1,0 +1,124 @@
+"""``scripts/dev.sh --dags DIR``: a user's own DAG folder in a local Airflow, S3 endpoint and Spark
+Connect server, up until SIGTERM; its env file puts ``airflow`` and ``airflow-ft`` on PATH.
+
+    numbers[0..1] ~~n (pipelined, pointwise)~~> doubled[0..1] --d--> total      (@ft_stage, doubled[1] fails once)
+
+The DAG file is written into the folder after the start, as a user would: the folder is used in place.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from ft_harness.airflow_rest import AirflowRestClient
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
+
+REPO = Path(__file__).resolve().parents[2]
+DAG_ID = "ft_dev_mode_mine"
+DAG_FILE = '''
+from airflow.sdk import DAG
+from airflow_ft_provider.decorators import ft_stage
+from airflow_ft_provider.pipeline import FailoverPipeline
+
+
+@ft_stage(outputs={"n": "pipelined"})
+def numbers(spark, io, shard):
+    io.write("n", spark.range(shard, 100, 2))
+
+
+@ft_stage(inputs={"n": "pointwise"}, outputs=["d"])
+def doubled(spark, io, shard):
+    io.write("d", io.read("n").selectExpr("id * 2 AS v"))
+
+
+@ft_stage(inputs=["d"], outputs=["total"])
+def total(spark, io):
+    io.write("total", io.read("d").selectExpr("sum(v) AS total"))
+
+
+with DAG("ft_dev_mode_mine", schedule=None):
+    with FailoverPipeline(restart_strategy={"restart-strategy.type": "fixed-delay",
+                                            "restart-strategy.fixed-delay.delay": "1 s"}):
+        numbers.expand(shard=[0, 1])
+        doubled.expand(shard=[0, 1])
+        total()
+'''
+
+
+def read_env_file(path: Path) -> dict[str, str]:
+    """What ``source dev.env`` exports, evaluated by a shell (PATH included)."""
+    shell = f"set -e; source {shlex.quote(str(path))}; env -0"
+    out = subprocess.run(["bash", "-c", shell], env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/")},
+                         capture_output=True, timeout=30, check=True).stdout
+    return dict(item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
+
+
+def test_dev_mode_runs_my_dag_folder_until_sigterm(tmp_path, s3_endpoint):
+    dags = tmp_path / "my-dags"
+    dags.mkdir()
+    env = {**os.environ, "FT_DEMO_S3_ENDPOINT": s3_endpoint.url, "FT_DEMO_S3_ACCESS_KEY": s3_endpoint.access_key,
+           "FT_DEMO_S3_SECRET_KEY": s3_endpoint.secret_key, "FT_DEMO_S3_REGION": s3_endpoint.region}
+    process = subprocess.Popen([sys.executable, str(REPO / "demo" / "dev.py"), "--dags", str(dags)], env=env,
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    lines: list[str] = []
+    reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 600
+        while not any(line.startswith("READY ") for line in lines):
+            assert process.poll() is None and time.monotonic() < deadline, "".join(lines)[-5000:]
+            time.sleep(1)
+        _, base_url, env_file = next(line for line in lines if line.startswith("READY ")).split()
+        home = Path(env_file).parent
+        assert Path(env_file).name == "dev.env"
+
+        (dags / "mine.py").write_text(DAG_FILE)  # after the start: the folder is watched in place
+        client = AirflowRestClient(base_url, "admin", "admin")
+        deadline = time.monotonic() + 120
+        while DAG_ID not in {d["dag_id"] for d in client.list_dags()}:
+            assert time.monotonic() < deadline, client.import_errors()
+            time.sleep(2)
+        client.trigger_dag_run(DAG_ID, {"ft_faults": [{"task": "doubled[1]", "times": 1}]}, run_id="mine__1")
+        run = client.wait_for_dag_run(DAG_ID, "mine__1", timeout=600)
+        assert run["state"] == "success", "".join(lines)[-5000:]
+        tries = {(t["task_id"], t["map_index"]): t["try_number"] for t in client.task_instances(DAG_ID, "mine__1")}
+        assert tries == {("numbers", 0): 1, ("numbers", 1): 2, ("doubled", 0): 1, ("doubled", 1): 2, ("total", -1): 1}
+
+        # Another terminal: `source dev.env`, then airflow-ft from PATH, aimed at this Airflow and store.
+        shell_env = read_env_file(Path(env_file))
+        assert shutil_which("airflow-ft", shell_env["PATH"]) == str(Path(sys.executable).with_name("airflow-ft"))
+        history = subprocess.run(["airflow-ft", "history", "--dag-id", DAG_ID, "--run-id", "mine__1"],
+                                 env=shell_env, capture_output=True, text=True, timeout=120)
+        assert history.returncode == 0, history.stderr
+        [event] = [json.loads(line) for line in history.stdout.splitlines()]
+        assert event["task"] == "doubled[1]" and event["time"].endswith("+00:00")
+        assert {"doubled[1]", "numbers[1]"} <= set(event["tasks"]) and "numbers[0]" not in event["tasks"]
+
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=180) == 0, "".join(lines)[-5000:]
+        reader.join(timeout=10)
+        assert "Stopping" in "".join(lines)
+        assert not home.exists()  # a temporary home is removed
+        assert (dags / "mine.py").read_text() == DAG_FILE  # the user's folder is left as it was
+        assert sorted(p.name for p in dags.iterdir() if p.name != "__pycache__") == ["mine.py"]
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def shutil_which(name: str, path: str) -> str | None:
+    import shutil
+
+    return shutil.which(name, path=path)
