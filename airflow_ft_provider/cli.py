@@ -2,6 +2,8 @@
 
     airflow-ft restart-region --dag-id orders_etl --run-id manual__2026-... --task score [--store ...]
     airflow-ft history --dag-id orders_etl --run-id manual__2026-... [--store s3://lake/pipelines/]
+    airflow-ft partitions --dag-id orders_etl --run-id manual__2026-...
+    airflow-ft show --dag-id orders_etl --run-id manual__2026-... daily_revenue [--limit 20] [--parquet F]
     airflow-ft gc [--store s3://lake/pipelines/] [--aws-conn-id aws_default] [--pipeline orders_etl]
 
 ``restart-region`` restarts the task's failover region and every consumer region, re-using the
@@ -13,9 +15,9 @@ It does not count against the restart strategy. ``gc`` releases succeeded runs w
 ``partition_store_orphan_grace``
 (``airflow_ft_provider/partitions/garbage.py``); run it on a schedule (README, *Partition store*).
 
-Results go to stdout, one JSON object per line for ``history`` and ``restart-region`` (times as
-ISO-8601 in UTC); logs, warnings and errors go to stderr. Exit status: 0 done, 1 refused or failed
-(the reason on stderr), 2 a usage error.
+Results go to stdout, one JSON object per line for ``history``, ``partitions``, ``show`` and
+``restart-region`` (times as ISO-8601 in UTC); logs, warnings and errors go to stderr. Exit status:
+0 done, 1 refused or failed (the reason on stderr), 2 a usage error.
 """
 
 from __future__ import annotations
@@ -28,7 +30,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any
 
-EPILOG = """results: stdout (JSON lines for history and restart-region); logs and errors: stderr.
+EPILOG = """results: stdout (JSON lines for history, partitions, show, restart-region); logs, errors: stderr.
 exit status: 0 done, 1 refused or failed (the reason on stderr), 2 usage error."""
 TIME_FIELDS = ("time", "restart_at", "decided_at")
 
@@ -102,6 +104,8 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
     for name, text in (
         ("restart-region", "restart a task's region and its consumer regions"),
         ("history", "print the run's recovery decisions as JSON lines"),
+        ("partitions", "list the run's partitions as JSON lines: state, producer try, rows, bytes"),
+        ("show", "print a committed partition's rows as JSON lines (read and verified by the store)"),
     ):
         command = commands.add_parser(name, help=text)
         command.add_argument("--dag-id", required=True)
@@ -115,6 +119,14 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
             "--aws-conn-id",
             help="the store's aws connection (default: [ft_provider] partition_store_conn_id, aws_default)",
         )
+        if name == "show":
+            command.add_argument(
+                "partition", help="RESULT, or RESULT[i] for map index i of a mapped producer"
+            )
+            command.add_argument("--limit", type=int, default=100, help="rows to print (default 100; 0: all)")
+            command.add_argument(
+                "--parquet", metavar="FILE", help="write all rows to this Parquet file instead"
+            )
         if name == "restart-region":
             command.add_argument(
                 "--task",
@@ -150,7 +162,7 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
         AirflowApiOutcomeUnknown,
         AirflowApiUnreachable,
     )
-    from airflow_ft_provider.partitions.errors import PartitionStoreError
+    from airflow_ft_provider.partitions.errors import PartitionNotFound, PartitionStoreError
     from airflow_ft_provider.recovery.coordinator import RegionFailover
     from airflow_ft_provider.recovery.locator import stored_run_pipeline
 
@@ -168,6 +180,13 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
             failover = RegionFailover(description, args.run_id, store=store)
             cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
             print(json.dumps({"task": args.task, "restarted": cleared}), file=out)  # []: nothing had started
+        elif args.command == "partitions":
+            from airflow_ft_provider.run_results import as_json, list_partitions
+
+            for line in list_partitions(description, store, args.run_id, journal.events()):
+                print(json.dumps(as_json(line)), file=out)
+        elif args.command == "show":
+            _show(args, store, description, out)
         else:
             for event in journal.events():
                 print(json.dumps(iso_times(event), sort_keys=True), file=out)
@@ -178,9 +197,40 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
         AirflowApiOutcomeUnknown,
         AirflowApiUnreachable,
         PartitionStoreError,
+        PartitionNotFound,
     ) as err:
         parser.exit(1, f"airflow-ft {args.command}: error: {err}\n")
     return 0
+
+
+def _show(args: argparse.Namespace, store: Any, description: Any, out: Any) -> None:
+    """One partition's rows, through the store's reader (manifest, sizes and checksums verified)."""
+    from airflow_ft_provider.partitions import RunRef
+    from airflow_ft_provider.partitions.parquet import read_table
+    from airflow_ft_provider.run_results import partition_rows
+
+    if args.partition not in (known := description.graph.partition_ids()):
+        raise ValueError(
+            f"{args.partition!r} is not a partition of pipeline {args.dag_id!r}; partitions: "
+            f"{', '.join(known[:50])} (a mapped producer's partitions are RESULT[i])"
+        )
+    result = description.graph.results[args.partition.split("[")[0]]
+    if not result.result_type.is_reconsumable:
+        raise ValueError(
+            f"{args.partition!r} is pipelined: it lives for one execution of its region, never stored"
+        )
+    table = read_table(store, RunRef(args.dag_id, args.run_id).parse(args.partition))
+    if args.parquet:
+        import pyarrow.parquet as pq
+
+        pq.write_table(table, args.parquet)
+        print(
+            json.dumps({"partition": args.partition, "rows": table.num_rows, "parquet": args.parquet}),
+            file=out,
+        )
+        return
+    for row in partition_rows(table, args.limit or None):
+        print(json.dumps(row), file=out)
 
 
 def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Any) -> int:
