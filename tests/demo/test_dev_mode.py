@@ -1,9 +1,11 @@
 """``scripts/dev.sh --dags DIR``: a user's own DAG folder in a local Airflow, S3 endpoint and Spark
 Connect server, up until SIGTERM; its env file puts ``airflow`` and ``airflow-ft`` on PATH.
 
-    numbers[0..1] ~~n (pipelined, pointwise)~~> doubled[0..1] --d--> total      (@ft_stage, doubled[1] fails once)
+    make_events[0..1] ~~events (pipelined, pointwise)~~> clean_events[0..1] --cleaned--> totals
+    (the README's first pipeline, verbatim; clean_events[1] fails once)
 
 The DAG file is written into the folder after the start, as a user would: the folder is used in place.
+The README's 'Try your own pipeline' steps are followed: trigger with a fault, history, partitions, show.
 """
 
 from __future__ import annotations
@@ -25,35 +27,13 @@ from ft_harness.airflow_rest import AirflowRestClient
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
 REPO = Path(__file__).resolve().parents[2]
-DAG_ID = "ft_dev_mode_mine"
-DAG_FILE = '''
-from airflow.sdk import DAG
-from airflow_ft_provider.decorators import ft_stage
-from airflow_ft_provider.pipeline import FailoverPipeline
+DAG_ID = "my_pipeline"
 
 
-@ft_stage(outputs={"n": "pipelined"})
-def numbers(spark, io, shard):
-    io.write("n", spark.range(shard, 100, 2))
-
-
-@ft_stage(inputs={"n": "pointwise"}, outputs=["d"])
-def doubled(spark, io, shard):
-    io.write("d", io.read("n").selectExpr("id * 2 AS v"))
-
-
-@ft_stage(inputs=["d"], outputs=["total"])
-def total(spark, io):
-    io.write("total", io.read("d").selectExpr("sum(v) AS total"))
-
-
-with DAG("ft_dev_mode_mine", schedule=None):
-    with FailoverPipeline(restart_strategy={"restart-strategy.type": "fixed-delay",
-                                            "restart-strategy.fixed-delay.delay": "1 s"}):
-        numbers.expand(shard=[0, 1])
-        doubled.expand(shard=[0, 1])
-        total()
-'''
+def readme_pipeline() -> str:
+    """The pipeline the README's 'Writing a pipeline' section gives a new user first, verbatim."""
+    text = (REPO / "README.md").read_text().split("## Writing a pipeline", 1)[1]
+    return text.split("```python\n", 1)[1].split("```", 1)[0]
 
 
 def read_env_file(path: Path) -> dict[str, str]:
@@ -83,17 +63,19 @@ def test_dev_mode_runs_my_dag_folder_until_sigterm(tmp_path, s3_endpoint):
         home = Path(env_file).parent
         assert Path(env_file).name == "dev.env"
 
-        (dags / "mine.py").write_text(DAG_FILE)  # after the start: the folder is watched in place
+        dag_file = readme_pipeline()
+        (dags / "my_pipeline.py").write_text(dag_file)  # after the start: the folder is watched in place
         client = AirflowRestClient(base_url, "admin", "admin")
         deadline = time.monotonic() + 120
         while DAG_ID not in {d["dag_id"] for d in client.list_dags()}:
             assert time.monotonic() < deadline, client.import_errors()
             time.sleep(2)
-        client.trigger_dag_run(DAG_ID, {"ft_faults": [{"task": "doubled[1]", "times": 1}]}, run_id="mine__1")
+        client.trigger_dag_run(DAG_ID, {"ft_faults": [{"task": "clean_events[1]", "times": 1}]}, run_id="mine__1")
         run = client.wait_for_dag_run(DAG_ID, "mine__1", timeout=600)
         assert run["state"] == "success", "".join(lines)[-5000:]
         tries = {(t["task_id"], t["map_index"]): t["try_number"] for t in client.task_instances(DAG_ID, "mine__1")}
-        assert tries == {("numbers", 0): 1, ("numbers", 1): 2, ("doubled", 0): 1, ("doubled", 1): 2, ("total", -1): 1}
+        assert tries == {("make_events", 0): 1, ("make_events", 1): 2, ("clean_events", 0): 1,
+                         ("clean_events", 1): 2, ("totals", -1): 1}
 
         # Another terminal: `source dev.env`, then airflow-ft from PATH, aimed at this Airflow and store.
         shell_env = read_env_file(Path(env_file))
@@ -102,16 +84,30 @@ def test_dev_mode_runs_my_dag_folder_until_sigterm(tmp_path, s3_endpoint):
                                  env=shell_env, capture_output=True, text=True, timeout=120)
         assert history.returncode == 0, history.stderr
         [event] = [json.loads(line) for line in history.stdout.splitlines()]
-        assert event["task"] == "doubled[1]" and event["time"].endswith("+00:00")
-        assert {"doubled[1]", "numbers[1]"} <= set(event["tasks"]) and "numbers[0]" not in event["tasks"]
+        assert event["task"] == "clean_events[1]" and event["time"].endswith("+00:00")
+        assert {"clean_events[1]", "make_events[1]"} <= set(event["tasks"]) and "make_events[0]" not in event["tasks"]
+
+        def airflow_ft(*argv: str) -> list[dict]:
+            done = subprocess.run(["airflow-ft", *argv, "--dag-id", DAG_ID, "--run-id", "mine__1"], env=shell_env,
+                                  capture_output=True, text=True, timeout=120)
+            assert done.returncode == 0, done.stderr
+            return [json.loads(line) for line in done.stdout.splitlines()]
+
+        states = {p["partition"]: p["state"] for p in airflow_ft("partitions")}
+        # cleaned[0] is 'reused' if it was committed before clean_events[1] failed, else 'committed'
+        assert states.pop("cleaned[0]") in {"committed", "reused"}
+        assert states == {"events[0]": "pipelined", "events[1]": "pipelined", "cleaned[1]": "rebuilt",
+                          "totals": "committed"}
+        expected = sum(1 for event in range(1000) if event % 100 >= 10)
+        assert airflow_ft("show", "totals") == [{"events": expected}]
 
         process.send_signal(signal.SIGTERM)
         assert process.wait(timeout=180) == 0, "".join(lines)[-5000:]
         reader.join(timeout=10)
         assert "Stopping" in "".join(lines)
         assert not home.exists()  # a temporary home is removed
-        assert (dags / "mine.py").read_text() == DAG_FILE  # the user's folder is left as it was
-        assert sorted(p.name for p in dags.iterdir() if p.name != "__pycache__") == ["mine.py"]
+        assert (dags / "my_pipeline.py").read_text() == dag_file  # the user's folder is left as it was
+        assert sorted(p.name for p in dags.iterdir() if p.name != "__pycache__") == ["my_pipeline.py"]
     finally:
         if process.poll() is None:
             process.kill()
