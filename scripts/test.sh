@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# The whole test suite: unit, S3 (moto server), Spark (local + standalone cluster), live Airflow and
-# browser tests. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -k regions
+# The whole test suite: unit, S3 (moto server), Spark (local + standalone cluster), live Airflow,
+# browser tests and the scenarios on the distributed deployment (Celery, PostgreSQL, Redis). Extra
+# arguments go to pytest, e.g. scripts/test.sh tests/unit -k regions
 # Debian packages the suite needs, installed (as root) when missing, alongside the Python packages:
-# Chromium + ChromeDriver for the UI plugin's browser test, PostgreSQL for the live test Airflow.
+# Chromium + ChromeDriver for the UI plugin's browser test, PostgreSQL for the live test Airflow and
+# the deployment, Redis for the deployment's Celery broker.
 # Without them the tests that need them fail, saying what to install.
 source "$(dirname "$0")/debian-packages.sh"
 missing_debs "chromium=/usr/bin/chromium" "chromium-driver=/usr/bin/chromedriver" \
-    "postgresql=/usr/lib/postgresql/*/bin/postgres"
+    "postgresql=/usr/lib/postgresql/*/bin/postgres" "redis-server=redis-server"
 start_debs_install "${MISSING_DEBS[@]}" || true
 source "$(dirname "$0")/env.sh"
 echo ">> Python environment ready after ${SECONDS} s"
@@ -25,11 +27,15 @@ fi
 # * WAITING -- the tests that bound a wall time or need an event loop's timing but no live Airflow
 #   (sensors, triggers, two unit files) -- mostly wait. At normal priority, they start when the S3 tests
 #   end and run next to the other two, instead of adding their waits to either.
+# * CLUSTER -- the scenarios on the reference distributed deployment (tests/cluster: PostgreSQL, Redis,
+#   CeleryExecutor with two workers, a Spark standalone cluster with a Spark Connect server) -- runs
+#   last, alone: its deployment takes the whole machine, and its scenarios time restarts.
 # Each session has its own temporary directory, its report follows TIMED's, and any failing fails the
 # suite. The untimed tests start before the Debian packages are in: they need none.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test_connect_backend.py)
 WAITING=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
 S3=(tests/partitions)
+CLUSTER=(tests/cluster)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
     local name=$1 niceness=$2; shift 2
@@ -42,7 +48,8 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
     start s3 10 "${S3[@]}"; s3=$!
     wait $s3 || rc=1
     start waiting 0 "${WAITING[@]}"; waiting=$!
-    start rest 10 "${TIMED[@]/#/--ignore=}" "${WAITING[@]/#/--ignore=}" "${S3[@]/#/--ignore=}"; rest=$!
+    start rest 10 "${TIMED[@]/#/--ignore=}" "${WAITING[@]/#/--ignore=}" "${S3[@]/#/--ignore=}" \
+        "${CLUSTER[@]/#/--ignore=}"; rest=$!
     wait $rest || rc=1
     wait $waiting || rc=1
     exit $rc
@@ -55,16 +62,19 @@ timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
 untimed_rc=0
 wait $untimed || untimed_rc=$?
+echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment) alone"
+cluster_rc=0
+python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster" "${CLUSTER[@]}" || cluster_rc=$?
 for name in s3 rest waiting; do
     echo
     echo ">> session $name:"
     cat "$work/$name.log" 2>/dev/null || echo "(no report: the session did not start)"
 done
-if [ $timed_rc -eq 0 ] && [ $untimed_rc -eq 0 ]; then
+if [ $timed_rc -eq 0 ] && [ $untimed_rc -eq 0 ] && [ $cluster_rc -eq 0 ]; then
     rm -rf "$work"  # ~45 MB of logs and data a run; kept when something failed
 else
     echo ">> the sessions' temporary directories (Airflow, Spark and S3 logs) are kept in $work"
 fi
-echo ">> exit codes: ${TIMED[*]}: $timed_rc; the others: $untimed_rc" \
+echo ">> exit codes: ${TIMED[*]}: $timed_rc; ${CLUSTER[*]}: $cluster_rc; the others: $untimed_rc" \
      "(the whole suite, install included: $((SECONDS / 60)) min $((SECONDS % 60)) s)"
-[ $timed_rc -eq 0 ] && [ $untimed_rc -eq 0 ]
+[ $timed_rc -eq 0 ] && [ $untimed_rc -eq 0 ] && [ $cluster_rc -eq 0 ]

@@ -9,18 +9,3 @@ pytest_plugins = [
     "ft_harness.scenario_runs", "ft_harness.background_demo",
 ]
 
-
-def pytest_addoption(parser):
-    parser.addoption("--cluster", action="store_true",
-                     help="run tests/cluster: the scenarios on the reference distributed deployment "
-                          "(scripts/cluster-test.sh does)")
-
-
-def pytest_collection_modifyitems(config, items):
-    """tests/cluster needs --cluster: those tests are deselected (and counted as such) without it."""
-    if config.getoption("--cluster"):
-        return
-    cluster = [item for item in items if "tests/cluster/" in item.nodeid.replace("\\", "/")]
-    if cluster:
-        config.hook.pytest_deselected(items=cluster)
-        items[:] = [item for item in items if item not in cluster]

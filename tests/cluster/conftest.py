@@ -2,9 +2,8 @@
 PostgreSQL, Redis, Airflow with CeleryExecutor and two workers, a Spark standalone cluster (master, two
 workers) with a Spark Connect server on it, and the S3 test endpoint.
 
-They are not part of ``scripts/test.sh`` (the deployment and its scenarios take about 12 minutes of a
-2-core machine on their own); ``scripts/cluster-test.sh`` runs them. Without ``--cluster`` pytest
-deselects them and says so.
+``scripts/test.sh`` runs them as the suite's last session, once the other sessions are done (the
+deployment takes the whole machine); ``scripts/cluster-test.sh`` runs them alone.
 
 The fixtures the end-to-end tests use (``live_airflow``, ``e2e_store_url``, ``spark_connect``,
 ``scenario_runs``) are the deployment's here, so tests/e2e's scenarios run unchanged on it.
