@@ -59,6 +59,8 @@ class CeleryAirflow(LiveAirflow):
 
     :param workers: how many Celery workers (machines) to start.
     :param concurrency: task slots per worker (``--concurrency``).
+    :param schedulers: how many schedulers (Airflow's HA mode on PostgreSQL: each one locks the rows it
+        schedules with ``SELECT … FOR UPDATE SKIP LOCKED``); the second is the component ``scheduler-2``.
     """
 
     def __init__(
@@ -68,9 +70,11 @@ class CeleryAirflow(LiveAirflow):
         broker_url: str,
         workers: int = 2,
         concurrency: int = 4,
+        schedulers: int = 1,
         **kwargs: Any,
     ) -> None:
         super().__init__(dags, **kwargs)
+        self.schedulers = ["scheduler", *(f"scheduler-{n}" for n in range(2, schedulers + 1))]
         if self.database_url.startswith("sqlite"):
             raise LiveAirflowError("CeleryExecutor needs a database server (PostgreSQL), not SQLite")
         self.broker_url = broker_url
@@ -109,6 +113,8 @@ class CeleryAirflow(LiveAirflow):
         }
 
     def _start_workers(self) -> None:
+        for name in self.schedulers[1:]:  # the first was started with the other components
+            self._spawn(name, self.airflow_command("scheduler"))
         for worker in self.workers:
             self._spawn(f"{worker.name}-log-server", [sys.executable, "-c", _LOG_SERVER],
                         self.worker_environment(worker))

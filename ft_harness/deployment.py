@@ -3,8 +3,8 @@
 
 * **PostgreSQL** (:mod:`ft_harness.postgres`): the metadata database, and Celery's result backend;
 * **Redis** (:mod:`ft_harness.redis`): the Celery broker;
-* **Airflow 3.3 with CeleryExecutor** (:mod:`ft_harness.celery_airflow`): API server, scheduler, DAG
-  processor, triggerer and two Celery workers, each with its own address, temporary directory and
+* **Airflow 3.3 with CeleryExecutor** (:mod:`ft_harness.celery_airflow`): API server, two schedulers
+  (HA mode), DAG processor, triggerer and two Celery workers, each with its own address, temporary directory and
   task logs;
 * **a Spark standalone cluster** (:class:`ft_harness.spark_cluster.SparkStandalone`): a master and two
   workers, and a **Spark Connect server** that is one application of it (``spark_default``: stages
@@ -99,6 +99,7 @@ class ReferenceDeployment:
                 broker_url=self.redis.url(0),
                 database_url=self.postgres.create_database("airflow"),
                 workers=self.airflow_workers,
+                schedulers=2,  # Airflow's HA mode: a scenario kills one during a restart's backoff
             )
             self.rest_api = PausableProxy("127.0.0.1", self.airflow.port)
             self.airflow.api_conn_port = self.rest_api.port
@@ -128,6 +129,7 @@ class ReferenceDeployment:
         workers = ", ".join(f"{w.celery_hostname} (logs {w.folder / 'logs'})" for w in self.airflow.workers)
         return "\n".join([
             f"Airflow UI/API   {self.airflow.base_url}  (admin/admin)",
+            f"Schedulers       {', '.join(self.airflow.schedulers)} (HA)",
             f"Celery workers   {workers}",
             f"PostgreSQL       {self.postgres.url('airflow')}",
             f"Redis broker     {self.redis.url(0)}",

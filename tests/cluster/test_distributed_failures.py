@@ -107,6 +107,32 @@ def test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_o
     assert values(store, dag_id, run_id, "g") == expected(1)
 
 
+def test_with_two_schedulers_one_killed_during_a_backoff_the_restart_is_decided_and_queued_once(deployment, store):
+    """Airflow's HA mode: both schedulers run; one is SIGKILLed 10 s into a 45 s restart backoff and stays
+    down. The failover decision (taken in the failing try's worker) exists once, and the other
+    scheduler queues the restart once, on time."""
+    airflow = deployment.airflow
+    assert airflow.schedulers == ["scheduler", "scheduler-2"] and all(
+        airflow.procs[name].poll() is None for name in airflow.schedulers)
+    dag_id, run_id = trigger(airflow, "ft_cluster_backoff", {"ft_faults": [{"task": "F", "times": 1}]})
+    airflow.client.wait_for_task_instance(dag_id, run_id, "F", states=["up_for_retry"], timeout=300)
+    failed_at = when(tries(airflow, dag_id, run_id, "F")[0]["end_date"])
+    time.sleep(max(0.0, failed_at + 10 - time.time()))
+    airflow.kill_session("scheduler")  # a crash; scheduler-2 carries on alone
+    killed_at = time.time()
+    try:
+        run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+        assert run["state"] == "success", story
+        assert try_numbers(tis.values()) == {"F": 2, "G": 1}, story
+        queued = when(tries(airflow, dag_id, run_id, "F")[1]["queued_when"])
+        assert killed_at < queued and failed_at + 45 <= queued < failed_at + 45 + 30, (queued - failed_at, story)
+        decisions = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
+        assert [(e["task"], e["try_number"], e["delay"]) for e in decisions] == [("F", 1, 45.0)], decisions
+        assert values(store, dag_id, run_id, "g") == expected(1)
+    finally:
+        airflow.restart_component("scheduler")  # back to two for the scenarios after this one
+
+
 def test_a_restart_recorded_while_the_rest_api_is_unreachable_is_finished_once_it_is_back(deployment, store):
     airflow = deployment.airflow
     dag_id, run_id = trigger(airflow, "ft_cluster_api_outage", {"ft_faults": [{"task": "T2", "times": 1}]})
