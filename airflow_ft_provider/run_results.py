@@ -16,7 +16,8 @@ from typing import Any
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.plugins.run_view import CORRUPT
+
+CORRUPT = {Unavailable.INVALID_MANIFEST, Unavailable.SIZE_MISMATCH, Unavailable.CHECKSUM_MISMATCH}
 
 
 @dataclass(frozen=True)
