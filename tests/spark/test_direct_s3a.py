@@ -71,8 +71,8 @@ def test_direct_s3a_stages_read_and_commit_partitions_on_s3(s3_bucket, monkeypat
         "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region}}))
     with DAG("ft_direct_s3a", schedule=None) as dag:
         with FailoverPipeline(store=s3_bucket.url, direct_s3a=True, restart_strategy={"restart-strategy.type": "none"}):
-            SparkStageOperator(task_id="source", application="source.py", outputs=["numbers"])
-            SparkStageOperator(task_id="doubler", application="double.py", inputs=["numbers"], outputs=["doubled"])
+            SparkStageOperator(task_id="source", application="/jobs/source.py", outputs=["numbers"])  # stood in for
+            SparkStageOperator(task_id="doubler", application="/jobs/double.py", inputs=["numbers"], outputs=["doubled"])
     run_id = "manual__2026-11-22T05:00:00+00:00"
     for task_id in ("source", "doubler"):
         operator = dag.task_dict[task_id]
