@@ -44,8 +44,13 @@ def bucket_size(client, bucket: str) -> tuple[int, int]:
 
 
 def sweep(env: dict[str, str]) -> str:
-    result = subprocess.run([sys.executable, "-m", "airflow_ft_provider.cli", "gc"], env=env,
-                            capture_output=True, text=True, timeout=600)
+    result = subprocess.run(
+        [sys.executable, "-m", "airflow_ft_provider.cli", "gc"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     if result.returncode != 0:
         raise RuntimeError(f"airflow-ft gc exited {result.returncode}:\n{result.stdout}\n{result.stderr}")
     return result.stdout.strip().splitlines()[-1]
@@ -64,9 +69,12 @@ def main() -> None:
     with live_bench(bucket, [EXAMPLE_DAGS_DIR]) as bench:
         client = bench.s3.client()
         store = S3PartitionStore(client, bench.store_url)
-        gc_env = {**bench.airflow.environment(), "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
-                  "AIRFLOW__FT_PROVIDER__PARTITION_STORE_RETENTION": args.retention,
-                  "AIRFLOW__FT_PROVIDER__PARTITION_STORE_ORPHAN_GRACE": args.orphan_grace}
+        gc_env = {
+            **bench.airflow.environment(),
+            "PYTHONPATH": str(REPO) + os.pathsep + os.environ.get("PYTHONPATH", ""),
+            "AIRFLOW__FT_PROVIDER__PARTITION_STORE_RETENTION": args.retention,
+            "AIRFLOW__FT_PROVIDER__PARTITION_STORE_ORPHAN_GRACE": args.orphan_grace,
+        }
         rng, rows, outcomes, written, findings = random.Random(args.seed), [], {}, 0, []
         started = time.monotonic()
         for first in range(0, args.runs, args.batch):
@@ -74,27 +82,57 @@ def main() -> None:
             for verdict in run_plans(bench.airflow, store, plans, prefix=f"life{first}"):
                 outcomes[verdict.outcome] = outcomes.get(verdict.outcome, 0) + 1
                 if verdict.outcome not in ("recovered", "suppressed"):
-                    findings.append({"run_id": verdict.run_id, "outcome": verdict.outcome,
-                                     "faults": verdict.plan.faults, "tries": verdict.tries, "detail": verdict.detail})
-                    print(f"{verdict.run_id}: {verdict.outcome} {verdict.plan.describe()}\n{verdict.detail[:4000]}",
-                          flush=True)
+                    findings.append(
+                        {
+                            "run_id": verdict.run_id,
+                            "outcome": verdict.outcome,
+                            "faults": verdict.plan.faults,
+                            "tries": verdict.tries,
+                            "detail": verdict.detail,
+                        }
+                    )
+                    print(
+                        f"{verdict.run_id}: {verdict.outcome} {verdict.plan.describe()}"
+                        f"\n{verdict.detail[:4000]}",
+                        flush=True,
+                    )
             before = bucket_size(client, bucket)
             time.sleep(1)
             report = sweep(gc_env)
             after = bucket_size(client, bucket)
             written += before[1] - (rows[-1]["after_bytes"] if rows else 0)
-            rows.append({"runs": first + len(plans), "before_objects": before[0], "before_bytes": before[1],
-                         "after_objects": after[0], "after_bytes": after[1], "written_bytes": written, "gc": report,
-                         "t_s": round(time.monotonic() - started)})
-            print(f"after {rows[-1]['runs']:3} runs: {before[0]:5} objects {before[1] / 1e6:7.2f} MB -> gc -> "
-                  f"{after[0]:5} objects {after[1] / 1e6:7.2f} MB   (written so far {written / 1e6:7.2f} MB; {report})",
-                  flush=True)
+            rows.append(
+                {
+                    "runs": first + len(plans),
+                    "before_objects": before[0],
+                    "before_bytes": before[1],
+                    "after_objects": after[0],
+                    "after_bytes": after[1],
+                    "written_bytes": written,
+                    "gc": report,
+                    "t_s": round(time.monotonic() - started),
+                }
+            )
+            print(
+                f"after {rows[-1]['runs']:3} runs: {before[0]:5} objects {before[1] / 1e6:7.2f} MB -> gc -> "
+                f"{after[0]:5} objects {after[1] / 1e6:7.2f} MB"
+                f"   (written so far {written / 1e6:7.2f} MB; {report})",
+                flush=True,
+            )
     kept = [r["after_bytes"] for r in rows]
-    figures = {"runs": args.runs, "batch": args.batch, "retention": args.retention, "orphan_grace": args.orphan_grace,
-               "outcomes": outcomes, "written_mb": round(written / 1e6, 2),
-               "max_kept_mb": round(max(kept) / 1e6, 2), "final_kept_mb": round(kept[-1] / 1e6, 2),
-               "max_kept_objects": max(r["after_objects"] for r in rows),
-               "final_kept_objects": rows[-1]["after_objects"], "wall_s": round(time.monotonic() - started)}
+    figures = {
+        "runs": args.runs,
+        "batch": args.batch,
+        "retention": args.retention,
+        "orphan_grace": args.orphan_grace,
+        "outcomes": outcomes,
+        "written_mb": round(written / 1e6, 2),
+        "max_kept_mb": round(max(kept) / 1e6, 2),
+        "final_kept_mb": round(kept[-1] / 1e6, 2),
+        "max_kept_objects": max(r["after_objects"] for r in rows),
+        "final_kept_objects": rows[-1]["after_objects"],
+        "wall_s": round(time.monotonic() - started),
+    }
     print(json.dumps(figures, indent=2))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"figures": figures, "sweeps": rows, "findings": findings}, indent=2))

@@ -38,10 +38,18 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=12)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--concurrency", type=int, default=3, help="runs in flight at once")
-    parser.add_argument("--persistent", type=float, default=0.0,
-                        help="probability that a run also gets a stage failing on every try")
-    parser.add_argument("--server-loss", type=float, default=0.0,
-                        help="probability that a batch of runs also loses the Spark Connect server mid-run")
+    parser.add_argument(
+        "--persistent",
+        type=float,
+        default=0.0,
+        help="probability that a run also gets a stage failing on every try",
+    )
+    parser.add_argument(
+        "--server-loss",
+        type=float,
+        default=0.0,
+        help="probability that a batch of runs also loses the Spark Connect server mid-run",
+    )
     parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "chaos.json")
     args = parser.parse_args()
     s3 = start_moto_server()
@@ -57,23 +65,46 @@ def main() -> None:
         store = S3PartitionStore(s3.client(), store_url)
         rng, verdicts, started = random.Random(args.seed), [], time.monotonic()
         for batch in range(0, args.runs, args.concurrency):
-            plans = [make_plan(rng, outages=True, persistent=args.persistent, server_losses=args.server_loss)
-                     for _ in range(min(args.concurrency, args.runs - batch))]
-            for verdict in run_plans(airflow, store, plans, proxy=proxy, spark_connect=server, prefix=f"chaos{batch}"):
+            plans = [
+                make_plan(rng, outages=True, persistent=args.persistent, server_losses=args.server_loss)
+                for _ in range(min(args.concurrency, args.runs - batch))
+            ]
+            for verdict in run_plans(
+                airflow, store, plans, proxy=proxy, spark_connect=server, prefix=f"chaos{batch}"
+            ):
                 verdicts.append(verdict)
                 print(f"{verdict.run_id}: {verdict.outcome:10} {verdict.plan.describe()}", flush=True)
                 if verdict.outcome not in ("recovered", "suppressed"):
                     print(f"    {verdict.detail[:2000]}")
-        figures = count(verdicts) | {"seed": args.seed, "persistent_probability": args.persistent,
-                                     "server_loss_probability": args.server_loss,
-                                     "wall_s": round(time.monotonic() - started)}
+        figures = count(verdicts) | {
+            "seed": args.seed,
+            "persistent_probability": args.persistent,
+            "server_loss_probability": args.server_loss,
+            "wall_s": round(time.monotonic() - started),
+        }
         print(json.dumps(figures, indent=2))
         args.output.parent.mkdir(parents=True, exist_ok=True)
-        args.output.write_text(json.dumps({"figures": figures, "runs": [
-            {"run_id": v.run_id, "outcome": v.outcome, "faults": v.plan.faults, "outage_after": v.plan.outage_after,
-             "outage_seconds": v.plan.outage_seconds, "server_loss_after": v.plan.server_loss_after, "tries": v.tries,
-             "detail": v.detail[:500]} for v in verdicts]},
-            indent=2))
+        args.output.write_text(
+            json.dumps(
+                {
+                    "figures": figures,
+                    "runs": [
+                        {
+                            "run_id": v.run_id,
+                            "outcome": v.outcome,
+                            "faults": v.plan.faults,
+                            "outage_after": v.plan.outage_after,
+                            "outage_seconds": v.plan.outage_seconds,
+                            "server_loss_after": v.plan.server_loss_after,
+                            "tries": v.tries,
+                            "detail": v.detail[:500],
+                        }
+                        for v in verdicts
+                    ],
+                },
+                indent=2,
+            )
+        )
     finally:
         if airflow is not None:
             airflow.stop()

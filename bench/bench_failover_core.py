@@ -27,8 +27,8 @@ from pathlib import Path
 
 from airflow_ft_provider.failover import (
     DistributionPattern,
-    ResultPartitionType,
     RestartPipelinedRegionFailoverStrategy,
+    ResultPartitionType,
     StageGraph,
     pipelined_regions,
 )
@@ -42,7 +42,9 @@ RESULTS = Path(__file__).resolve().parent / "results" / "failover_core.json"
 
 
 # -- graphs ---------------------------------------------------------------------------------------------
-def chain(stages: int, parallelism: int, links: list[tuple[ResultPartitionType, DistributionPattern]]) -> StageGraph:
+def chain(
+    stages: int, parallelism: int, links: list[tuple[ResultPartitionType, DistributionPattern]]
+) -> StageGraph:
     """stages in a line; stage i reads stage i-1 by links[(i-1) % len(links)]."""
     graph = StageGraph()
     for i in range(stages):
@@ -183,7 +185,9 @@ def measure(case: Case, repeat: int, restart_repeat: int) -> Row:
     regions_s, regions = best_of(repeat, lambda: pipelined_regions(graph))
     strategy_s, strategy = best_of(repeat, lambda: RestartPipelinedRegionFailoverStrategy(graph))
     assert isinstance(regions, list) and isinstance(strategy, RestartPipelinedRegionFailoverStrategy)
-    row = Row(case.name, case.kind, tasks, task_level_edges(graph), len(regions), build_s, regions_s, strategy_s)
+    row = Row(
+        case.name, case.kind, tasks, task_level_edges(graph), len(regions), build_s, regions_s, strategy_s
+    )
 
     names = list(graph.stages)
     source, middle = names[0], names[len(names) // 2]
@@ -196,10 +200,18 @@ def measure(case: Case, repeat: int, restart_repeat: int) -> Row:
         ("middle+lost", task_id(graph, middle, mid_index), middle_inputs),
     ]
     for label, failed, lost in failures:
-        seconds, restart = best_of(restart_repeat, lambda: strategy.tasks_to_restart(failed, lost))
+        seconds, restart = best_of(
+            restart_repeat, lambda failed=failed, lost=lost: strategy.tasks_to_restart(failed, lost)
+        )
         assert isinstance(restart, set)
         row.restarts.append(
-            {"case": label, "failed": failed, "unavailable": len(lost), "restart_tasks": len(restart), "s": seconds}
+            {
+                "case": label,
+                "failed": failed,
+                "unavailable": len(lost),
+                "restart_tasks": len(restart),
+                "s": seconds,
+            }
         )
         if seconds >= row.restart_worst_s:
             row.restart_worst_s, row.restart_worst_case = seconds, f"{label} ({len(restart)} tasks)"
@@ -239,7 +251,10 @@ def main(argv: list[str] | None = None) -> int:
     slow_regions = [r.name for r in rows if max(r.regions_s, r.strategy_s) >= REGIONS_TARGET_S]
     slow_restart = [r.name for r in rows if r.restart_worst_s >= RESTART_TARGET_S]
     print()
-    print(f"regions target (< {REGIONS_TARGET_S:g} s): {'met' if not slow_regions else 'MISSED by ' + ', '.join(slow_regions)}")
+    print(
+        f"regions target (< {REGIONS_TARGET_S:g} s): "
+        + ("met" if not slow_regions else "MISSED by " + ", ".join(slow_regions))
+    )
     print(
         f"restart target (< {RESTART_TARGET_S * 1000:g} ms): "
         f"{'met' if not slow_restart else 'MISSED by ' + ', '.join(slow_restart)}"

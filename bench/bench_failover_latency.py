@@ -28,7 +28,9 @@ BACKOFF = 2.0  # restart-strategy.fixed-delay.delay of ft_e2e_seed002
 
 def gap(client, dag_id: str, run_id: str, task_id: str) -> float:
     tries = client.task_instance_tries(dag_id, run_id, task_id)
-    return (datetime.fromisoformat(tries[1]["start_date"]) - datetime.fromisoformat(tries[0]["end_date"])).total_seconds()
+    return (
+        datetime.fromisoformat(tries[1]["start_date"]) - datetime.fromisoformat(tries[0]["end_date"])
+    ).total_seconds()
 
 
 def main() -> None:
@@ -42,7 +44,10 @@ def main() -> None:
         bucket = "ft-bench-latency"
         s3.client().create_bucket(Bucket=bucket)
         airflow = LiveAirflow(
-            [REPO / "tests" / "e2e" / "dags" / "ft_failover_scenarios.py", REPO / "bench" / "dags" / "plain_retry.py"],
+            [
+                REPO / "tests" / "e2e" / "dags" / "ft_failover_scenarios.py",
+                REPO / "bench" / "dags" / "plain_retry.py",
+            ],
             env=pipeline_environment(s3, f"s3://{bucket}/pipelines/"),
         ).start()
         client = airflow.client
@@ -50,9 +55,14 @@ def main() -> None:
         failover, plain = [], []
         for n in range(args.runs):
             runs = {
-                "failover": client.trigger_dag_run("ft_e2e_seed002", {"ft_faults": [{"task": "C", "times": 1}]},
-                                                   run_id=f"latency_failover_{n}")["dag_run_id"],
-                "plain": client.trigger_dag_run("ft_bench_plain_retry", run_id=f"latency_plain_{n}")["dag_run_id"],
+                "failover": client.trigger_dag_run(
+                    "ft_e2e_seed002",
+                    {"ft_faults": [{"task": "C", "times": 1}]},
+                    run_id=f"latency_failover_{n}",
+                )["dag_run_id"],
+                "plain": client.trigger_dag_run("ft_bench_plain_retry", run_id=f"latency_plain_{n}")[
+                    "dag_run_id"
+                ],
             }
             client.wait_for_dag_run("ft_e2e_seed002", runs["failover"], timeout=900)
             client.wait_for_dag_run("ft_bench_plain_retry", runs["plain"], timeout=300)
@@ -64,10 +74,16 @@ def main() -> None:
             "airflow_retry_latency_s": {"median": statistics.median(plain), "all": plain},
             "difference_s": statistics.median(failover) - statistics.median(plain),
         }
-        print(f"failover latency (minus {BACKOFF:g} s backoff): median {result['failover_latency_s']['median']:.2f} s "
-              f"{[round(x, 2) for x in failover]}")
-        print(f"Airflow's own retry latency:              median {result['airflow_retry_latency_s']['median']:.2f} s "
-              f"{[round(x, 2) for x in plain]}")
+        print(
+            f"failover latency (minus {BACKOFF:g} s backoff): "
+            f"median {result['failover_latency_s']['median']:.2f} s "
+            f"{[round(x, 2) for x in failover]}"
+        )
+        print(
+            f"Airflow's own retry latency:              "
+            f"median {result['airflow_retry_latency_s']['median']:.2f} s "
+            f"{[round(x, 2) for x in plain]}"
+        )
         print(f"difference: {result['difference_s']:+.2f} s (target: within 2 s)")
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))

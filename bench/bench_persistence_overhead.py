@@ -10,8 +10,9 @@ test suite's Spark environment incl. its JVM class-data-sharing archive): it gen
 them as snappy Parquet in --files files.
 (a) baseline: spark-submit writing straight to a local directory; wall time = spark-submit.
 (b) store: spark-submit writing to a local staging directory, then
-    ``S3PartitionStore(client, "s3://<bucket>/pipelines/").commit(ref, dir, producer=..., compression="snappy",
-    row_count=N)`` as ``SparkStageOperator._commit_outputs`` does (new boto3 client, as a task makes);
+    ``S3PartitionStore(client, "s3://<bucket>/pipelines/").commit(ref, dir, producer=...,
+    compression="snappy", row_count=N)`` as ``SparkStageOperator._commit_outputs`` does (new boto3
+    client, as a task makes);
     wall time = spark-submit + commit.
 The store is a moto S3 server over HTTP on the same machine: it competes for the same cores, so the
 commit is slower here than against a real S3 endpoint. One uncounted warm-up spark-submit, then the
@@ -69,8 +70,19 @@ def spark_submit(app: Path, out: Path, rows: int, files: int, env: dict[str, str
     """Wall and CPU seconds (spark-submit and its JVM) of one run of the stage's application."""
     from ft_harness.spark_cluster import SPARK_HOME
 
-    cmd = [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-           "--conf", "spark.sql.shuffle.partitions=1", str(app), str(out), str(rows), str(files)]
+    cmd = [
+        str(SPARK_HOME / "bin" / "spark-submit"),
+        "--master",
+        "local[1]",
+        "--conf",
+        "spark.ui.enabled=false",
+        "--conf",
+        "spark.sql.shuffle.partitions=1",
+        str(app),
+        str(out),
+        str(rows),
+        str(files),
+    ]
     start, cpu = time.perf_counter(), children_cpu()
     result = subprocess.run(cmd, env=env, capture_output=True, text=True)
     elapsed, cpu = time.perf_counter() - start, children_cpu() - cpu
@@ -93,14 +105,23 @@ def commit(server, bucket: str, directory: Path, rows: int, try_number: int) -> 
 
     start, cpu, moto_cpu = time.perf_counter(), time.process_time(), process_cpu(server.process.pid)
     client = boto3.session.Session().client(
-        "s3", endpoint_url=server.url, region_name="us-east-1", aws_access_key_id=server.access_key,
-        aws_secret_access_key=server.secret_key, config=Config(retries={"mode": "standard"}, max_pool_connections=16))
+        "s3",
+        endpoint_url=server.url,
+        region_name="us-east-1",
+        aws_access_key_id=server.access_key,
+        aws_secret_access_key=server.secret_key,
+        config=Config(retries={"mode": "standard"}, max_pool_connections=16),
+    )
     store = S3PartitionStore(client, f"s3://{bucket}/pipelines/")
     ref = RunRef("bench", "run1").parse("out")
-    manifest = store.commit(ref, directory, producer=Producer("write_stage", -1, try_number), compression="snappy",
-                            row_count=rows)
-    elapsed, cpu, moto_cpu = (time.perf_counter() - start, time.process_time() - cpu,
-                              process_cpu(server.process.pid) - moto_cpu)
+    manifest = store.commit(
+        ref, directory, producer=Producer("write_stage", -1, try_number), compression="snappy", row_count=rows
+    )
+    elapsed, cpu, moto_cpu = (
+        time.perf_counter() - start,
+        time.process_time() - cpu,
+        process_cpu(server.process.pid) - moto_cpu,
+    )
     assert manifest.row_count == rows and manifest.total_size == data_bytes(directory), manifest
     return elapsed, cpu, moto_cpu
 
@@ -114,16 +135,23 @@ def empty_bucket(client, bucket: str) -> None:
 
 
 def stats(values: list[float]) -> dict:
-    return {"best_s": round(min(values), 2), "median_s": round(statistics.median(values), 2),
-            "all_s": [round(v, 2) for v in values]}
+    return {
+        "best_s": round(min(values), 2),
+        "median_s": round(statistics.median(values), 2),
+        "all_s": [round(v, 2) for v in values],
+    }
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rows", type=int, default=1_500_000, help="rows written by the stage (~110 B each)")
     parser.add_argument("--files", type=int, default=4, help="Parquet files (Spark partitions) of the output")
     parser.add_argument("--repeats", type=int, default=3, help="runs of each variant")
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "persistence_overhead.json")
+    parser.add_argument(
+        "--output", type=Path, default=REPO / "bench" / "results" / "persistence_overhead.json"
+    )
     args = parser.parse_args()
 
     from ft_harness.s3_server import start_moto_server, stop_moto_server
@@ -166,70 +194,111 @@ def main() -> None:
             shutil.rmtree(staging.parent)
             empty_bucket(admin, bucket)
 
-        print(f"{args.rows} rows in {args.files} files, local[1]; moto S3 server on the same "
-              f"{os.cpu_count()} cores", flush=True)
-        warm_up = spark_submit(app, work / "warm-up", args.rows, args.files, env)[0]  # page cache, JVM archive
+        print(
+            f"{args.rows} rows in {args.files} files, local[1]; moto S3 server on the same "
+            f"{os.cpu_count()} cores",
+            flush=True,
+        )
+        warm_up = spark_submit(app, work / "warm-up", args.rows, args.files, env)[
+            0
+        ]  # page cache, JVM archive
         shutil.rmtree(work / "warm-up")
         print(f"warm-up spark-submit (not counted): {warm_up:.2f} s", flush=True)
         for r in range(args.repeats):
-            steps = [baseline, lambda: through_store(r + 1)]
+            steps = [baseline, lambda r=r: through_store(r + 1)]
             for step in steps if r % 2 == 0 else steps[::-1]:
                 os.sync()
                 step()
             loads.append(round(os.getloadavg()[0], 2))  # ~1-2 from this benchmark itself; more: other work
-            print(f"run {r + 1}: baseline {times['baseline'][-1]:.2f} s; store {times['store'][-1]:.2f} s "
-                  f"(spark-submit {times['store_spark'][-1]:.2f} s + commit {times['commit'][-1]:.2f} s); "
-                  f"load {loads[-1]}", flush=True)
+            print(
+                f"run {r + 1}: baseline {times['baseline'][-1]:.2f} s; store {times['store'][-1]:.2f} s "
+                f"(spark-submit {times['store_spark'][-1]:.2f} s + commit {times['commit'][-1]:.2f} s); "
+                f"load {loads[-1]}",
+                flush=True,
+            )
 
         size = statistics.median(sizes)
-        overhead = {k: round(stats(times["store"])[k] / stats(times["baseline"])[k] - 1, 4)
-                    for k in ("best_s", "median_s")}
-        # The Spark part is the same program in both variants: the commit over all its runs is a steadier estimate.
+        overhead = {
+            k: round(stats(times["store"])[k] / stats(times["baseline"])[k] - 1, 4)
+            for k in ("best_s", "median_s")
+        }
+        # The Spark part is the same program in both variants: the commit over all its runs is a steadier
+        # estimate.
         spark_runs = times["baseline"] + times["store_spark"]
         commit_share = round(statistics.median(times["commit"]) / statistics.median(spark_runs), 4)
         result = {
-            "store": "moto S3 server over HTTP on the same machine (shares its cores with Spark and the commit)",
-            "machine": {"cpus": os.cpu_count(), "load_avg_1min_at_start": round(load_at_start, 2),
-                        "load_avg_1min_after_each_run": loads},
+            "store": "moto S3 server over HTTP on the same machine "
+            "(shares its cores with Spark and the commit)",
+            "machine": {
+                "cpus": os.cpu_count(),
+                "load_avg_1min_at_start": round(load_at_start, 2),
+                "load_avg_1min_after_each_run": loads,
+            },
             "spark": "spark-submit --master local[1] (ft_harness.spark_cluster.spark_environment)",
-            "data": {"rows": args.rows, "files": args.files, "bytes": int(size), "mb": round(size / MB, 1),
-                     "format": "parquet/snappy"},
+            "data": {
+                "rows": args.rows,
+                "files": args.files,
+                "bytes": int(size),
+                "mb": round(size / MB, 1),
+                "format": "parquet/snappy",
+            },
             "repeats": args.repeats,
             "baseline_local_disk": stats(times["baseline"]),
             "through_store": stats(times["store"]),
             "through_store_spark_submit_part": stats(times["store_spark"]),
             "commit_alone": stats(times["commit"]),
-            "commit_mb_per_s": {"best": round(size / MB / min(times["commit"]), 1),
-                                "median": round(size / MB / statistics.median(times["commit"]), 1)},
+            "commit_mb_per_s": {
+                "best": round(size / MB / min(times["commit"]), 1),
+                "median": round(size / MB / statistics.median(times["commit"]), 1),
+            },
             "all_spark_submits": stats(spark_runs),
-            "cpu_seconds_median": {"spark_submit": round(statistics.median(cpus["spark_baseline"]
-                                                                           + cpus["spark_store"]), 2),
-                                   "spark_submit_baseline": round(statistics.median(cpus["spark_baseline"]), 2),
-                                   "spark_submit_store": round(statistics.median(cpus["spark_store"]), 2),
-                                   "commit_worker": round(statistics.median(cpus["commit"]), 2),
-                                   "commit_moto_server": round(statistics.median(cpus["moto"]), 2)},
-            "overhead": {"best": overhead["best_s"], "median": overhead["median_s"],
-                         "median_commit_over_median_spark_submit": commit_share},
+            "cpu_seconds_median": {
+                "spark_submit": round(statistics.median(cpus["spark_baseline"] + cpus["spark_store"]), 2),
+                "spark_submit_baseline": round(statistics.median(cpus["spark_baseline"]), 2),
+                "spark_submit_store": round(statistics.median(cpus["spark_store"]), 2),
+                "commit_worker": round(statistics.median(cpus["commit"]), 2),
+                "commit_moto_server": round(statistics.median(cpus["moto"]), 2),
+            },
+            "overhead": {
+                "best": overhead["best_s"],
+                "median": overhead["median_s"],
+                "median_commit_over_median_spark_submit": commit_share,
+            },
             "target_overhead": 0.10,
             "target_met": overhead["median_s"] <= 0.10,
         }
         print(f"\ndata: {result['data']['mb']} MB of snappy Parquet ({args.rows} rows, {args.files} files)")
-        for label, key in (("baseline (local disk)", "baseline_local_disk"), ("through the store", "through_store"),
-                           ("  of which commit", "commit_alone")):
-            print(f"{label:22s} best {result[key]['best_s']:6.2f} s  median {result[key]['median_s']:6.2f} s  "
-                  f"{result[key]['all_s']}")
-        print(f"commit throughput: best {result['commit_mb_per_s']['best']} MB/s, median "
-              f"{result['commit_mb_per_s']['median']} MB/s (moto on the same {os.cpu_count()} cores)")
-        print(f"overhead: best {overhead['best_s']:+.1%}, median {overhead['median_s']:+.1%} "
-              f"(target ≤ 10 %: {'met' if result['target_met'] else 'NOT met'})")
-        print(f"steadier estimate: median commit / median of all {len(spark_runs)} spark-submits "
-              f"({statistics.median(spark_runs):.2f} s, spread {min(spark_runs):.2f}-{max(spark_runs):.2f} s) "
-              f"= {commit_share:+.1%}")
+        for label, key in (
+            ("baseline (local disk)", "baseline_local_disk"),
+            ("through the store", "through_store"),
+            ("  of which commit", "commit_alone"),
+        ):
+            print(
+                f"{label:22s} best {result[key]['best_s']:6.2f} s  median {result[key]['median_s']:6.2f} s  "
+                f"{result[key]['all_s']}"
+            )
+        print(
+            f"commit throughput: best {result['commit_mb_per_s']['best']} MB/s, median "
+            f"{result['commit_mb_per_s']['median']} MB/s (moto on the same {os.cpu_count()} cores)"
+        )
+        print(
+            f"overhead: best {overhead['best_s']:+.1%}, median {overhead['median_s']:+.1%} "
+            f"(target ≤ 10 %: {'met' if result['target_met'] else 'NOT met'})"
+        )
+        print(
+            f"steadier estimate: median commit / median of all {len(spark_runs)} spark-submits "
+            f"({statistics.median(spark_runs):.2f} s, spread {min(spark_runs):.2f}-{max(spark_runs):.2f} s) "
+            f"= {commit_share:+.1%}"
+        )
         cpu = result["cpu_seconds_median"]
-        print(f"CPU seconds (median; insensitive to other load): spark-submit {cpu['spark_submit']:.2f} s, commit "
-              f"in the worker {cpu['commit_worker']:.2f} s (+{cpu['commit_worker'] / cpu['spark_submit']:.1%}), "
-              f"moto serving it {cpu['commit_moto_server']:.2f} s; spark-submit CPU baseline "
-              f"{cpu['spark_submit_baseline']:.2f} s vs store {cpu['spark_submit_store']:.2f} s")
+        print(
+            f"CPU seconds (median; insensitive to other load): spark-submit {cpu['spark_submit']:.2f} s, "
+            f"commit "
+            f"in the worker {cpu['commit_worker']:.2f} s "
+            f"(+{cpu['commit_worker'] / cpu['spark_submit']:.1%}), "
+            f"moto serving it {cpu['commit_moto_server']:.2f} s; spark-submit CPU baseline "
+            f"{cpu['spark_submit_baseline']:.2f} s vs store {cpu['spark_submit_store']:.2f} s"
+        )
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2) + "\n")
         print(f"written to {args.output}")

@@ -36,10 +36,10 @@ import pyarrow.parquet as pq
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration  # noqa: E402
 from airflow_ft_provider.model.exchanges import Input, Output  # noqa: E402
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
-from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
 from ft_harness.live_airflow import LiveAirflow  # noqa: E402  (the type of Bench's airflow)
 
@@ -50,15 +50,20 @@ from dags import BRANCHES, stages  # noqa: E402
 FAILING, LOST = f"b{BRANCHES}_s3", f"b{BRANCHES}_s2"
 FAULTS = {
     "fail": {"plain": {"fail_once": FAILING}, "ft": {"fail_once": FAILING}},
-    "lose": {"plain": {"lose": f"{FAILING}:{LOST}"}, "ft": {"ft_faults": [{"task": FAILING, "delete": [LOST]}]}},
+    "lose": {
+        "plain": {"lose": f"{FAILING}:{LOST}"},
+        "ft": {"ft_faults": [{"task": FAILING, "delete": [LOST]}]},
+    },
 }
 SINKS = [f"b{b}_s3" for b in range(1, BRANCHES + 1)]
 
 
 def minimal_restart_set(fault: str) -> set[str]:
     """What Flink's region failover restarts: computed by the failover core on the same graph."""
-    description = PipelineDescription("bench", [
-        StageDeclaration(name, 1, (Input(up),) if up else (), (Output(name),)) for name, up in stages()])
+    description = PipelineDescription(
+        "bench",
+        [StageDeclaration(name, 1, (Input(up),) if up else (), (Output(name),)) for name, up in stages()],
+    )
     return description.failover_strategy().tasks_to_restart(FAILING, [LOST] if fault == "lose" else [])
 
 
@@ -89,7 +94,9 @@ class Bench:
             tries.sort(key=lambda t: t["start_date"])
         return per_task
 
-    def measure(self, dag_id: str, run_ids: list[str], started: float, recovered: bool, stages_per_task=1) -> dict:
+    def measure(
+        self, dag_id: str, run_ids: list[str], started: float, recovered: bool, stages_per_task=1
+    ) -> dict:
         per_task = self.tries(dag_id, run_ids)
         seconds = {task: [duration(t) for t in tries] for task, tries in per_task.items()}
         again = {task: s[1:] for task, s in seconds.items() if len(s) > 1}
@@ -115,7 +122,9 @@ class Bench:
         run_id = self.trigger(dag_id, name, conf)
         state = self.wait(dag_id, run_id)
         if state == "failed":
-            failed = [ti["task_id"] for ti in self.api.task_instances(dag_id, run_id) if ti["state"] == "failed"]
+            failed = [
+                ti["task_id"] for ti in self.api.task_instances(dag_id, run_id) if ti["state"] == "failed"
+            ]
             self.api.clear_task_instances(dag_id, run_id, failed, include_downstream=True)
             self.api.wait_for_dag_run(dag_id, run_id, states=["queued", "running"], timeout=60, poll=0.5)
             state = self.wait(dag_id, run_id)
@@ -148,65 +157,111 @@ def fingerprint(rows: list[dict]) -> tuple:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", type=Path, default=None,
-                        help="default bench/results/recovery_work.json (recovery_failure_free.json with "
-                             "--failure-free-only)")
-    parser.add_argument("--failure-free-only", action="store_true",
-                        help="only the failure-free runs of the Spark Connect variants and the single application")
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="default bench/results/recovery_work.json (recovery_failure_free.json with --failure-free-only)",
+    )
+    parser.add_argument(
+        "--failure-free-only",
+        action="store_true",
+        help="only the failure-free runs of the Spark Connect variants and the single application",
+    )
     args = parser.parse_args()
     results_dir = REPO / "bench" / "results"
-    args.output = args.output or results_dir / ("recovery_failure_free.json" if args.failure_free_only
-                                                else "recovery_work.json")
+    args.output = args.output or results_dir / (
+        "recovery_failure_free.json" if args.failure_free_only else "recovery_work.json"
+    )
     data = Path(tempfile.mkdtemp(prefix="ft-bench-recovery-"))
     stack = ExitStack()
-    env = {"FT_BENCH_RECOVERY_APPS": str(APPS), "FT_BENCH_RECOVERY_DATA": str(data),
-           "AIRFLOW_CONN_SPARK_LOCAL2": json.dumps({"conn_type": "spark", "host": "local[2]"})}
+    env = {
+        "FT_BENCH_RECOVERY_APPS": str(APPS),
+        "FT_BENCH_RECOVERY_DATA": str(data),
+        "AIRFLOW_CONN_SPARK_LOCAL2": json.dumps({"conn_type": "spark", "host": "local[2]"}),
+    }
     try:
-        live = stack.enter_context(live_bench("ft-bench-recovery", [APPS / "dags.py"], env=env,
-                                              server_conf={"spark.driver.memory": "2g"}))
+        live = stack.enter_context(
+            live_bench(
+                "ft-bench-recovery", [APPS / "dags.py"], env=env, server_conf={"spark.driver.memory": "2g"}
+            )
+        )
         s3, airflow, bucket = live.s3, live.airflow, "ft-bench-recovery"
-        dags = ["bench_recovery_ft", "bench_recovery_ft_connect", "bench_recovery_ft_connect_4",
-                "bench_recovery_retries", "bench_recovery_plain", "bench_recovery_single_app"]
+        dags = [
+            "bench_recovery_ft",
+            "bench_recovery_ft_connect",
+            "bench_recovery_ft_connect_4",
+            "bench_recovery_retries",
+            "bench_recovery_plain",
+            "bench_recovery_single_app",
+        ]
         airflow.wait_for_dags(dags, timeout=180)
         bench = Bench(airflow, S3PartitionStore(s3.client(), f"s3://{bucket}/pipelines/"), data)
         if args.failure_free_only:
             failure_free(bench, args.output)
             return
 
-        reference = {"ft": bench.single_run("bench_recovery_ft", "reference", {}),
-                     "ft_connect": bench.single_run("bench_recovery_ft_connect", "reference", {}),
-                     "plain": bench.single_run("bench_recovery_plain", "reference", {}),
-                     "single_app": bench.single_run("bench_recovery_single_app", "reference", {},
-                                                    stages_per_task=len(list(stages())))}
+        reference = {
+            "ft": bench.single_run("bench_recovery_ft", "reference", {}),
+            "ft_connect": bench.single_run("bench_recovery_ft_connect", "reference", {}),
+            "plain": bench.single_run("bench_recovery_plain", "reference", {}),
+            "single_app": bench.single_run(
+                "bench_recovery_single_app", "reference", {}, stages_per_task=len(list(stages()))
+            ),
+        }
         expected = bench.plain_outputs("bench_recovery_plain", reference["plain"]["runs"][0])
-        assert bench.ft_outputs(reference["ft"]["runs"][0]) == expected, "the two pipelines compute different data"
-        assert bench.ft_outputs(reference["ft_connect"]["runs"][0], "bench_recovery_ft_connect") == expected, (
-            "Spark Connect computes different data")
+        assert bench.ft_outputs(reference["ft"]["runs"][0]) == expected, (
+            "the two pipelines compute different data"
+        )
+        assert (
+            bench.ft_outputs(reference["ft_connect"]["runs"][0], "bench_recovery_ft_connect") == expected
+        ), "Spark Connect computes different data"
         single = reference["single_app"]["wall_s"]
-        reference["ratios_to_single_app"] = {k: round(reference[k]["wall_s"] / single, 2) for k in ("ft", "ft_connect")}
-        print(f"failure-free run: provider on spark-submit {reference['ft']['wall_s']} s "
-              f"({reference['ft']['total_stage_s']} stage-s), on Spark Connect {reference['ft_connect']['wall_s']} s "
-              f"({reference['ft_connect']['total_stage_s']} stage-s), plain {reference['plain']['wall_s']} s "
-              f"({reference['plain']['total_stage_s']} stage-s), one Spark application {single} s; wall time / one "
-              f"application: {reference['ratios_to_single_app']}")
+        reference["ratios_to_single_app"] = {
+            k: round(reference[k]["wall_s"] / single, 2) for k in ("ft", "ft_connect")
+        }
+        print(
+            f"failure-free run: provider on spark-submit {reference['ft']['wall_s']} s "
+            f"({reference['ft']['total_stage_s']} stage-s), "
+            f"on Spark Connect {reference['ft_connect']['wall_s']} s "
+            f"({reference['ft_connect']['total_stage_s']} stage-s), plain {reference['plain']['wall_s']} s "
+            f"({reference['plain']['total_stage_s']} stage-s), "
+            f"one Spark application {single} s; wall time / one "
+            f"application: {reference['ratios_to_single_app']}"
+        )
 
         results: dict = {"reference": reference}
         for fault in ("fail", "lose"):
             plain, ft = FAULTS[fault]["plain"], FAULTS[fault]["ft"]
             rows = {
                 "region failover (this provider)": bench.single_run("bench_recovery_ft", f"ft_{fault}", ft),
-                "region failover, Spark Connect": bench.single_run("bench_recovery_ft_connect", f"ftc_{fault}", ft),
-                "Airflow retries (retries=1)": bench.single_run("bench_recovery_retries", f"retries_{fault}", plain),
+                "region failover, Spark Connect": bench.single_run(
+                    "bench_recovery_ft_connect", f"ftc_{fault}", ft
+                ),
+                "Airflow retries (retries=1)": bench.single_run(
+                    "bench_recovery_retries", f"retries_{fault}", plain
+                ),
                 "clear failed task + downstream": bench.clear_downstream(f"clear_{fault}", plain),
                 "re-run the whole DAG": bench.rerun_all(f"rerun_{fault}", plain),
             }
             if fault == "fail":
                 rows["one Spark application, retried"] = bench.single_run(
-                    "bench_recovery_single_app", "single_fail", plain, stages_per_task=len(list(stages())))
+                    "bench_recovery_single_app", "single_fail", plain, stages_per_task=len(list(stages()))
+                )
             minimal = minimal_restart_set(fault)
-            print(f"\n{fault}: {'b4_s3 fails once after its work' if fault == 'fail' else 'b4_s2 lost before b4_s3 reads it'}"
-                  f" -- minimal restart set {sorted(minimal)}")
-            print(f"  {'alternative':34} {'recovered':>9} {'wall s':>7} {'stages again':>12} {'stage-s again':>13} {'ratio':>6}")
+            print(
+                f"\n{fault}: "
+                + (
+                    "b4_s3 fails once after its work"
+                    if fault == "fail"
+                    else "b4_s2 lost before b4_s3 reads it"
+                )
+                + f" -- minimal restart set {sorted(minimal)}"
+            )
+            print(
+                f"  {'alternative':34} {'recovered':>9} {'wall s':>7} "
+                f"{'stages again':>12} {'stage-s again':>13} {'ratio':>6}"
+            )
             for label, row in rows.items():
                 row["ratio_to_minimal"] = round(row["re_executed_stages"] / len(minimal), 2)
                 if row["recovered"]:
@@ -215,11 +270,18 @@ def main() -> None:
                         row["output_matches"] = bench.ft_outputs(last, dag_id) == expected
                     elif dag_id != "bench_recovery_single_app":
                         row["output_matches"] = bench.plain_outputs(dag_id, last) == expected
-                print(f"  {label:34} {'yes' if row['recovered'] else 'NO':>9} {row['wall_s'] or '-':>7} "
-                      f"{row['re_executed_stages']:>12} {row['re_executed_stage_s']:>13} {row['ratio_to_minimal']:>6}")
+                print(
+                    f"  {label:34} {'yes' if row['recovered'] else 'NO':>9} {row['wall_s'] or '-':>7} "
+                    f"{row['re_executed_stages']:>12} "
+                    f"{row['re_executed_stage_s']:>13} {row['ratio_to_minimal']:>6}"
+                )
             results[fault] = {"minimal_restart_set": sorted(minimal), "alternatives": rows}
-        mismatches = [(f, label) for f in ("fail", "lose") for label, r in results[f]["alternatives"].items()
-                      if r.get("output_matches") is False]
+        mismatches = [
+            (f, label)
+            for f in ("fail", "lose")
+            for label, r in results[f]["alternatives"].items()
+            if r.get("output_matches") is False
+        ]
         print(f"\noutput mismatches against the failure-free run: {mismatches or 0}")
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(results, indent=2))
@@ -232,8 +294,11 @@ def main() -> None:
 def failure_free(bench: Bench, output: Path) -> None:
     """Failure-free wall time of the Spark Connect variants against the single application, measured
     in turn, three rounds; medians."""
-    dags = {"ft_connect (2 at a time)": "bench_recovery_ft_connect", "ft_connect (4 at a time)": "bench_recovery_ft_connect_4",
-            "one Spark application": "bench_recovery_single_app"}
+    dags = {
+        "ft_connect (2 at a time)": "bench_recovery_ft_connect",
+        "ft_connect (4 at a time)": "bench_recovery_ft_connect_4",
+        "one Spark application": "bench_recovery_single_app",
+    }
     walls: dict[str, list[float]] = {label: [] for label in dags}
     for round_ in range(3):
         for label, dag_id in dags.items():
@@ -242,15 +307,22 @@ def failure_free(bench: Bench, output: Path) -> None:
             assert row["recovered"], f"{dag_id} failed"
             if dag_id != "bench_recovery_single_app":
                 expected = bench.ft_outputs(bench_reference(bench), "bench_recovery_ft_connect")
-                assert bench.ft_outputs(row["runs"][0], dag_id) == expected, f"{dag_id} computes different data"
+                assert bench.ft_outputs(row["runs"][0], dag_id) == expected, (
+                    f"{dag_id} computes different data"
+                )
             walls[label].append(row["wall_s"])
     medians = {label: sorted(w)[1] for label, w in walls.items()}
     single = medians["one Spark application"]
-    result = {"walls_s": walls, "median_s": medians,
-              "ratio_to_single_app": {k: round(v / single, 2) for k, v in medians.items()}}
+    result = {
+        "walls_s": walls,
+        "median_s": medians,
+        "ratio_to_single_app": {k: round(v / single, 2) for k, v in medians.items()},
+    }
     for label, median in medians.items():
-        print(f"  {label:28} median {median:6.1f} s  ({', '.join(f'{w:.1f}' for w in walls[label])})  "
-              f"x{median / single:.2f} the single application")
+        print(
+            f"  {label:28} median {median:6.1f} s  ({', '.join(f'{w:.1f}' for w in walls[label])})  "
+            f"x{median / single:.2f} the single application"
+        )
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2))
     print(f"written to {output}")
@@ -267,10 +339,12 @@ def bench_reference(bench: Bench) -> str:
 
 
 def label_dag(label: str) -> str:
-    return {"region failover (this provider)": "bench_recovery_ft",
-            "region failover, Spark Connect": "bench_recovery_ft_connect",
-            "Airflow retries (retries=1)": "bench_recovery_retries",
-            "one Spark application, retried": "bench_recovery_single_app"}.get(label, "bench_recovery_plain")
+    return {
+        "region failover (this provider)": "bench_recovery_ft",
+        "region failover, Spark Connect": "bench_recovery_ft_connect",
+        "Airflow retries (retries=1)": "bench_recovery_retries",
+        "one Spark application, retried": "bench_recovery_single_app",
+    }.get(label, "bench_recovery_plain")
 
 
 if __name__ == "__main__":

@@ -26,8 +26,11 @@ sys.path.insert(0, str(REPO))
 
 from bench.live_bench import live_bench  # noqa: E402
 
-DAGS = {"noop": ("bench_cost_noop", "noop"), "connect": ("bench_cost_connect", "trivial"),
-        "submit": ("bench_cost_submit", "trivial")}
+DAGS = {
+    "noop": ("bench_cost_noop", "noop"),
+    "connect": ("bench_cost_connect", "trivial"),
+    "submit": ("bench_cost_submit", "trivial"),
+}
 
 
 def task_seconds(client, dag_id: str, run_id: str, task_id: str) -> float:
@@ -38,15 +41,24 @@ def task_seconds(client, dag_id: str, run_id: str, task_id: str) -> float:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--runs", type=int, default=7)
-    parser.add_argument("--no-preload", action="store_true",
-                        help="[ft_provider] preload_stage_clients off: every Connect try imports the client")
-    parser.add_argument("--output", type=Path, default=None,
-                        help="default bench/results/stage_cost.json (stage_cost_no_preload.json with --no-preload)")
+    parser.add_argument(
+        "--no-preload",
+        action="store_true",
+        help="[ft_provider] preload_stage_clients off: every Connect try imports the client",
+    )
+    parser.add_argument(
+        "--output",
+        type=Path,
+        default=None,
+        help="default bench/results/stage_cost.json (stage_cost_no_preload.json with --no-preload)",
+    )
     args = parser.parse_args()
     name = "stage_cost_no_preload.json" if args.no_preload else "stage_cost.json"
     args.output = args.output or REPO / "bench" / "results" / name
-    env = {"FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost"),
-           "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": str(not args.no_preload)}
+    env = {
+        "FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost"),
+        "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": str(not args.no_preload),
+    }
     with live_bench("ft-bench-cost", [REPO / "bench" / "stage_cost"], env=env) as live:
         airflow = live.airflow
         client = airflow.client
@@ -63,16 +75,24 @@ def main() -> None:
         result = {
             "runs": args.runs,
             "preload_stage_clients": not args.no_preload,
-            "task_seconds": {name: {"median": round(medians[name], 2), "all": [round(v, 2) for v in values]}
-                             for name, values in seconds.items()},
-            "fixed_cost_s": {"connect": round(medians["connect"] - medians["noop"], 2),
-                             "submit": round(medians["submit"] - medians["noop"], 2)},
+            "task_seconds": {
+                name: {"median": round(medians[name], 2), "all": [round(v, 2) for v in values]}
+                for name, values in seconds.items()
+            },
+            "fixed_cost_s": {
+                "connect": round(medians["connect"] - medians["noop"], 2),
+                "submit": round(medians["submit"] - medians["noop"], 2),
+            },
         }
         print(f"no-op Python task:            {medians['noop']:.2f} s (median of {args.runs})")
-        print(f"trivial stage, Spark Connect: {medians['connect']:.2f} s -> fixed cost "
-              f"{result['fixed_cost_s']['connect']:.2f} s")
-        print(f"trivial stage, spark-submit:  {medians['submit']:.2f} s -> fixed cost "
-              f"{result['fixed_cost_s']['submit']:.2f} s")
+        print(
+            f"trivial stage, Spark Connect: {medians['connect']:.2f} s -> fixed cost "
+            f"{result['fixed_cost_s']['connect']:.2f} s"
+        )
+        print(
+            f"trivial stage, spark-submit:  {medians['submit']:.2f} s -> fixed cost "
+            f"{result['fixed_cost_s']['submit']:.2f} s"
+        )
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))
         print(f"written to {args.output}")

@@ -32,8 +32,13 @@ class LiveBench:
 
 
 @contextmanager
-def live_bench(bucket: str, dags: list[Path], *, env: dict[str, str] | None = None,
-               server_conf: dict[str, Any] | None = None) -> Iterator[LiveBench]:
+def live_bench(
+    bucket: str,
+    dags: list[Path],
+    *,
+    env: dict[str, str] | None = None,
+    server_conf: dict[str, Any] | None = None,
+) -> Iterator[LiveBench]:
     """Start everything (``env`` is added to the pipelines' environment), yield it, stop it."""
     s3, server, airflow, postgres, database = start_moto_server(), None, None, None, None
     try:
@@ -45,8 +50,9 @@ def live_bench(bucket: str, dags: list[Path], *, env: dict[str, str] | None = No
         server = SparkConnectServer(conf=server_conf or {}).start()
         s3.client().create_bucket(Bucket=bucket)
         store_url = f"s3://{bucket}/pipelines/"
-        airflow = LiveAirflow(dags, env={**pipeline_environment(s3, store_url, server), **(env or {})},
-                              database_url=database).start()
+        airflow = LiveAirflow(
+            dags, env={**pipeline_environment(s3, store_url, server), **(env or {})}, database_url=database
+        ).start()
         yield LiveBench(s3, server, airflow, store_url)
     finally:
         if airflow is not None:

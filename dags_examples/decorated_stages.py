@@ -14,10 +14,10 @@ Try: ``{"ft_faults": [{"task": "clean_events[1]", "times": 1}]}``.
 """
 
 from airflow.sdk import DAG
+from example_support import COMMON, SPARK, fault_params
 
 from airflow_ft_provider.decorators import ft_stage
 from airflow_ft_provider.pipeline import FailoverPipeline
-from example_support import COMMON, SPARK, fault_params
 
 SHARDS = 2
 
@@ -28,7 +28,10 @@ def make_events(spark, io, shard, shards):
     from pyspark.sql import functions as F
 
     events = spark.range(shard, 1000, shards).select(
-        F.col("id").alias("event"), (F.col("id") % 7).alias("user"), ((F.col("id") * 37) % 100).alias("amount"))
+        F.col("id").alias("event"),
+        (F.col("id") % 7).alias("user"),
+        ((F.col("id") * 37) % 100).alias("amount"),
+    )
     io.write("events", events)
 
 
@@ -37,14 +40,18 @@ def clean_events(spark, io, shard, min_amount):
     """Drop the small amounts; keep which shard a row came from."""
     from pyspark.sql import functions as F
 
-    io.write("cleaned", io.read("events").where(F.col("amount") >= min_amount).withColumn("shard", F.lit(shard)))
+    io.write(
+        "cleaned", io.read("events").where(F.col("amount") >= min_amount).withColumn("shard", F.lit(shard))
+    )
 
 
 @ft_stage(inputs=["cleaned"], outputs=["user_totals"], **SPARK)
 def user_totals(spark, io):
     from pyspark.sql import functions as F
 
-    totals = io.read("cleaned").groupBy("user").agg(F.count("*").alias("events"), F.sum("amount").alias("amount"))
+    totals = (
+        io.read("cleaned").groupBy("user").agg(F.count("*").alias("events"), F.sum("amount").alias("amount"))
+    )
     io.write("user_totals", totals)
 
 
@@ -55,9 +62,13 @@ with DAG(
     doc_md=__doc__,
     **COMMON,
 ):
-    with FailoverPipeline(restart_strategy={"restart-strategy.type": "fixed-delay",
-                                            "restart-strategy.fixed-delay.attempts": 3,
-                                            "restart-strategy.fixed-delay.delay": "3 s"}):
+    with FailoverPipeline(
+        restart_strategy={
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": 3,
+            "restart-strategy.fixed-delay.delay": "3 s",
+        }
+    ):
         make_events.partial(shards=SHARDS).expand(shard=list(range(SHARDS)))
         clean_events.partial(min_amount=10).expand(shard=list(range(SHARDS)))
         user_totals()

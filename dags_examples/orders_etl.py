@@ -12,13 +12,13 @@ Try it (Trigger DAG w/ config, or ``airflow dags trigger ft_example_orders_etl -
 * ``{"ft_faults": [{"task": "customer_aggregates", "delete": ["enriched_orders"]}]}``: a data file of
   enriched_orders is lost; customer_aggregates fails with PartitionNotFound, the region that produced
   it is restarted (backtracking) and so are both consumers, while raw_orders is re-used.
-"""
+"""  # noqa: E501  (a drawing)
 
 from airflow.sdk import DAG
+from example_support import COMMON, SPARK, fault_params, job
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
-from example_support import COMMON, SPARK, fault_params, job
 
 # Flink's exponential-delay restart strategy: 2 s, 4 s, 8 s, ... (max 30 s), at most 10 restarts
 # before the backoff resets.
@@ -39,13 +39,34 @@ with DAG(
     **COMMON,
 ):
     with FailoverPipeline(restart_strategy=RESTART_STRATEGY):
-        SparkStageOperator(task_id="generate_orders", application=job("generate_orders.py"),
-                           outputs=["raw_orders"], **SPARK)
-        SparkStageOperator(task_id="clean_orders", application=job("clean_orders.py"),
-                           inputs=["raw_orders"], outputs={"cleaned_orders": "pipelined"}, **SPARK)
-        SparkStageOperator(task_id="enrich_orders", application=job("enrich_orders.py"),
-                           inputs=["cleaned_orders"], outputs=["enriched_orders"], **SPARK)
-        SparkStageOperator(task_id="daily_revenue", application=job("daily_revenue.py"),
-                           inputs=["enriched_orders"], outputs=["daily_revenue"], **SPARK)
-        SparkStageOperator(task_id="customer_aggregates", application=job("customer_aggregates.py"),
-                           inputs=["enriched_orders"], outputs=["customer_aggregates"], **SPARK)
+        SparkStageOperator(
+            task_id="generate_orders", application=job("generate_orders.py"), outputs=["raw_orders"], **SPARK
+        )
+        SparkStageOperator(
+            task_id="clean_orders",
+            application=job("clean_orders.py"),
+            inputs=["raw_orders"],
+            outputs={"cleaned_orders": "pipelined"},
+            **SPARK,
+        )
+        SparkStageOperator(
+            task_id="enrich_orders",
+            application=job("enrich_orders.py"),
+            inputs=["cleaned_orders"],
+            outputs=["enriched_orders"],
+            **SPARK,
+        )
+        SparkStageOperator(
+            task_id="daily_revenue",
+            application=job("daily_revenue.py"),
+            inputs=["enriched_orders"],
+            outputs=["daily_revenue"],
+            **SPARK,
+        )
+        SparkStageOperator(
+            task_id="customer_aggregates",
+            application=job("customer_aggregates.py"),
+            inputs=["enriched_orders"],
+            outputs=["customer_aggregates"],
+            **SPARK,
+        )

@@ -11,10 +11,10 @@ The same keys go into ``[ft_provider]`` of airflow.cfg as the cluster-wide defau
 """
 
 from airflow.sdk import DAG
+from example_support import COMMON, SPARK, fault_params, job
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
-from example_support import COMMON, SPARK, fault_params, job
 
 STRATEGIES = {
     "fixed_delay": {

@@ -14,10 +14,10 @@ Try: ``{"ft_faults": [{"task": "score_shard[1]", "times": 2}]}`` (shard 1 fails 
 """
 
 from airflow.sdk import DAG
+from example_support import COMMON, SPARK, fault_params, job
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
-from example_support import COMMON, SPARK, fault_params, job
 
 SHARDS = 3
 RESTART_STRATEGY = {
@@ -36,12 +36,22 @@ with DAG(
     # per_region_restarts: each shard has its own restart budget (the failure count is per region).
     with FailoverPipeline(restart_strategy=RESTART_STRATEGY, per_region_restarts=True):
         SparkStageOperator.partial(
-            task_id="read_shard", application=job("read_shard.py"), outputs={"shard_readings": "pipelined"},
+            task_id="read_shard",
+            application=job("read_shard.py"),
+            outputs={"shard_readings": "pipelined"},
             **SPARK,
         ).expand(application_args=[[str(shard), str(SHARDS)] for shard in range(SHARDS)])
         SparkStageOperator.partial(
-            task_id="score_shard", application=job("score_shard.py"), inputs={"shard_readings": "pointwise"},
-            outputs=["shard_scores"], **SPARK,
+            task_id="score_shard",
+            application=job("score_shard.py"),
+            inputs={"shard_readings": "pointwise"},
+            outputs=["shard_scores"],
+            **SPARK,
         ).expand(application_args=[[] for _ in range(SHARDS)])
-        SparkStageOperator(task_id="merge_shards", application=job("merge_shards.py"),
-                           inputs=["shard_scores"], outputs=["sensor_totals"], **SPARK)
+        SparkStageOperator(
+            task_id="merge_shards",
+            application=job("merge_shards.py"),
+            inputs=["shard_scores"],
+            outputs=["sensor_totals"],
+            **SPARK,
+        )

@@ -70,7 +70,10 @@ def main() -> None:
     show_failure(strategy, full, "score", [], "pipelined region: enrich restarts too; consumers follow")
     show_failure(strategy, full, "clean_orders[2]", [], "one shard of the pointwise stage")
     show_failure(
-        strategy, full, "daily_revenue", ["scored", "raw[1]"],
+        strategy,
+        full,
+        "daily_revenue",
+        ["scored", "raw[1]"],
         "backtracking: 'scored' is gone, so its producer region re-runs; raw[1] is not needed",
     )
 

@@ -39,8 +39,11 @@ def dags_folder(path: str) -> Path:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--dags", required=True, help="your DAG folder, used in place (edits are picked up)")
-    parser.add_argument("--airflow-home", help="a new or empty directory to use (and keep) as AIRFLOW_HOME "
-                        "instead of a temporary one; a directory with files in it is refused, never changed")
+    parser.add_argument(
+        "--airflow-home",
+        help="a new or empty directory to use (and keep) as AIRFLOW_HOME "
+        "instead of a temporary one; a directory with files in it is refused, never changed",
+    )
     args = parser.parse_args(argv)
     folder = dags_folder(args.dags)
     home = usable_airflow_home(args.airflow_home)

@@ -45,8 +45,8 @@ from airflow_ft_provider.recovery.journal import RecoveryJournal  # noqa: E402
 
 DAG_ID = "ft_example_orders_etl"
 FAULTS = [
-    {"task": "clean_orders", "times": 1},                               # an injected failure
-    {"task": "customer_aggregates", "delete": ["enriched_orders"]},     # a lost partition
+    {"task": "clean_orders", "times": 1},  # an injected failure
+    {"task": "customer_aggregates", "delete": ["enriched_orders"]},  # a lost partition
 ]
 FINAL_OUTPUTS = ["daily_revenue", "customer_aggregates"]
 PARTITIONS_XCOM_KEY = "ft_partitions"
@@ -78,8 +78,14 @@ def ti_name(ti: dict[str, Any]) -> str:
 class Infrastructure:
     """The S3 endpoint and the Airflow instance of one demo run; ``stop()`` is idempotent."""
 
-    def __init__(self, airflow_home: str | None, *, spark_submit: bool = False, dags_folder: Path | None = None,
-                 env_name: str = "demo.env") -> None:
+    def __init__(
+        self,
+        airflow_home: str | None,
+        *,
+        spark_submit: bool = False,
+        dags_folder: Path | None = None,
+        env_name: str = "demo.env",
+    ) -> None:
         self.airflow_home = airflow_home
         self.spark_submit = spark_submit
         self.dags_folder = dags_folder  # dev mode: the user's folder, in place; else a copy of dags_examples/
@@ -94,8 +100,12 @@ class Infrastructure:
         from ft_harness.s3_server import S3Endpoint, start_moto_server
 
         if os.environ.get("FT_DEMO_S3_ENDPOINT"):
-            self.s3 = S3Endpoint(os.environ["FT_DEMO_S3_ENDPOINT"], os.environ["FT_DEMO_S3_ACCESS_KEY"],
-                                 os.environ["FT_DEMO_S3_SECRET_KEY"], os.environ.get("FT_DEMO_S3_REGION", "us-east-1"))
+            self.s3 = S3Endpoint(
+                os.environ["FT_DEMO_S3_ENDPOINT"],
+                os.environ["FT_DEMO_S3_ACCESS_KEY"],
+                os.environ["FT_DEMO_S3_SECRET_KEY"],
+                os.environ.get("FT_DEMO_S3_REGION", "us-east-1"),
+            )
             say(f"   using the S3 endpoint {self.s3.url} (FT_DEMO_S3_ENDPOINT)")
         else:
             self.s3 = start_moto_server()
@@ -124,35 +134,55 @@ class Infrastructure:
         spark = spark_environment()
         submit = {"conn_type": "spark", "host": "local[1]"}
         env = {
-            "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
-                "conn_type": "aws", "login": self.s3.access_key, "password": self.s3.secret_key,
-                "extra": {"endpoint_url": self.s3.url, "region_name": self.s3.region},
-            }),
-            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(submit if self.spark_connect is None
-                                                     else self.spark_connect.connection()),
+            "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(
+                {
+                    "conn_type": "aws",
+                    "login": self.s3.access_key,
+                    "password": self.s3.secret_key,
+                    "extra": {"endpoint_url": self.s3.url, "region_name": self.s3.region},
+                }
+            ),
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps(
+                submit if self.spark_connect is None else self.spark_connect.connection()
+            ),
             "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": self.store_url,
             "FT_EXAMPLES_JOBS": str(REPO / "dags_examples" / "jobs"),
-            **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")},
+            **{
+                k: spark[k]
+                for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP")
+            },
         }
         home = self.airflow_home
         if self.dags_folder is None:
-            self.airflow = LiveAirflow([REPO / "dags_examples"], env=env, home=home, keep_home=bool(home),
-                                       startup_timeout=600)
+            self.airflow = LiveAirflow(
+                [REPO / "dags_examples"], env=env, home=home, keep_home=bool(home), startup_timeout=600
+            )
         else:  # your DAG files may not parse yet; an edited file is parsed again within seconds
             env["AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL"] = "5"
-            self.airflow = LiveAirflow([], env=env, home=home, keep_home=bool(home), startup_timeout=600,
-                                       dags_folder=self.dags_folder, fail_on_import_errors=False)
+            self.airflow = LiveAirflow(
+                [],
+                env=env,
+                home=home,
+                keep_home=bool(home),
+                startup_timeout=600,
+                dags_folder=self.dags_folder,
+                fail_on_import_errors=False,
+            )
         with Ticker("   starting Airflow (db migrate, API server, scheduler, DAG processor, triggerer)"):
             self.airflow.start()
         say(f"   Airflow is up at {self.airflow.base_url} (home {self.airflow.home})")
         # For a second terminal: `source <home>/demo.env` puts this environment's airflow and airflow-ft
         # on PATH and points them at this Airflow.
-        wanted = {k: v for k, v in self.airflow.environment().items()
-                  if k.startswith(("AIRFLOW", "FT_", "SPARK_", "PYSPARK_")) or k == "PYTHONPATH"}
+        wanted = {
+            k: v
+            for k, v in self.airflow.environment().items()
+            if k.startswith(("AIRFLOW", "FT_", "SPARK_", "PYSPARK_")) or k == "PYTHONPATH"
+        }
         self.env_file = self.airflow.home / self.env_name
         self.env_file.write_text(
-            f"export PATH={shlex.quote(str(Path(sys.executable).parent))}:\"$PATH\"\n"
-            + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(wanted.items())))
+            f'export PATH={shlex.quote(str(Path(sys.executable).parent))}:"$PATH"\n'
+            + "".join(f"export {k}={shlex.quote(v)}\n" for k, v in sorted(wanted.items()))
+        )
 
     def store(self) -> S3PartitionStore:
         return S3PartitionStore(self.s3.client(), self.store_url)
@@ -222,8 +252,10 @@ def wait_with_progress(api: Any, runs: dict[str, str], timeout: float) -> dict[s
                 if seen.get(key) != now and ti["state"] is not None:
                     seen[key] = now
                     elapsed = time.monotonic() - t0
-                    say(f"   [{int(elapsed) // 60}:{int(elapsed) % 60:02d}] {label:{width}}  "
-                        f"{ti_name(ti):22} {ti['state']:14} try {ti['try_number']}")
+                    say(
+                        f"   [{int(elapsed) // 60}:{int(elapsed) % 60:02d}] {label:{width}}  "
+                        f"{ti_name(ti):22} {ti['state']:14} try {ti['try_number']}"
+                    )
             if run["state"] in TERMINAL:
                 finals[label] = run
                 say(f"   run {label} finished: {run['state']}")
@@ -237,8 +269,12 @@ def wait_with_progress(api: Any, runs: dict[str, str], timeout: float) -> dict[s
 # -- the report --------------------------------------------------------------------------------------
 
 
-def lost_partitions(event: dict[str, Any], producers: dict[str, str], histories: dict[str, list[dict]],
-                    pipelined: set[str] = frozenset()) -> list[str]:
+def lost_partitions(
+    event: dict[str, Any],
+    producers: dict[str, str],
+    histories: dict[str, list[dict]],
+    pipelined: set[str] = frozenset(),
+) -> list[str]:
     """The unavailable blocking partitions of a decision that had really been produced before it.
 
     The journal's ``unavailable`` also lists partitions that simply did not exist yet (their producer had
@@ -253,12 +289,16 @@ def lost_partitions(event: dict[str, Any], producers: dict[str, str], histories:
             continue
         task = producers.get(partition_id)
         tries = histories.get(task or "", [])
-        if any(t.get("state") == "success" and (iso_ts(t.get("end_date")) or 1e18) < event["time"] for t in tries):
+        if any(
+            t.get("state") == "success" and (iso_ts(t.get("end_date")) or 1e18) < event["time"] for t in tries
+        ):
             lost.append(partition_id)
     return lost
 
 
-def region_reasons(event: dict[str, Any], lost: list[str], producers: dict[str, str]) -> list[tuple[list[str], str]]:
+def region_reasons(
+    event: dict[str, Any], lost: list[str], producers: dict[str, str]
+) -> list[tuple[list[str], str]]:
     """Why each region of a failover decision restarts, and whether it had to be stopped (cleared)."""
     cleared = set(event.get("cleared") or [])
     out = []
@@ -297,7 +337,9 @@ def rows_of(store: S3PartitionStore, run_id: str, partition_id: str) -> list[tup
     return sorted(tuple(sorted(row.items())) for row in table)
 
 
-def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, dict[str, Any]]) -> tuple[str, bool]:
+def build_report(
+    infra: Infrastructure, runs: dict[str, str], finals: dict[str, dict[str, Any]]
+) -> tuple[str, bool]:
     api = infra.airflow.client
     store = infra.store()
     faulty, reference = runs["with faults"], runs["failure-free"]
@@ -310,7 +352,9 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
     pipelined = {p["partition"] for p in partitions if p.get("type") == "pipelined"}
     histories = {}
     for ti in api.task_instances(DAG_ID, faulty):
-        histories[ti_name(ti)] = api.task_instance_tries(DAG_ID, faulty, ti["task_id"], ti.get("map_index", -1))
+        histories[ti_name(ti)] = api.task_instance_tries(
+            DAG_ID, faulty, ti["task_id"], ti.get("map_index", -1)
+        )
     lines: list[str] = []
     add = lines.append
 
@@ -320,26 +364,38 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
     add(f"  failure-free:    {reference}  -> {finals['failure-free']['state']}")
     add(f"  injected faults: {json.dumps(FAULTS)}")
     add("")
-    add(f"Failures and failover decisions ({len(failovers)}; recovery journal under "
-        f"{store.layout.run_prefix(run)}_failover/events/):")
+    add(
+        f"Failures and failover decisions ({len(failovers)}; recovery journal under "
+        f"{store.layout.run_prefix(run)}_failover/events/):"
+    )
     for number, event in enumerate(failovers, 1):
-        add(f"  #{number} {clock(event['time'])}  {event['task']} try {event.get('try_number')} failed: "
-            f"{short(str(event.get('cause')))}")
+        add(
+            f"  #{number} {clock(event['time'])}  {event['task']} try {event.get('try_number')} failed: "
+            f"{short(str(event.get('cause')))}"
+        )
         lost = lost_partitions(event, producers, histories, pipelined)
         if lost:
             add(f"       lost partitions (had been written, now unreadable): {', '.join(lost)}")
         if event.get("restart"):
             delay = float(event.get("delay") or 0)
             at = event.get("restart_at")
-            add(f"       restart strategy {event.get('strategy')}: restart after {delay:.1f} s"
-                + (f" (not before {clock(at)})" if at else ""))
+            add(
+                f"       restart strategy {event.get('strategy')}: restart after {delay:.1f} s"
+                + (f" (not before {clock(at)})" if at else "")
+            )
             for region, why in region_reasons(event, lost, producers):
                 add(f"       restart region [{', '.join(region)}]: {why}")
-            add(f"       cleared through the REST API (had started): {', '.join(event.get('cleared') or []) or 'none'}")
+            add(
+                f"       cleared through the REST API (had started): "
+                f"{', '.join(event.get('cleared') or []) or 'none'}"
+            )
         else:
             add(f"       no restart: {event.get('reason')}")
     for event in (e for e in events if e.get("kind") == "manual"):
-        add(f"  manual restart {clock(event['time'])} of {event['task']}: {', '.join(event.get('cleared') or [])}")
+        add(
+            f"  manual restart {clock(event['time'])} of {event['task']}"
+            f": {', '.join(event.get('cleared') or [])}"
+        )
     if not failovers:
         add("  (none recorded)")
     add("")
@@ -353,8 +409,10 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
     for name in sorted(tries, key=lambda n: list(ref_tries).index(n) if n in ref_tries else 99):
         add(f"  {name:24} {tries[name]:>11} {ref_tries.get(name, 0):>13}")
     add(f"  {'total':24} {total:>11} {ref_total:>13}")
-    add(f"  -> {total - ref_total} extra task run(s) for {len(failovers)} failure(s); restarting the whole "
-        f"pipeline at each failure would have run {restart_all}")
+    add(
+        f"  -> {total - ref_total} extra task run(s) for {len(failovers)} failure(s); restarting the whole "
+        f"pipeline at each failure would have run {restart_all}"
+    )
     add("")
 
     add("Partitions of the run with faults (manifests in S3; reused = kept from before the failures):")
@@ -365,8 +423,11 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
             execution = part.get("execution") or "?"
             verdict = "recomputed" if execution != "t1" else "written once"
             where = f"kept by Spark Connect as view {part['view']}" if part.get("view") else "S3 scratch"
-            add(f"  {pid:22} pipelined {part.get('rows', '?'):>6} rows  {verdict:12} execution {execution} of "
-                f"{part['task']}, {where} (pipelined partitions live for one execution of their region)")
+            add(
+                f"  {pid:22} pipelined {part.get('rows', '?'):>6} rows  "
+                f"{verdict:12} execution {execution} of "
+                f"{part['task']}, {where} (pipelined partitions live for one execution of their region)"
+            )
             continue
         manifest = store.manifest(run.parse(pid))
         producer = manifest.producer
@@ -374,10 +435,16 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
         if producer.try_number > 1:
             verdict, detail = "rebuilt", f"by {producer.task_id} try {producer.try_number} at {clock(when)}"
         elif first_failure is not None and when < first_failure:
-            verdict, detail = "reused", f"written by {producer.task_id} try 1 at {clock(when)}, before the first failure"
+            verdict, detail = (
+                "reused",
+                f"written by {producer.task_id} try 1 at {clock(when)}, before the first failure",
+            )
             reused_raw = reused_raw or pid == "raw_orders"
         else:
-            verdict, detail = "written once", f"by {producer.task_id} try 1 at {clock(when)} (after the failures)"
+            verdict, detail = (
+                "written once",
+                f"by {producer.task_id} try 1 at {clock(when)} (after the failures)",
+            )
         add(f"  {pid:22} blocking  {manifest.row_count:>6} rows  {verdict:12} {detail}")
     add("")
 
@@ -394,20 +461,34 @@ def build_report(infra: Infrastructure, runs: dict[str, str], finals: dict[str, 
         matched = matched and same
     add("")
     restarted = any(e.get("restart") for e in failovers)
-    ok = (finals["with faults"]["state"] == "success" and finals["failure-free"]["state"] == "success"
-          and restarted and matched and reused_raw)
+    ok = (
+        finals["with faults"]["state"] == "success"
+        and finals["failure-free"]["state"] == "success"
+        and restarted
+        and matched
+        and reused_raw
+    )
     if ok:
-        add("RESULT: OK - the run recovered from every failure by restarting only the affected regions, re-used "
-            "raw_orders, and produced exactly the output of the failure-free run.")
+        add(
+            "RESULT: OK - the run recovered from every failure by "
+            "restarting only the affected regions, re-used "
+            "raw_orders, and produced exactly the output of the failure-free run."
+        )
     else:
-        add("RESULT: FAILED - " + ", ".join(
-            text for cond, text in (
-                (finals["with faults"]["state"] != "success", "the run with faults did not succeed"),
-                (finals["failure-free"]["state"] != "success", "the failure-free run did not succeed"),
-                (not restarted, "no region restart was recorded"),
-                (not matched, "the outputs differ"),
-                (not reused_raw, "raw_orders was not re-used"),
-            ) if cond))
+        add(
+            "RESULT: FAILED - "
+            + ", ".join(
+                text
+                for cond, text in (
+                    (finals["with faults"]["state"] != "success", "the run with faults did not succeed"),
+                    (finals["failure-free"]["state"] != "success", "the failure-free run did not succeed"),
+                    (not restarted, "no region restart was recorded"),
+                    (not matched, "the outputs differ"),
+                    (not reused_raw, "raw_orders was not re-used"),
+                )
+                if cond
+            )
+        )
     add("=" * 100)
     return "\n".join(lines), ok
 
@@ -432,21 +513,36 @@ def usable_airflow_home(path: str | None) -> str | None:
 
 
 def preflight() -> None:
-    java = shutil.which("java") or (os.environ.get("JAVA_HOME") and Path(os.environ["JAVA_HOME"], "bin", "java"))
+    java = shutil.which("java") or (
+        os.environ.get("JAVA_HOME") and Path(os.environ["JAVA_HOME"], "bin", "java")
+    )
     if not java:
-        raise SystemExit("Spark needs Java 17: install a JDK (e.g. apt-get install openjdk-17-jre-headless) "
-                         "or set JAVA_HOME, then run the demo again")
+        raise SystemExit(
+            "Spark needs Java 17: install a JDK (e.g. apt-get install openjdk-17-jre-headless) "
+            "or set JAVA_HOME, then run the demo again"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--no-wait", action="store_true",
-                        help="exit after the report (default when CI is set or stdin is not a terminal)")
-    parser.add_argument("--airflow-home", help="a new or empty directory to use (and keep) as AIRFLOW_HOME "
-                        "instead of a temporary one; a directory with files in it is refused, never changed")
-    parser.add_argument("--timeout", type=float, default=1500, help="seconds to wait for the runs (default 1500)")
-    parser.add_argument("--spark-submit", action="store_true",
-                        help="run each stage as its own spark-submit instead of on a Spark Connect server")
+    parser.add_argument(
+        "--no-wait",
+        action="store_true",
+        help="exit after the report (default when CI is set or stdin is not a terminal)",
+    )
+    parser.add_argument(
+        "--airflow-home",
+        help="a new or empty directory to use (and keep) as AIRFLOW_HOME "
+        "instead of a temporary one; a directory with files in it is refused, never changed",
+    )
+    parser.add_argument(
+        "--timeout", type=float, default=1500, help="seconds to wait for the runs (default 1500)"
+    )
+    parser.add_argument(
+        "--spark-submit",
+        action="store_true",
+        help="run each stage as its own spark-submit instead of on a Spark Connect server",
+    )
     args = parser.parse_args(argv)
     interactive = not (args.no_wait or os.environ.get("CI") or not sys.stdin.isatty())
 
@@ -471,10 +567,18 @@ def main(argv: list[str] | None = None) -> int:
         say(f"2. Triggering {DAG_ID} twice: with faults {json.dumps(FAULTS)} and without")
         api.trigger_dag_run(DAG_ID, {"ft_faults": FAULTS}, run_id=runs["with faults"])
         api.trigger_dag_run(DAG_ID, {"ft_faults": []}, run_id=runs["failure-free"])
-        say(f"   watch it live: {infra.airflow.base_url}/dags/{DAG_ID}  (login {infra.airflow.username} / "
-            f"{infra.airflow.password})")
-        say("3. Waiting for both runs" + (" (each stage is a Spark application: about 20-40 s each on a small machine)"
-                                          if args.spark_submit else " (each stage is a session on the Spark Connect server)"))
+        say(
+            f"   watch it live: {infra.airflow.base_url}/dags/{DAG_ID}  (login {infra.airflow.username} / "
+            f"{infra.airflow.password})"
+        )
+        say(
+            "3. Waiting for both runs"
+            + (
+                " (each stage is a Spark application: about 20-40 s each on a small machine)"
+                if args.spark_submit
+                else " (each stage is a session on the Spark Connect server)"
+            )
+        )
         finals = wait_with_progress(api, runs, args.timeout)
 
         say("4. Building the recovery report")
@@ -483,12 +587,17 @@ def main(argv: list[str] | None = None) -> int:
         say(report)
         say()
         if interactive:
-            say(f"The Airflow UI stays up: {infra.airflow.base_url}  login: {infra.airflow.username} / "
-                f"{infra.airflow.password}")
+            say(
+                f"The Airflow UI stays up: {infra.airflow.base_url}  login: {infra.airflow.username} / "
+                f"{infra.airflow.password}"
+            )
             say(f"  runs: {infra.airflow.base_url}/dags/{DAG_ID}/runs")
             say(f"  in another terminal: source {infra.env_file}")
             say(f"    airflow-ft history --dag-id {DAG_ID} --run-id {runs['with faults']}")
-            say(f"    airflow-ft restart-region --dag-id {DAG_ID} --run-id {runs['with faults']} --task enrich_orders")
+            say(
+                f"    airflow-ft restart-region --dag-id {DAG_ID} "
+                f"--run-id {runs['with faults']} --task enrich_orders"
+            )
             say("Press Ctrl-C to stop Airflow and the S3 endpoint.")
             while infra.airflow.is_alive():
                 time.sleep(1)

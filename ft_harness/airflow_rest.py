@@ -290,8 +290,9 @@ class AirflowRestClient(AirflowApiHook):
                 lines.append(str(entry))
         return "\n".join(lines)
 
-    def event_logs(self, dag_id: str, *, run_id: str | None = None, task_id: str | None = None,
-                   event: str | None = None) -> list[dict[str, Any]]:
+    def event_logs(
+        self, dag_id: str, *, run_id: str | None = None, task_id: str | None = None, event: str | None = None
+    ) -> list[dict[str, Any]]:
         """Audit/event log entries (``GET /api/v2/eventLogs``), e.g. ``event="heartbeat timeout"``,
         ``"state mismatch"`` (scheduler found a TI RUNNING although the executor finished it)."""
         params = {"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "event": event}
@@ -299,9 +300,7 @@ class AirflowRestClient(AirflowApiHook):
 
     # -- per-task-instance state ------------------------------------------------------------------
 
-    def task_state_store(
-        self, dag_id: str, run_id: str, task_id: str, map_index: int = -1
-    ) -> dict[str, Any]:
+    def task_state_store(self, dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> dict[str, Any]:
         """``GET .../taskInstances/{task_id}/state-store`` -> ``{key: value}``."""
         data = self.request(
             "GET",

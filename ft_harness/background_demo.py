@@ -46,15 +46,24 @@ def background_demo(request, tmp_path_factory) -> BackgroundDemo | None:
     s3_endpoint = request.getfixturevalue("s3_endpoint")
     folder = tmp_path_factory.mktemp("demo")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update({
-        "FT_DEMO_S3_ENDPOINT": s3_endpoint.url, "FT_DEMO_S3_ACCESS_KEY": s3_endpoint.access_key,
-        "FT_DEMO_S3_SECRET_KEY": s3_endpoint.secret_key, "FT_DEMO_S3_REGION": s3_endpoint.region,
-    })
+    env.update(
+        {
+            "FT_DEMO_S3_ENDPOINT": s3_endpoint.url,
+            "FT_DEMO_S3_ACCESS_KEY": s3_endpoint.access_key,
+            "FT_DEMO_S3_SECRET_KEY": s3_endpoint.secret_key,
+            "FT_DEMO_S3_REGION": s3_endpoint.region,
+        }
+    )
     output = folder / "demo-output.txt"
     with open(output, "w") as out:
         process = subprocess.Popen(
             [sys.executable, "demo/run_demo.py", "--no-wait", "--airflow-home", str(folder / "airflow-home")],
-            cwd=REPO, env=env, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT, text=True,
+            cwd=REPO,
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            text=True,
         )
     demo = BackgroundDemo(process, folder / "airflow-home", output)
     yield demo

@@ -81,23 +81,27 @@ class CeleryAirflow(LiveAirflow):
         self.concurrency = concurrency
         self.log_server_port = free_port()
         self._log_offsets: dict[str, int] = {}
-        self.workers = [CeleryWorker(f"worker-{n}", f"127.0.0.{n + 1}", self.home / f"worker-{n}")
-                        for n in range(1, workers + 1)]
+        self.workers = [
+            CeleryWorker(f"worker-{n}", f"127.0.0.{n + 1}", self.home / f"worker-{n}")
+            for n in range(1, workers + 1)
+        ]
 
     def environment(self) -> dict[str, str]:
         env = super().environment()
-        env.update({
-            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
-            "AIRFLOW__CELERY__BROKER_URL": self.broker_url,
-            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(self.concurrency),
-            # One task reserved per free slot: a worker must not hold tasks another one could run now.
-            "AIRFLOW__CELERY__WORKER_PREFETCH_MULTIPLIER": "1",
-            "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self.log_server_port),
-            # A task a lost worker had taken is not handed to another one by the broker (after this long):
-            # Airflow's heartbeat timeout finds it, and region failover restarts it as a new try.
-            "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT": "86400",
-            **self.extra_env,
-        })
+        env.update(
+            {
+                "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+                "AIRFLOW__CELERY__BROKER_URL": self.broker_url,
+                "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(self.concurrency),
+                # One task reserved per free slot: a worker must not hold tasks another one could run now.
+                "AIRFLOW__CELERY__WORKER_PREFETCH_MULTIPLIER": "1",
+                "AIRFLOW__LOGGING__WORKER_LOG_SERVER_PORT": str(self.log_server_port),
+                # A task a lost worker had taken is not handed to another one by the broker (after this long):
+                # Airflow's heartbeat timeout finds it, and region failover restarts it as a new try.
+                "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT": "86400",
+                **self.extra_env,
+            }
+        )
         return env
 
     def worker_environment(self, worker: CeleryWorker) -> dict[str, str]:
@@ -116,17 +120,32 @@ class CeleryAirflow(LiveAirflow):
         for name in self.schedulers[1:]:  # the first was started with the other components
             self._spawn(name, self.airflow_command("scheduler"))
         for worker in self.workers:
-            self._spawn(f"{worker.name}-log-server", [sys.executable, "-c", _LOG_SERVER],
-                        self.worker_environment(worker))
+            self._spawn(
+                f"{worker.name}-log-server",
+                [sys.executable, "-c", _LOG_SERVER],
+                self.worker_environment(worker),
+            )
             self.start_worker(worker, wait=False)
 
     def start_worker(self, worker: CeleryWorker, *, wait: bool = True, timeout: float = 120.0) -> None:
         """Start a worker (again, after ``kill_worker``: same name and address)."""
         log = self.log_dir / f"{worker.name}.log"
         self._log_offsets[worker.name] = log.stat().st_size if log.exists() else 0
-        self._spawn(worker.name, self.airflow_command(
-            "celery", "worker", "--celery-hostname", worker.celery_hostname, "--concurrency", str(self.concurrency),
-            "--skip-serve-logs", "--without-gossip", "--without-mingle"), self.worker_environment(worker))
+        self._spawn(
+            worker.name,
+            self.airflow_command(
+                "celery",
+                "worker",
+                "--celery-hostname",
+                worker.celery_hostname,
+                "--concurrency",
+                str(self.concurrency),
+                "--skip-serve-logs",
+                "--without-gossip",
+                "--without-mingle",
+            ),
+            self.worker_environment(worker),
+        )
         if wait:
             self.wait_for_worker(worker, deadline=time.monotonic() + timeout)
 
@@ -139,7 +158,10 @@ class CeleryAirflow(LiveAirflow):
     def wait_for_worker(self, worker: CeleryWorker, *, deadline: float) -> None:
         """Until the worker's log says Celery is consuming (``… ready.``)."""
         log = self.logs[worker.name]
-        while f"{worker.celery_hostname} ready." not in log.read_text(errors="replace")[self._log_offsets[worker.name]:]:
+        while (
+            f"{worker.celery_hostname} ready."
+            not in log.read_text(errors="replace")[self._log_offsets[worker.name] :]
+        ):
             self._check_alive()
             if time.monotonic() > deadline:
                 raise LiveAirflowError(f"Celery worker {worker.celery_hostname} not ready; see {log}")
@@ -152,11 +174,17 @@ class CeleryAirflow(LiveAirflow):
         Without remote logging each machine keeps its part, and Airflow's log view of a finished try
         shows one of them (the API server's local file if it has one, else the last worker's); a
         deployment that wants whole logs in the UI configures remote logging (README)."""
-        folder = Path(f"dag_id={dag_id}", f"run_id={run_id}", f"task_id={task_id}",
-                      *([f"map_index={map_index}"] if map_index >= 0 else []))
+        folder = Path(
+            f"dag_id={dag_id}",
+            f"run_id={run_id}",
+            f"task_id={task_id}",
+            *([f"map_index={map_index}"] if map_index >= 0 else []),
+        )
         roots = [self.task_log_dir, *(worker.folder / "logs" for worker in self.workers)]
-        parts = sorted((part for root in roots for part in (root / folder).glob(f"attempt={try_number}.log*")),
-                       key=lambda part: part.stat().st_mtime)
+        parts = sorted(
+            (part for root in roots for part in (root / folder).glob(f"attempt={try_number}.log*")),
+            key=lambda part: part.stat().st_mtime,
+        )
         return "\n".join(part.read_text(errors="replace") for part in parts)
 
     def worker(self, address: str) -> CeleryWorker:

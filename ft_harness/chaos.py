@@ -18,7 +18,7 @@ every try), which must exhaust the restart strategy. The verdict of a finished r
 * anything else is a finding: ``wrong data``, ``damaged partition`` or ``unexplained failure``.
 
 Used by tests/chaos (a short bounded sequence) and bench/bench_chaos.py (longer, prints counts).
-"""
+"""  # noqa: E501  (a drawing)
 
 from __future__ import annotations
 
@@ -35,8 +35,11 @@ from ft_harness.airflow_rest import try_numbers
 from ft_harness.orders_expected import DAG_ID, actual_outputs, expected_outputs
 
 STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "customer_aggregates")
-BLOCKING_INPUTS = {"clean_orders": "raw_orders", "daily_revenue": "enriched_orders",
-                   "customer_aggregates": "enriched_orders"}
+BLOCKING_INPUTS = {
+    "clean_orders": "raw_orders",
+    "daily_revenue": "enriched_orders",
+    "customer_aggregates": "enriched_orders",
+}
 BLOCKING = ("raw_orders", "enriched_orders", "daily_revenue", "customer_aggregates")
 PERSISTENT_TRIES = 99  # more tries than any restart strategy of the example allows
 
@@ -54,12 +57,22 @@ class ChaosPlan:
         return any(f.get("times", 1) >= PERSISTENT_TRIES for f in self.faults)
 
     def describe(self) -> str:
-        outage = f", S3 down {self.outage_seconds:.1f} s at +{self.outage_after:.0f} s" if self.outage_after else ""
-        loss = f", Spark Connect server lost at +{self.server_loss_after:.0f} s" if self.server_loss_after else ""
+        outage = (
+            f", S3 down {self.outage_seconds:.1f} s at +{self.outage_after:.0f} s"
+            if self.outage_after
+            else ""
+        )
+        loss = (
+            f", Spark Connect server lost at +{self.server_loss_after:.0f} s"
+            if self.server_loss_after
+            else ""
+        )
         return f"{self.faults}{outage}{loss}"
 
 
-def make_plan(rng: random.Random, *, outages: bool, persistent: float = 0.0, server_losses: float = 0.0) -> ChaosPlan:
+def make_plan(
+    rng: random.Random, *, outages: bool, persistent: float = 0.0, server_losses: float = 0.0
+) -> ChaosPlan:
     """``persistent``: the probability of adding a fault that fails one stage on every try;
     ``server_losses``: the probability of losing the Spark Connect server while the run is in flight."""
     faults = []
@@ -69,8 +82,13 @@ def make_plan(rng: random.Random, *, outages: bool, persistent: float = 0.0, ser
             consumer = rng.choice(sorted(BLOCKING_INPUTS))
             faults.append({"task": consumer, kind: [BLOCKING_INPUTS[consumer]]})
         else:
-            faults.append({"task": rng.choice(STAGES), "mode": kind,
-                           "times": 1 if kind == "kill" else rng.randint(1, 2)})
+            faults.append(
+                {
+                    "task": rng.choice(STAGES),
+                    "mode": kind,
+                    "times": 1 if kind == "kill" else rng.randint(1, 2),
+                }
+            )
     if persistent and rng.random() < persistent:  # no draw when off: seeded plans stay as they were
         faults.append({"task": rng.choice(STAGES), "mode": "raise", "times": PERSISTENT_TRIES})
     plan = ChaosPlan(faults)
@@ -90,8 +108,16 @@ class Verdict:
     tries: dict[str, int] = field(default_factory=dict)
 
 
-def run_plans(live_airflow, store, plans: list[ChaosPlan], *, proxy=None, spark_connect=None, prefix: str = "chaos",
-              timeout: float = 1500) -> list[Verdict]:
+def run_plans(
+    live_airflow,
+    store,
+    plans: list[ChaosPlan],
+    *,
+    proxy=None,
+    spark_connect=None,
+    prefix: str = "chaos",
+    timeout: float = 1500,
+) -> list[Verdict]:
     """Trigger one run per plan (all at once), play the outages and server losses, wait, judge every run."""
     api = live_airflow.client
     live_airflow.wait_for_dags([DAG_ID], timeout=120)
@@ -101,14 +127,22 @@ def run_plans(live_airflow, store, plans: list[ChaosPlan], *, proxy=None, spark_
         run_id = f"{prefix}_{n}__{stamp}"
         api.trigger_dag_run(DAG_ID, {"ft_faults": plan.faults}, run_id=run_id)
         run_ids.append(run_id)
-    outages = [threading.Timer(p.outage_after, proxy.outage, args=(p.outage_seconds,))
-               for p in plans if p.outage_after and proxy is not None]
-    outages += [threading.Timer(p.server_loss_after, spark_connect.restart)
-                for p in plans if p.server_loss_after and spark_connect is not None]
+    outages = [
+        threading.Timer(p.outage_after, proxy.outage, args=(p.outage_seconds,))
+        for p in plans
+        if p.outage_after and proxy is not None
+    ]
+    outages += [
+        threading.Timer(p.server_loss_after, spark_connect.restart)
+        for p in plans
+        if p.server_loss_after and spark_connect is not None
+    ]
     for timer in outages:
         timer.daemon = True
         timer.start()
-    verdicts = [judge(live_airflow, store, run_id, plan, timeout) for run_id, plan in zip(run_ids, plans)]
+    verdicts = [
+        judge(live_airflow, store, run_id, plan, timeout) for run_id, plan in zip(run_ids, plans, strict=True)
+    ]
     for timer in outages:
         timer.join()
     return verdicts
@@ -120,7 +154,11 @@ def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> 
     verdict = Verdict(run_id, plan, "", tries=try_numbers(api.task_instances(DAG_ID, run_id)))
     run = RunRef(DAG_ID, run_id)
     if state == "failed":
-        refusals = [e for e in RecoveryJournal(store, run).events() if e.get("kind") == "failover" and not e["restart"]]
+        refusals = [
+            e
+            for e in RecoveryJournal(store, run).events()
+            if e.get("kind") == "failover" and not e["restart"]
+        ]
         if refusals and refusals[-1]["reason"].startswith("Recovery is suppressed by"):
             verdict.outcome, verdict.detail = "suppressed", refusals[-1]["reason"]
         else:
@@ -128,8 +166,12 @@ def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> 
             verdict.detail = live_airflow.describe_run(DAG_ID, run_id)
     report = store.check_availability(DAG_ID, run_id, BLOCKING, deep=True)
     damaged_on_purpose = {p for f in plan.faults for p in (*f.get("delete", ()), *f.get("truncate", ()))}
-    half_written = {p: u for p, u in report.unavailable.items()
-                    if u.reason is not Unavailable.MISSING_MANIFEST and (state == "success" or p not in damaged_on_purpose)}
+    half_written = {
+        p: u
+        for p, u in report.unavailable.items()
+        if u.reason is not Unavailable.MISSING_MANIFEST
+        and (state == "success" or p not in damaged_on_purpose)
+    }
     if state == "failed":
         if half_written:  # a failed run may leave partitions uncommitted, never committed and broken
             verdict.outcome, verdict.detail = "damaged partition", _describe(half_written)
@@ -157,9 +199,16 @@ def count(verdicts: list[Verdict]) -> dict[str, int]:
     by_outcome: dict[str, int] = {}
     for v in verdicts:
         by_outcome[v.outcome] = by_outcome.get(v.outcome, 0) + 1
-    return {"runs": len(verdicts), "faults_injected": faults, "s3_outages": outages, "server_losses": server_losses,
-            "persistent_faults": sum(1 for v in verdicts if v.plan.persistent),
-            "restarted_tries": sum(n - 1 for v in verdicts for n in v.tries.values() if n > 1),
-            "recovered": by_outcome.pop("recovered", 0), "suppressed": by_outcome.pop("suppressed", 0),
-            "data_mismatches": by_outcome.pop("wrong data", 0), "damaged_partitions": by_outcome.pop("damaged partition", 0),
-            "unexplained_failures": by_outcome.pop("unexplained failure", 0)}
+    return {
+        "runs": len(verdicts),
+        "faults_injected": faults,
+        "s3_outages": outages,
+        "server_losses": server_losses,
+        "persistent_faults": sum(1 for v in verdicts if v.plan.persistent),
+        "restarted_tries": sum(n - 1 for v in verdicts for n in v.tries.values() if n > 1),
+        "recovered": by_outcome.pop("recovered", 0),
+        "suppressed": by_outcome.pop("suppressed", 0),
+        "data_mismatches": by_outcome.pop("wrong data", 0),
+        "damaged_partitions": by_outcome.pop("damaged partition", 0),
+        "unexplained_failures": by_outcome.pop("unexplained failure", 0),
+    }

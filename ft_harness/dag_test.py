@@ -35,8 +35,11 @@ class DagTestResult:
 
     def errors(self, limit: int = 40) -> str:
         """The error lines of the run's output (the tail alone often shows only Spark shutting down)."""
-        lines = [line for line in self.output.splitlines()
-                 if any(word in line for word in ("Error", "Exception", "error ", "failed", "Traceback"))]
+        lines = [
+            line
+            for line in self.output.splitlines()
+            if any(word in line for word in ("Error", "Exception", "error ", "failed", "Traceback"))
+        ]
         return "\n".join(lines[-limit:])
 
     def task(self, task_id: str, map_index: int = -1) -> dict[str, Any]:
@@ -66,13 +69,21 @@ class DagTestHome:
         shutil.copy(source, target)
         return target
 
-    def run(self, dag_file: Path, dag_id: str, conf: dict | None = None, *, env: dict | None = None,
-            timeout: float = 900) -> DagTestResult:
+    def run(
+        self,
+        dag_file: Path,
+        dag_id: str,
+        conf: dict | None = None,
+        *,
+        env: dict | None = None,
+        timeout: float = 900,
+    ) -> DagTestResult:
         handle, name = tempfile.mkstemp(prefix=f"{dag_id}.", suffix=".log", dir=self.home)
         os.close(handle)  # the run's child opens it for its output
         output = Path(name)
-        returncode = self._forks.run([str(dag_file), dag_id, json.dumps(conf or {})], {**self.env, **(env or {})},
-                                     output, timeout)
+        returncode = self._forks.run(
+            [str(dag_file), dag_id, json.dumps(conf or {})], {**self.env, **(env or {})}, output, timeout
+        )
         out = output.read_text(errors="replace")
         lines = [line for line in out.splitlines() if line.startswith("DAG_TEST_RESULT ")]
         if returncode != 0 or not lines:
@@ -81,23 +92,31 @@ class DagTestHome:
         return DagTestResult(doc["run_id"], doc["state"], doc["tasks"], out)
 
 
-def airflow_env(home: Path, *, s3=None, spark_master: str = "local[1]", extra: dict | None = None) -> dict[str, str]:
+def airflow_env(
+    home: Path, *, s3=None, spark_master: str = "local[1]", extra: dict | None = None
+) -> dict[str, str]:
     env = spark_environment()
-    env.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
-        "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://localhost:8080/execution/",
-        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_master}),
-        "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION": "True",  # tests inject faults through ft_faults
-        "PYTHONPATH": str(REPO),
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(home / "dags"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+            "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": "http://localhost:8080/execution/",
+            "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": spark_master}),
+            "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION": "True",  # tests inject faults through ft_faults
+            "PYTHONPATH": str(REPO),
+        }
+    )
     if s3 is not None:
-        env["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps({
-            "conn_type": "aws", "login": s3.access_key, "password": s3.secret_key,
-            "extra": {"endpoint_url": s3.url, "region_name": s3.region},
-        })
+        env["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(
+            {
+                "conn_type": "aws",
+                "login": s3.access_key,
+                "password": s3.secret_key,
+                "extra": {"endpoint_url": s3.url, "region_name": s3.region},
+            }
+        )
     env.update(extra or {})
     return env
 
@@ -107,8 +126,13 @@ def dag_test_home(tmp_path_factory, s3_endpoint) -> Iterator[DagTestHome]:
     home = tmp_path_factory.mktemp("airflow-home")
     (home / "dags").mkdir()
     env = airflow_env(home, s3=s3_endpoint)
-    migrate = subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], env=env,
-                             capture_output=True, text=True, timeout=600)
+    migrate = subprocess.run(
+        [sys.executable, "-m", "airflow", "db", "migrate"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert migrate.returncode == 0, migrate.stdout[-3000:] + migrate.stderr[-3000:]
     dag_test_home = DagTestHome(home, env)
     yield dag_test_home

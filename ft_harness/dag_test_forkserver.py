@@ -135,7 +135,11 @@ class DagTestForkServer:
             with self._log.open("ab") as log:
                 self._server = subprocess.Popen(
                     [sys.executable, "-c", "from ft_harness.dag_test_forkserver import serve; serve()"],
-                    cwd=self._cwd, env=self._env, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log,
+                    cwd=self._cwd,
+                    env=self._env,
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=log,
                     text=True,
                 )
         return self._server

@@ -20,15 +20,22 @@ def main(dag_file: str, dag_id: str, conf: str = "{}") -> None:
         raise SystemExit(f"cannot load {dag_id} from {dag_file}: {bag.import_errors or sorted(bag.dags)}")
     dag = bag.dags[dag_id]
     run = dag.test(run_conf=json.loads(conf))
-    from airflow.utils.session import create_session
     from airflow.models.taskinstance import TaskInstance
+    from airflow.utils.session import create_session
 
     with create_session() as session:
-        tis = session.query(TaskInstance).filter(
-            TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id
-        ).all()
+        tis = (
+            session.query(TaskInstance)
+            .filter(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id)
+            .all()
+        )
         tasks = [
-            {"task_id": ti.task_id, "map_index": ti.map_index, "state": str(ti.state), "try_number": ti.try_number}
+            {
+                "task_id": ti.task_id,
+                "map_index": ti.map_index,
+                "state": str(ti.state),
+                "try_number": ti.try_number,
+            }
             for ti in tis
         ]
     print("DAG_TEST_RESULT " + json.dumps({"run_id": run.run_id, "state": str(run.state), "tasks": tasks}))

@@ -4,8 +4,8 @@
 * **PostgreSQL** (:mod:`ft_harness.postgres`): the metadata database, and Celery's result backend;
 * **Redis** (:mod:`ft_harness.redis`): the Celery broker;
 * **Airflow 3.3 with CeleryExecutor** (:mod:`ft_harness.celery_airflow`): API server, two schedulers
-  (HA mode), DAG processor, triggerer and two Celery workers, each with its own address, temporary directory and
-  task logs;
+  (HA mode), DAG processor, triggerer and two Celery workers, each with its own address, temporary
+  directory and task logs;
 * **a Spark standalone cluster** (:class:`ft_harness.spark_cluster.SparkStandalone`): a master and two
   workers, and a **Spark Connect server** that is one application of it (``spark_default``: stages
   run as its sessions); ``spark_submit`` is the master itself, for stages on spark-submit;
@@ -89,9 +89,13 @@ class ReferenceDeployment:
             bucket = f"ft-deployment-{secrets.token_hex(4)}"
             self.s3.client().create_bucket(Bucket=bucket)
             self.store_url = f"s3://{bucket}/pipelines/"
-            self.standalone = SparkStandalone(self.folder / "spark", workers=self.spark_workers, cores=2, memory="2g")
+            self.standalone = SparkStandalone(
+                self.folder / "spark", workers=self.spark_workers, cores=2, memory="2g"
+            )
             self.spark = self.standalone.start()
-            self.connect = SparkConnectServer(master=self.spark.url, log_dir=self.folder / "spark", conf=CONNECT_CONF)
+            self.connect = SparkConnectServer(
+                master=self.spark.url, log_dir=self.folder / "spark", conf=CONNECT_CONF
+            )
             self.connect.launch()
             self.airflow = CeleryAirflow(
                 self.dags,
@@ -117,7 +121,9 @@ class ReferenceDeployment:
         assert self.s3 is not None and self.spark is not None
         conf_dir = self.folder / "spark-conf"
         conf_dir.mkdir(parents=True, exist_ok=True)
-        (conf_dir / "spark-defaults.conf").write_text("".join(f"{k} {v}\n" for k, v in SPARK_DEFAULTS.items()))
+        (conf_dir / "spark-defaults.conf").write_text(
+            "".join(f"{k} {v}\n" for k, v in SPARK_DEFAULTS.items())
+        )
         env = pipeline_environment(self.s3, self.store_url, self.connect)
         env["AIRFLOW_CONN_SPARK_SUBMIT"] = json.dumps({"conn_type": "spark", "host": self.spark.url})
         env["SPARK_CONF_DIR"] = str(conf_dir)
@@ -127,17 +133,19 @@ class ReferenceDeployment:
         assert self.airflow is not None and self.spark is not None and self.connect is not None
         assert self.postgres is not None and self.redis is not None and self.s3 is not None
         workers = ", ".join(f"{w.celery_hostname} (logs {w.folder / 'logs'})" for w in self.airflow.workers)
-        return "\n".join([
-            f"Airflow UI/API   {self.airflow.base_url}  (admin/admin)",
-            f"Schedulers       {', '.join(self.airflow.schedulers)} (HA)",
-            f"Celery workers   {workers}",
-            f"PostgreSQL       {self.postgres.url('airflow')}",
-            f"Redis broker     {self.redis.url(0)}",
-            f"Spark master     {self.spark.url}  (web UI {self.spark.master_web_ui})",
-            f"Spark Connect    {self.connect.url}  (spark_default)",
-            f"S3 endpoint      {self.s3.url}  store {self.store_url}",
-            f"Component logs   {self.airflow.log_dir}",
-        ])
+        return "\n".join(
+            [
+                f"Airflow UI/API   {self.airflow.base_url}  (admin/admin)",
+                f"Schedulers       {', '.join(self.airflow.schedulers)} (HA)",
+                f"Celery workers   {workers}",
+                f"PostgreSQL       {self.postgres.url('airflow')}",
+                f"Redis broker     {self.redis.url(0)}",
+                f"Spark master     {self.spark.url}  (web UI {self.spark.master_web_ui})",
+                f"Spark Connect    {self.connect.url}  (spark_default)",
+                f"S3 endpoint      {self.s3.url}  store {self.store_url}",
+                f"Component logs   {self.airflow.log_dir}",
+            ]
+        )
 
     def stop(self) -> None:
         for step in (
@@ -165,10 +173,16 @@ def main(argv: list[str]) -> None:
     """``python -m ft_harness.deployment [DAG folder ...]``: start, print where everything is, run until
     Ctrl-C, stop everything."""
     dags = [Path(a) for a in argv] or [EXAMPLE_DAGS_DIR]
-    print(">> starting PostgreSQL, Redis, S3, Spark (master + 2 workers + Connect) and Airflow (Celery, "
-          "2 workers)", flush=True)
+    print(
+        ">> starting PostgreSQL, Redis, S3, Spark (master + 2 workers + Connect) and Airflow (Celery, "
+        "2 workers)",
+        flush=True,
+    )
     with ReferenceDeployment(dags) as deployment:
-        print(f">> up in {deployment.started_in:.0f} s\n{deployment.describe()}\n>> Ctrl-C stops it all", flush=True)
+        print(
+            f">> up in {deployment.started_in:.0f} s\n{deployment.describe()}\n>> Ctrl-C stops it all",
+            flush=True,
+        )
         stop: list[Any] = []
         signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
         try:

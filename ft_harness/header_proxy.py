@@ -18,16 +18,33 @@ from urllib.parse import urlsplit
 
 CONDITIONS = ("If-Match", "If-None-Match")
 # Recomputed by the signer or by http.client, or meaningless hop-by-hop.
-_NOT_FORWARDED = {"authorization", "x-amz-date", "x-amz-content-sha256", "host", "connection", "keep-alive",
-                  "transfer-encoding", "content-length", "expect"}
+_NOT_FORWARDED = {
+    "authorization",
+    "x-amz-date",
+    "x-amz-content-sha256",
+    "host",
+    "connection",
+    "keep-alive",
+    "transfer-encoding",
+    "content-length",
+    "expect",
+}
 _HOP_BY_HOP = {"connection", "keep-alive", "transfer-encoding", "content-length"}
 
 
 class HeaderStrippingProxy:
     """Forward to ``target_url``, minus the ``strip`` headers, signed again as ``access_key``."""
 
-    def __init__(self, target_url: str, *, access_key: str, secret_key: str, region: str = "us-east-1",
-                 strip: tuple[str, ...] = CONDITIONS, port: int = 0) -> None:
+    def __init__(
+        self,
+        target_url: str,
+        *,
+        access_key: str,
+        secret_key: str,
+        region: str = "us-east-1",
+        strip: tuple[str, ...] = CONDITIONS,
+        port: int = 0,
+    ) -> None:
         target = urlsplit(target_url)
         self.target_url = target_url.rstrip("/")
         self.stripped: Counter[str] = Counter()  # header name -> how many requests lost it

@@ -41,14 +41,16 @@ Using it::
         assert final["state"] == "success", live_airflow.describe_run("my_dag", run["dag_run_id"])
 
 Inside tasks, the connection ``airflow_api`` (http; host/port of this API server, login/password of the
-service account ``ft-failover``, role "user", password ``service_password``) is available (``AIRFLOW_CONN_AIRFLOW_API``), and ``FT_LIVE_AIRFLOW_SCRATCH`` names a directory shared
-with the test (``live_airflow.scratch``). The repository root is on the components' ``PYTHONPATH``,
-so DAGs may ``from ft_harness.airflow_rest import AirflowRestClient``.
+service account ``ft-failover``, role "user", password ``service_password``) is available
+(``AIRFLOW_CONN_AIRFLOW_API``), and ``FT_LIVE_AIRFLOW_SCRATCH`` names a directory shared with the test
+(``live_airflow.scratch``). The repository root is on the components' ``PYTHONPATH``, so DAGs may ``from
+ft_harness.airflow_rest import AirflowRestClient``.
 
-Test-friendly settings (see :meth:`LiveAirflow.environment`; override any via ``env``): admin/admin and a read-only viewer/viewer,
-DAGs unpaused at creation (so DAGs with a schedule start running too), parallelism 8, new DAG files
-found within 5 s, ``[scheduler] task_instance_heartbeat_timeout`` 20 s (checked every 2 s), task and
-component logs under the home (``task_log_files()``, ``describe_logs()``, ``describe_run()``).
+Test-friendly settings (see :meth:`LiveAirflow.environment`; override any via ``env``): admin/admin
+and a read-only viewer/viewer, DAGs unpaused at creation (so DAGs with a schedule start running too),
+parallelism 8, new DAG files found within 5 s, ``[scheduler] task_instance_heartbeat_timeout`` 20 s
+(checked every 2 s), task and component logs under the home (``task_log_files()``,
+``describe_logs()``, ``describe_run()``).
 ``TaskStateRecorder`` (in ``airflow_rest``) records short-lived TI states in the background.
 
 SQLite caveat (instances without ``database_url``, e.g. the demo's): the file is in WAL mode, yet under
@@ -266,7 +268,8 @@ class LiveAirflow:
                     "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
                 ),
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": (
-                    f"{self.username}:admin,{self.viewer_username}:viewer,{self.service_username}:user"),
+                    f"{self.username}:admin,{self.viewer_username}:viewer,{self.service_username}:user"
+                ),
                 "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
                 "AIRFLOW__API_AUTH__JWT_SECRET": secrets.token_urlsafe(32),
                 "AIRFLOW__API__SECRET_KEY": secrets.token_urlsafe(32),
@@ -309,8 +312,15 @@ class LiveAirflow:
         for d in (self.dags_folder, self.scratch, self.log_dir, self.task_log_dir):
             d.mkdir(parents=True, exist_ok=True)
         (self.home / "passwords.json").write_text(
-            json.dumps({self.username: self.password, self.viewer_username: self.viewer_password,
-                        self.service_username: self.service_password}) + "\n")
+            json.dumps(
+                {
+                    self.username: self.password,
+                    self.viewer_username: self.viewer_password,
+                    self.service_username: self.service_password,
+                }
+            )
+            + "\n"
+        )
         placed: dict[str, Path] = {}
         for src in self.dag_sources:
             if not src.exists():
@@ -329,7 +339,9 @@ class LiveAirflow:
                 else:
                     shutil.copy2(child, dst)
 
-    def _spawn(self, name: str, argv: list[str], env: Mapping[str, str] | None = None) -> subprocess.Popen[bytes]:
+    def _spawn(
+        self, name: str, argv: list[str], env: Mapping[str, str] | None = None
+    ) -> subprocess.Popen[bytes]:
         """Start a component in a new session (``env``: overrides of the common environment)."""
         log_path = self.log_dir / f"{name}.log"
         self.logs[name] = log_path
@@ -365,8 +377,19 @@ class LiveAirflow:
             self.timings["bootstrap"] = time.monotonic() - t0
 
             # (The API server checks the schema at start-up, so it cannot overlap the bootstrap.)
-            self._spawn("api-server", [airflow_bin, "api-server", "--host", "127.0.0.1",
-                                       "--port", str(self.port), "--workers", "1"])
+            self._spawn(
+                "api-server",
+                [
+                    airflow_bin,
+                    "api-server",
+                    "--host",
+                    "127.0.0.1",
+                    "--port",
+                    str(self.port),
+                    "--workers",
+                    "1",
+                ],
+            )
             for name in ("scheduler", "dag-processor", "triggerer"):
                 self._spawn(name, [airflow_bin, name])
             self._start_workers()
@@ -416,7 +439,9 @@ class LiveAirflow:
 
     @staticmethod
     def _pids() -> list[int]:
-        return [int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and int(e.name) != os.getpid()]
+        return [
+            int(e.name) for e in Path("/proc").iterdir() if e.name.isdigit() and int(e.name) != os.getpid()
+        ]
 
     def _check_alive(self) -> None:
         for name, proc in self.procs.items():
@@ -432,8 +457,9 @@ class LiveAirflow:
                 self._check_alive()
                 try:
                     last = probe.health()
-                    comps = [last.get(c) or {} for c in ("metadatabase", "scheduler", "triggerer",
-                                                          "dag_processor")]
+                    comps = [
+                        last.get(c) or {} for c in ("metadatabase", "scheduler", "triggerer", "dag_processor")
+                    ]
                     if all(c.get("status") == "healthy" for c in comps):
                         if "api_up" not in self.timings:
                             self.timings["api_up"] = time.monotonic() - t0
@@ -494,9 +520,7 @@ class LiveAirflow:
         return AirflowRestClient(self.base_url, self.username, self.password, timeout=timeout)
 
     def is_alive(self) -> bool:
-        return not self._stopped and all(
-            p.poll() is None for n, p in self.procs.items() if n != "bootstrap"
-        )
+        return not self._stopped and all(p.poll() is None for n, p in self.procs.items() if n != "bootstrap")
 
     # -- diagnostics ---------------------------------------------------------------------------------
 
@@ -698,16 +722,31 @@ def pipeline_environment(s3_endpoint, store_url: str, spark_connect=None) -> dic
     spark = spark_environment()
     submit = json.dumps({"conn_type": "spark", "host": "local[1]"})
     return {
-        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
-            "conn_type": "aws", "login": s3_endpoint.access_key, "password": s3_endpoint.secret_key,
-            "extra": {"endpoint_url": s3_endpoint.url, "region_name": s3_endpoint.region},
-        }),
-        "AIRFLOW_CONN_SPARK_DEFAULT": submit if spark_connect is None else json.dumps(spark_connect.connection()),
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(
+            {
+                "conn_type": "aws",
+                "login": s3_endpoint.access_key,
+                "password": s3_endpoint.secret_key,
+                "extra": {"endpoint_url": s3_endpoint.url, "region_name": s3_endpoint.region},
+            }
+        ),
+        "AIRFLOW_CONN_SPARK_DEFAULT": submit
+        if spark_connect is None
+        else json.dumps(spark_connect.connection()),
         "AIRFLOW_CONN_SPARK_SUBMIT": submit,
         "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": store_url,
         "FT_E2E_APPS": str(REPO_ROOT / "tests" / "e2e" / "apps"),
-        **{k: spark[k] for k in ("PATH", "SPARK_HOME", "PYSPARK_PYTHON", "PYSPARK_DRIVER_PYTHON", "SPARK_LOCAL_IP",
-                                 "SPARK_SUBMIT_OPTS")},
+        **{
+            k: spark[k]
+            for k in (
+                "PATH",
+                "SPARK_HOME",
+                "PYSPARK_PYTHON",
+                "PYSPARK_DRIVER_PYTHON",
+                "SPARK_LOCAL_IP",
+                "SPARK_SUBMIT_OPTS",
+            )
+        },
     }
 
 
@@ -736,8 +775,14 @@ def postgres_server():
 
 
 @pytest.fixture(scope="session")
-def live_airflow(live_airflow_factory: LiveAirflowFactory, s3_endpoint, s3_proxy, e2e_store_url,
-                 spark_connect_launched, postgres_server) -> LiveAirflow:
+def live_airflow(
+    live_airflow_factory: LiveAirflowFactory,
+    s3_endpoint,
+    s3_proxy,
+    e2e_store_url,
+    spark_connect_launched,
+    postgres_server,
+) -> LiveAirflow:
     """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
     environment of :func:`pipeline_environment` (stages on the session's Spark Connect server unless a
     DAG names ``spark_submit``), metadata on PostgreSQL; its components reach S3 through ``s3_proxy``."""

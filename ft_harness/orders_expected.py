@@ -48,6 +48,8 @@ def expected_outputs() -> dict[str, list[tuple]]:
 def actual_outputs(store, run_id: str) -> dict[str, list[tuple]]:
     run = RunRef(DAG_ID, run_id)
     return {
-        result: sorted(tuple(row[c] for c in columns) for row in read_table(store, run.parse(result)).to_pylist())
+        result: sorted(
+            tuple(row[c] for c in columns) for row in read_table(store, run.parse(result)).to_pylist()
+        )
         for result, columns in COLUMNS.items()
     }

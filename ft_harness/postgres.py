@@ -40,7 +40,8 @@ def server_binaries() -> Path:
         return Path(on_path).parent
     raise PostgresUnavailable(
         "PostgreSQL server binaries not found (looked in /usr/lib/postgresql/*/bin and on PATH): "
-        "install Debian's postgresql package (scripts/test.sh does so as root)")
+        "install Debian's postgresql package (scripts/test.sh does so as root)"
+    )
 
 
 def _free_port() -> int:
@@ -70,14 +71,30 @@ class PostgresServer:
     def start(self, timeout: float = 60.0) -> PostgresServer:
         # Directly under /tmp when running as root: the session's own temp directories (and maybe
         # $TMPDIR) are 0700 root, which the postgres account could not enter.
-        root = Path(tempfile.mkdtemp(prefix="ft-postgres-", dir="/tmp" if self._account is not None else None))
+        root = Path(
+            tempfile.mkdtemp(prefix="ft-postgres-", dir="/tmp" if self._account is not None else None)
+        )
         self.data_dir, self.log_path = root / "data", root / "server.log"
         if self._account is not None:
             os.chown(root, self._account.pw_uid, self._account.pw_gid)
         subprocess.run(
-            [str(self.bin / "initdb"), "-D", str(self.data_dir), "-U", SUPERUSER, "-A", "trust", "-E", "UTF8",
-             "--no-sync", "--no-instructions"],
-            check=True, capture_output=True, **self._as_owner())
+            [
+                str(self.bin / "initdb"),
+                "-D",
+                str(self.data_dir),
+                "-U",
+                SUPERUSER,
+                "-A",
+                "trust",
+                "-E",
+                "UTF8",
+                "--no-sync",
+                "--no-instructions",
+            ],
+            check=True,
+            capture_output=True,
+            **self._as_owner(),
+        )
         settings = {
             "listen_addresses": "127.0.0.1",
             "port": str(self.port),
@@ -93,18 +110,25 @@ class PostgresServer:
         with open(os.open(self.log_path, os.O_WRONLY | os.O_CREAT, 0o644), "wb") as log:
             if self._account is not None:
                 os.chown(self.log_path, self._account.pw_uid, self._account.pw_gid)
-            self.proc = subprocess.Popen(argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                                         **self._as_owner())
+            self.proc = subprocess.Popen(
+                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True, **self._as_owner()
+            )
         deadline = time.monotonic() + timeout
         while True:
             if self.proc.poll() is not None:
                 raise RuntimeError(f"PostgreSQL exited with {self.proc.returncode}:\n{self.log_tail()}")
-            if subprocess.run([str(self.bin / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)],
-                              check=False).returncode == 0:
+            if (
+                subprocess.run(
+                    [str(self.bin / "pg_isready"), "-q", "-h", "127.0.0.1", "-p", str(self.port)], check=False
+                ).returncode
+                == 0
+            ):
                 return self
             if time.monotonic() > deadline:
                 self.stop()
-                raise RuntimeError(f"PostgreSQL did not accept connections in {timeout:.0f} s:\n{self.log_tail()}")
+                raise RuntimeError(
+                    f"PostgreSQL did not accept connections in {timeout:.0f} s:\n{self.log_tail()}"
+                )
             time.sleep(0.2)
 
     def url(self, database: str = "postgres", driver: str = "psycopg2") -> str:

@@ -32,8 +32,10 @@ class RedisServer:
     def __init__(self) -> None:
         binary = shutil.which("redis-server")
         if binary is None:
-            raise RedisUnavailable("redis-server not found on PATH: install Debian's redis-server package "
-                                   "(scripts/cluster.sh does so as root)")
+            raise RedisUnavailable(
+                "redis-server not found on PATH: install Debian's redis-server package "
+                "(scripts/cluster.sh does so as root)"
+            )
         self.binary = binary
         self.port = _free_port()
         self.dir: Path | None = None
@@ -44,11 +46,26 @@ class RedisServer:
 
     def start(self, timeout: float = 30.0) -> RedisServer:
         self.dir = Path(tempfile.mkdtemp(prefix="ft-redis-"))
-        argv = [self.binary, "--bind", "127.0.0.1", "--port", str(self.port), "--dir", str(self.dir),
-                "--save", "", "--appendonly", "no", "--protected-mode", "yes",
-                "--logfile", str(self.dir / "redis.log")]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        argv = [
+            self.binary,
+            "--bind",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--dir",
+            str(self.dir),
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--protected-mode",
+            "yes",
+            "--logfile",
+            str(self.dir / "redis.log"),
+        ]
+        self.proc = subprocess.Popen(
+            argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, start_new_session=True
+        )
         deadline = time.monotonic() + timeout
         while not self._answers():
             if self.proc.poll() is not None or time.monotonic() > deadline:

@@ -153,7 +153,9 @@ def start_moto_server(*, auth: bool = True, timeout: float = 120.0) -> S3Endpoin
         except OSError:
             if process.poll() is not None or time.monotonic() > deadline:
                 process.kill()
-                raise RuntimeError(f"moto server did not start on port {port} (exit code {process.poll()})")
+                raise RuntimeError(
+                    f"moto server did not start on port {port} (exit code {process.poll()})"
+                ) from None
             time.sleep(0.05)
     url = f"http://127.0.0.1:{port}"
     access_key, secret_key = "bootstrap", "bootstrap"

@@ -35,9 +35,15 @@ SCENARIOS = {
     # every exchange shape (tests/e2e/test_exchange_matrix.py): failure-free, and the first consumer
     # task of every shape failing once
     "matrix_clean": ("ft_e2e_exchange_matrix", {"ft_faults": []}),
-    "matrix_faults": ("ft_e2e_exchange_matrix", {"ft_faults": [
-        {"task": f"C_{shape}" if consumers == 1 else f"C_{shape}[0]", "times": 1}
-        for shape, (_, _, consumers, _) in MATRIX_SHAPES.items()]}),
+    "matrix_faults": (
+        "ft_e2e_exchange_matrix",
+        {
+            "ft_faults": [
+                {"task": f"C_{shape}" if consumers == 1 else f"C_{shape}[0]", "times": 1}
+                for shape, (_, _, consumers, _) in MATRIX_SHAPES.items()
+            ]
+        },
+    ),
 }
 
 

@@ -41,7 +41,8 @@ spark = SparkSession.builder.getOrCreate()
 df = spark.range(100).selectExpr("id AS key", "id * 10 AS value")
 df.write.mode("overwrite").parquet(sys.argv[1])
 back = spark.read.parquet(sys.argv[1])
-back.groupBy((F.col("key") % 7).alias("k")).agg(F.sum("value"), F.count("*")).join(back, back.key == F.col("k")).collect()
+totals = back.groupBy((F.col("key") % 7).alias("k")).agg(F.sum("value"), F.count("*"))
+totals.join(back, back.key == F.col("k")).collect()
 spark.stop()
 """
 
@@ -78,8 +79,14 @@ def spark_class_archive() -> Path:
     if not archive.exists():  # made in a session of its own, which outlives this process if need be
         build = f"from ft_harness.spark_cluster import build_spark_class_archive as b; b({str(archive)!r})"
         with (archive.parent / "warm-up.log").open("ab") as log:
-            subprocess.Popen([sys.executable, "-c", build], cwd=Path(__file__).resolve().parents[1],
-                             env=_base_environment(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+            subprocess.Popen(
+                [sys.executable, "-c", build],
+                cwd=Path(__file__).resolve().parents[1],
+                env=_base_environment(),
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
     return archive
 
 
@@ -97,14 +104,29 @@ def build_spark_class_archive(archive: str) -> None:
             env = _base_environment()
             env["SPARK_SUBMIT_OPTS"] = f"{FAST_JVM} -XX:ArchiveClassesAtExit={partial}"
             result = subprocess.run(
-                [str(SPARK_HOME / "bin" / "spark-submit"), "--master", "local[1]", "--conf", "spark.ui.enabled=false",
-                 "--conf", "spark.sql.shuffle.partitions=1", str(app), str(Path(work) / "out")],
-                env=env, capture_output=True, text=True, timeout=300,
+                [
+                    str(SPARK_HOME / "bin" / "spark-submit"),
+                    "--master",
+                    "local[1]",
+                    "--conf",
+                    "spark.ui.enabled=false",
+                    "--conf",
+                    "spark.sql.shuffle.partitions=1",
+                    str(app),
+                    str(Path(work) / "out"),
+                ],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=300,
             )
             if result.returncode != 0 or not partial.exists():
                 partial.unlink(missing_ok=True)
-                print(f"no Spark class archive: the warm-up exited {result.returncode}: {result.stderr[-2000:]}",
-                      file=sys.stderr)
+                print(
+                    f"no Spark class archive: the warm-up exited {result.returncode}"
+                    f": {result.stderr[-2000:]}",
+                    file=sys.stderr,
+                )
                 return
             partial.rename(target)  # atomic: a JVM sees the whole archive or none
 
@@ -137,8 +159,10 @@ def _wait_for_log(path: Path, needle: str, process: subprocess.Popen, timeout: f
         if process.poll() is not None:
             break
         time.sleep(0.5)
-    raise RuntimeError(f"Spark did not log {needle!r} within {timeout:.0f} s; see {path}:\n"
-                       + (path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)"))
+    raise RuntimeError(
+        f"Spark did not log {needle!r} within {timeout:.0f} s; see {path}:\n"
+        + (path.read_text(errors="replace")[-3000:] if path.exists() else "(no log)")
+    )
 
 
 @dataclass(frozen=True)
@@ -171,8 +195,13 @@ class SparkStandalone:
 
     def _start(self, env: dict[str, str], name: str, *args: str) -> tuple[subprocess.Popen, Path]:
         log = self.folder / f"{name}.log"
-        process = subprocess.Popen([str(SPARK_HOME / "bin" / "spark-class"), *args], env=env, stdout=log.open("w"),
-                                   stderr=subprocess.STDOUT, start_new_session=True)
+        process = subprocess.Popen(
+            [str(SPARK_HOME / "bin" / "spark-class"), *args],
+            env=env,
+            stdout=log.open("w"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self.processes.append(process)
         return process, log
 
@@ -186,14 +215,33 @@ class SparkStandalone:
         port, web_ui_port = _free_port(), _free_port()
         try:
             master, master_log = self._start(
-                env, "master", "org.apache.spark.deploy.master.Master",
-                "--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_ui_port),
+                env,
+                "master",
+                "org.apache.spark.deploy.master.Master",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--webui-port",
+                str(web_ui_port),
             )
             _wait_for_log(master_log, "I have been elected leader", master, 600)
             url = f"spark://127.0.0.1:{port}"
             started = [
-                self._start(env, f"worker-{n}", "org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
-                            "--cores", str(self.cores), "--memory", self.memory, "--webui-port", str(_free_port()))
+                self._start(
+                    env,
+                    f"worker-{n}",
+                    "org.apache.spark.deploy.worker.Worker",
+                    url,
+                    "--host",
+                    "127.0.0.1",
+                    "--cores",
+                    str(self.cores),
+                    "--memory",
+                    self.memory,
+                    "--webui-port",
+                    str(_free_port()),
+                )
                 for n in range(1, self.workers + 1)
             ]
             for worker, log in started:
@@ -201,8 +249,13 @@ class SparkStandalone:
         except BaseException:
             self.stop()
             raise
-        self.cluster = StandaloneCluster(url, f"http://127.0.0.1:{web_ui_port}", Path(env["SPARK_WORKER_DIR"]),
-                                         master_log, tuple(log for _, log in started))
+        self.cluster = StandaloneCluster(
+            url,
+            f"http://127.0.0.1:{web_ui_port}",
+            Path(env["SPARK_WORKER_DIR"]),
+            master_log,
+            tuple(log for _, log in started),
+        )
         return self.cluster
 
     def stop(self) -> None:

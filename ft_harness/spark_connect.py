@@ -38,8 +38,14 @@ def _free_port() -> int:
 
 
 class SparkConnectServer:
-    def __init__(self, *, master: str = "local[2]", port: int | None = None, log_dir: Path | None = None,
-                 conf: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        master: str = "local[2]",
+        port: int | None = None,
+        log_dir: Path | None = None,
+        conf: dict[str, str] | None = None,
+    ) -> None:
         self.master = master
         self.port = port or _free_port()
         # A log folder of its own (none given) is removed by stop(): nothing is left behind in /tmp.
@@ -68,14 +74,26 @@ class SparkConnectServer:
 
     def launch(self) -> SparkConnectServer:
         """Start the server's process and return at once (``wait_until_ready`` before using it)."""
-        command = [str(SPARK_HOME / "bin" / "spark-submit"), "--class", SERVER_CLASS, "--master", self.master,
-                   "--conf", f"spark.connect.grpc.binding.port={self.port}"]
+        command = [
+            str(SPARK_HOME / "bin" / "spark-submit"),
+            "--class",
+            SERVER_CLASS,
+            "--master",
+            self.master,
+            "--conf",
+            f"spark.connect.grpc.binding.port={self.port}",
+        ]
         for key, value in self.conf.items():
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(command, env=spark_environment(), stdout=self.log.open("ab"),
-                                        stderr=subprocess.STDOUT, start_new_session=True)
+        self.process = subprocess.Popen(
+            command,
+            env=spark_environment(),
+            stdout=self.log.open("ab"),
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
         self._ready = False
         return self
 
@@ -98,15 +116,20 @@ class SparkConnectServer:
             time.sleep(0.5)
         tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else "(no log)"
         self._stop_process()  # the log stays, for the error below
-        raise RuntimeError(f"the Spark Connect server on port {self.port} did not come up in {timeout:.0f} s; "
-                           f"log {self.log}:\n{tail}")
+        raise RuntimeError(
+            f"the Spark Connect server on port {self.port} did not come up in {timeout:.0f} s; "
+            f"log {self.log}:\n{tail}"
+        )
 
     def _answers(self) -> bool:
         """A query in a fresh Python (the port opens before the server can serve sessions)."""
-        probe = (f"from pyspark.sql.connect.session import SparkSession as S; s = S.builder.remote({self.url!r})"
-                 ".create(); assert s.range(3).count() == 3; s.stop()")
-        result = subprocess.run(["python", "-W", "ignore", "-c", probe], env=spark_environment(),
-                                capture_output=True, timeout=120)
+        probe = (
+            f"from pyspark.sql.connect.session import SparkSession as S; s = S.builder.remote({self.url!r})"
+            ".create(); assert s.range(3).count() == 3; s.stop()"
+        )
+        result = subprocess.run(
+            ["python", "-W", "ignore", "-c", probe], env=spark_environment(), capture_output=True, timeout=120
+        )
         return result.returncode == 0
 
     def stop(self) -> None:

@@ -1,7 +1,8 @@
 """A TCP proxy that can play dead: the chaos tests' "S3 endpoint stopped for a few seconds".
 
 Stopping moto itself would lose its in-memory buckets, so clients talk to moto through this proxy;
-``outage(seconds)`` resets every open and every new connection for that long, then serves again. Used in-process (threads), or as a script:
+``outage(seconds)`` resets every open and every new connection for that long, then serves again.
+Used in-process (threads), or as a script:
 
     python -m ft_harness.tcp_proxy <listen port> <target host> <target port>
 """

@@ -21,8 +21,19 @@ CONF = {"spark.sql.shuffle.partitions": "2"}
 
 for dag_id, in_engine in (("bench_exchange_engine", True), ("bench_exchange_scratch", False)):
     with DAG(dag_id, **COMMON):
-        with FailoverPipeline(restart_strategy={"restart-strategy.type": "none"}, pipelined_in_engine=in_engine):
-            SparkStageOperator(task_id="produce", application=str(HERE / "produce.py"),
-                               outputs={"rows": "pipelined"}, conf=CONF)
-            SparkStageOperator(task_id="consume", application=str(HERE / "consume.py"), inputs=["rows"],
-                               outputs=["summary"], conf=CONF)
+        with FailoverPipeline(
+            restart_strategy={"restart-strategy.type": "none"}, pipelined_in_engine=in_engine
+        ):
+            SparkStageOperator(
+                task_id="produce",
+                application=str(HERE / "produce.py"),
+                outputs={"rows": "pipelined"},
+                conf=CONF,
+            )
+            SparkStageOperator(
+                task_id="consume",
+                application=str(HERE / "consume.py"),
+                inputs=["rows"],
+                outputs=["summary"],
+                conf=CONF,
+            )

@@ -29,12 +29,23 @@ from airflow_ft_provider.pipeline import FailoverPipeline
 HERE = Path(os.environ.get("FT_BENCH_RECOVERY_APPS", Path(__file__).resolve().parent))
 DATA = os.environ.get("FT_BENCH_RECOVERY_DATA", "/tmp/ft-bench-recovery")
 BRANCHES, DEPTH = 4, 3
-SPARK = {"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "2",
-                  "spark.default.parallelism": "2", "spark.driver.memory": "1g"},
-         "py_files": str(HERE / "work.py")}
+SPARK = {
+    "conf": {
+        "spark.ui.enabled": "false",
+        "spark.sql.shuffle.partitions": "2",
+        "spark.default.parallelism": "2",
+        "spark.driver.memory": "1g",
+    },
+    "py_files": str(HERE / "work.py"),
+}
 # Two stages at a time on the 2-core machine, for every variant alike.
-COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False, "max_active_tasks": 2,
-          "tags": ["ft-bench"]}
+COMMON = {
+    "schedule": None,
+    "start_date": datetime(2026, 1, 1),
+    "catchup": False,
+    "max_active_tasks": 2,
+    "tags": ["ft-bench"],
+}
 RUN_DIR = DATA + "/{{ dag.dag_id }}/{{ run_id }}"
 FAIL_ONCE = "{{ dag_run.conf.get('fail_once', '-') }}"
 LOSE = "{{ dag_run.conf.get('lose', '-') }}"
@@ -50,19 +61,30 @@ def stages():
 
 # bench_recovery_ft_connect_4: on the Spark Connect server with the four branches at once (the
 # server's two cores shared by Spark's scheduler, as within the single application).
-for dag_id, conn_id, concurrency in (("bench_recovery_ft", "spark_submit", 2),
-                                     ("bench_recovery_ft_connect", "spark_default", 2),
-                                     ("bench_recovery_ft_connect_4", "spark_default", BRANCHES)):
+for dag_id, conn_id, concurrency in (
+    ("bench_recovery_ft", "spark_submit", 2),
+    ("bench_recovery_ft_connect", "spark_default", 2),
+    ("bench_recovery_ft_connect_4", "spark_default", BRANCHES),
+):
     with DAG(dag_id, **{**COMMON, "max_active_tasks": concurrency}):
-        with FailoverPipeline(restart_strategy={"restart-strategy.type": "fixed-delay",
-                                                "restart-strategy.fixed-delay.attempts": 3,
-                                                "restart-strategy.fixed-delay.delay": "0 s"},
-                              spark_conn_id=conn_id):
+        with FailoverPipeline(
+            restart_strategy={
+                "restart-strategy.type": "fixed-delay",
+                "restart-strategy.fixed-delay.attempts": 3,
+                "restart-strategy.fixed-delay.delay": "0 s",
+            },
+            spark_conn_id=conn_id,
+        ):
             for name, upstream in stages():
-                SparkStageOperator(task_id=name, application=str(HERE / "ft_stage.py"),
-                                   inputs=[upstream] if upstream else None, outputs=[name],
-                                   application_args=[RUN_DIR + "/_faults", FAIL_ONCE],
-                                   spark_submit_kwargs={"py_files": SPARK["py_files"]}, conf=SPARK["conf"])
+                SparkStageOperator(
+                    task_id=name,
+                    application=str(HERE / "ft_stage.py"),
+                    inputs=[upstream] if upstream else None,
+                    outputs=[name],
+                    application_args=[RUN_DIR + "/_faults", FAIL_ONCE],
+                    spark_submit_kwargs={"py_files": SPARK["py_files"]},
+                    conf=SPARK["conf"],
+                )
 
 
 def plain_dag(dag_id, retries):
@@ -70,8 +92,12 @@ def plain_dag(dag_id, retries):
         tasks = {}
         for name, upstream in stages():
             tasks[name] = SparkSubmitOperator(
-                task_id=name, conn_id="spark_submit", application=str(HERE / "plain_stage.py"),
-                application_args=[RUN_DIR, name, upstream or "-", FAIL_ONCE, LOSE], **SPARK)
+                task_id=name,
+                conn_id="spark_submit",
+                application=str(HERE / "plain_stage.py"),
+                application_args=[RUN_DIR, name, upstream or "-", FAIL_ONCE, LOSE],
+                **SPARK,
+            )
             if upstream:
                 tasks[upstream] >> tasks[name]
     return dag
@@ -83,5 +109,10 @@ plain_dag("bench_recovery_plain", retries=0)
 with DAG("bench_recovery_single_app", default_args={"retries": 1, "retry_delay": timedelta(0)}, **COMMON):
     # local[2]: the whole machine, as the Spark Connect server has it (the per-stage variants run two
     # local[1] applications at a time).
-    SparkSubmitOperator(task_id="pipeline", conn_id="spark_local2", application=str(HERE / "single_app.py"),
-                        application_args=[RUN_DIR, FAIL_ONCE], **SPARK)
+    SparkSubmitOperator(
+        task_id="pipeline",
+        conn_id="spark_local2",
+        application=str(HERE / "single_app.py"),
+        application_args=[RUN_DIR, FAIL_ONCE],
+        **SPARK,
+    )

@@ -10,9 +10,9 @@ import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
+from work import source, step
 
 from airflow_ft_provider.spark import stage_io
-from work import source, step
 
 marks, fail_once = Path(sys.argv[1]), sys.argv[2]
 spark = SparkSession.builder.getOrCreate()

@@ -4,17 +4,22 @@
 
 Faults, for the benchmark only: the stage named by <fail-once> fails after its work on the first
 execution of the run; <lose-before> deletes another stage's output before this stage reads it (once).
-"""
+"""  # noqa: E501  (a drawing)
 
 import shutil
 import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-
 from work import source, step
 
-run_dir, stage, upstream, fail_once, lose = Path(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4], sys.argv[5]
+run_dir, stage, upstream, fail_once, lose = (
+    Path(sys.argv[1]),
+    sys.argv[2],
+    sys.argv[3],
+    sys.argv[4],
+    sys.argv[5],
+)
 marks = run_dir / "_faults"
 marks.mkdir(parents=True, exist_ok=True)
 if lose != "-" and lose.split(":")[0] == stage and not (marks / f"lost-{stage}").exists():

@@ -10,7 +10,6 @@ import sys
 from pathlib import Path
 
 from pyspark.sql import SparkSession
-
 from work import source, step
 
 BRANCHES, DEPTH = 4, 3

@@ -19,6 +19,7 @@ COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False
 NONE = {"restart-strategy.type": "none"}
 
 with DAG("bench_cost_noop", **COMMON):
+
     @task
     def noop():
         return None
@@ -28,5 +29,9 @@ with DAG("bench_cost_noop", **COMMON):
 for dag_id, conn_id in (("bench_cost_connect", "spark_default"), ("bench_cost_submit", "spark_submit")):
     with DAG(dag_id, **COMMON):
         with FailoverPipeline(restart_strategy=NONE, spark_conn_id=conn_id):
-            SparkStageOperator(task_id="trivial", application=APP, outputs=["one_row"],
-                               conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"})
+            SparkStageOperator(
+                task_id="trivial",
+                application=APP,
+                outputs=["one_row"],
+                conf={"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1"},
+            )

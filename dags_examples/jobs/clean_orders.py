@@ -1,6 +1,7 @@
 """Drop duplicates, cancelled orders and orders without items."""
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from airflow_ft_provider.spark import stage_io
 

@@ -1,6 +1,7 @@
 """Per customer: number of orders, money spent, large orders, first and last order day."""
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from airflow_ft_provider.spark import stage_io
 

@@ -1,6 +1,7 @@
 """Add amount, 8 % tax (truncated to whole cents), total and a size class."""
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from airflow_ft_provider.spark import stage_io
 

@@ -4,7 +4,8 @@ order_id i: customer i % 13, day 2026-01-01 + (i % 7), quantity i % 4 (0 = inval
 500 + (i * 37) % 2000 cents, status 'cancelled' when i % 11 == 0 else 'complete'.
 """
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from airflow_ft_provider.spark import stage_io
 
@@ -14,7 +15,9 @@ ids = spark.range(0, 240).withColumnRenamed("id", "order_id")
 orders = ids.select(
     "order_id",
     (F.col("order_id") % 13).alias("customer_id"),
-    F.date_format(F.date_add(F.lit("2026-01-01").cast("date"), (F.col("order_id") % 7).cast("int")), "yyyy-MM-dd").alias("day"),
+    F.date_format(
+        F.date_add(F.lit("2026-01-01").cast("date"), (F.col("order_id") % 7).cast("int")), "yyyy-MM-dd"
+    ).alias("day"),
     (F.col("order_id") % 4).alias("quantity"),
     (F.lit(500) + (F.col("order_id") * 37) % 2000).alias("unit_price_cents"),
     F.when(F.col("order_id") % 11 == 0, "cancelled").otherwise("complete").alias("status"),

@@ -1,6 +1,6 @@
 """Chaos, short bounded mode: seeded random faults, an S3 outage and the loss of the Spark Connect
-server across concurrent runs of the orders ETL example in the live Airflow (ft_harness/chaos.py has the fault kinds and verdicts; bench/bench_chaos.py
-runs the long mode).
+server across concurrent runs of the orders ETL example in the live Airflow (ft_harness/chaos.py has
+the fault kinds and verdicts; bench/bench_chaos.py runs the long mode).
 
     generate_orders --> [clean_orders ~~> enrich_orders] --> daily_revenue
                                                         \\--> customer_aggregates
@@ -27,19 +27,26 @@ SEED, RUNS = 20261127, 3
 SERVER_LOSS_AFTER = 25.0
 
 
-def test_seeded_faults_never_end_in_wrong_data_or_damaged_partitions(live_airflow, s3_proxy, s3_endpoint,
-                                                                     e2e_store_url, spark_connect):
+def test_seeded_faults_never_end_in_wrong_data_or_damaged_partitions(
+    live_airflow, s3_proxy, s3_endpoint, e2e_store_url, spark_connect
+):
     rng = random.Random(SEED)
     plans = [make_plan(rng, outages=s3_proxy is not None) for _ in range(RUNS)]
     if s3_proxy is not None and not any(p.outage_after for p in plans):
         plans[0].outage_after, plans[0].outage_seconds = 15.0, 3.0  # the bounded mode always has one outage
     plans[-1].server_loss_after = SERVER_LOSS_AFTER  # the server is shared: every run in flight loses it
     store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
-    verdicts = run_plans(live_airflow, store, plans, proxy=s3_proxy, spark_connect=spark_connect, prefix="chaos")
-    story = "\n".join(f"{v.run_id}: {v.outcome} {v.plan.describe()} tries={v.tries} {v.detail[:3000]}" for v in verdicts)
+    verdicts = run_plans(
+        live_airflow, store, plans, proxy=s3_proxy, spark_connect=spark_connect, prefix="chaos"
+    )
+    story = "\n".join(
+        f"{v.run_id}: {v.outcome} {v.plan.describe()} tries={v.tries} {v.detail[:3000]}" for v in verdicts
+    )
     figures = count(verdicts)
     print(f"\nchaos: {figures}\n{story}")
-    assert figures["data_mismatches"] == figures["damaged_partitions"] == figures["unexplained_failures"] == 0, story
+    assert (
+        figures["data_mismatches"] == figures["damaged_partitions"] == figures["unexplained_failures"] == 0
+    ), story
     assert figures["recovered"] + figures["suppressed"] == RUNS, story
     assert figures["faults_injected"] >= RUNS and figures["restarted_tries"] >= RUNS, story  # faults did fire
     if s3_proxy is not None:

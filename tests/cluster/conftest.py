@@ -24,8 +24,9 @@ CLUSTER_DAGS = Path(__file__).resolve().parent / "dags"
 
 @pytest.fixture(scope="session")
 def deployment(s3_endpoint, tmp_path_factory):
-    with ReferenceDeployment([E2E_DAGS_DIR, CLUSTER_DAGS], folder=tmp_path_factory.mktemp("deployment"),
-                             s3=s3_endpoint) as started:
+    with ReferenceDeployment(
+        [E2E_DAGS_DIR, CLUSTER_DAGS], folder=tmp_path_factory.mktemp("deployment"), s3=s3_endpoint
+    ) as started:
         print(f"\n[deployment] up in {started.started_in:.0f} s\n{started.describe()}")
         yield started
 

@@ -52,7 +52,12 @@ def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment
     airflow = deployment.airflow
     dag_id, run_id = trigger(airflow, "ft_cluster_worker_loss")
     running = airflow.client.wait_for_task_instance(
-        dag_id, run_id, "T2", predicate=lambda ti: ti["state"] == "running" and ti.get("hostname"), timeout=300)
+        dag_id,
+        run_id,
+        "T2",
+        predicate=lambda ti: ti["state"] == "running" and ti.get("hostname"),
+        timeout=300,
+    )
     lost = airflow.worker(running["hostname"])
     t1_host = tries(airflow, dag_id, run_id, "T1")[0]["hostname"]
     time.sleep(3)  # well inside T2's first try (it sleeps 300 s before its Spark work)
@@ -76,11 +81,15 @@ def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment
     # The restart waited the strategy's delay (5 s) after the failure was decided.
     [failover] = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
     # (U's region is rescheduled as a consumer; it had not started, so nothing of it is cleared.)
-    assert "process was killed" in failover["cause"] and failover["regions"] == [["T1", "T2"], ["U"]], failover
+    assert "process was killed" in failover["cause"] and failover["regions"] == [["T1", "T2"], ["U"]], (
+        failover
+    )
     # T1's new try waited in the worker (under 5 s) or deferred until that time, or started after it.
     t1_log = airflow.task_log(dag_id, run_id, "T1", 2)
     waited_until = re.search(r"region failover: waiting [\d.]+ s, until (\S+)", t1_log)
-    t1_restart = when(waited_until[1] if waited_until else tries(airflow, dag_id, run_id, "T1")[1]["start_date"])
+    t1_restart = when(
+        waited_until[1] if waited_until else tries(airflow, dag_id, run_id, "T1")[1]["start_date"]
+    )
     assert failover["delay"] == 5 and t1_restart >= failover["restart_at"] - 0.01, (failover, t1_log[-2000:])
     assert failover["time"] > killed_at
     assert producer_try(store, dag_id, run_id, "s") == 1
@@ -107,13 +116,16 @@ def test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_o
     assert values(store, dag_id, run_id, "g") == expected(1)
 
 
-def test_with_two_schedulers_one_killed_during_a_backoff_the_restart_is_decided_and_queued_once(deployment, store):
+def test_with_two_schedulers_one_killed_during_a_backoff_the_restart_is_decided_and_queued_once(
+    deployment, store
+):
     """Airflow's HA mode: both schedulers run; one is SIGKILLed 10 s into a 45 s restart backoff and stays
     down. The failover decision (taken in the failing try's worker) exists once, and the other
     scheduler queues the restart once, on time."""
     airflow = deployment.airflow
     assert airflow.schedulers == ["scheduler", "scheduler-2"] and all(
-        airflow.procs[name].poll() is None for name in airflow.schedulers)
+        airflow.procs[name].poll() is None for name in airflow.schedulers
+    )
     dag_id, run_id = trigger(airflow, "ft_cluster_backoff", {"ft_faults": [{"task": "F", "times": 1}]})
     airflow.client.wait_for_task_instance(dag_id, run_id, "F", states=["up_for_retry"], timeout=300)
     failed_at = when(tries(airflow, dag_id, run_id, "F")[0]["end_date"])
@@ -125,7 +137,10 @@ def test_with_two_schedulers_one_killed_during_a_backoff_the_restart_is_decided_
         assert run["state"] == "success", story
         assert try_numbers(tis.values()) == {"F": 2, "G": 1}, story
         queued = when(tries(airflow, dag_id, run_id, "F")[1]["queued_when"])
-        assert killed_at < queued and failed_at + 45 <= queued < failed_at + 45 + 30, (queued - failed_at, story)
+        assert killed_at < queued and failed_at + 45 <= queued < failed_at + 45 + 30, (
+            queued - failed_at,
+            story,
+        )
         decisions = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
         assert [(e["task"], e["try_number"], e["delay"]) for e in decisions] == [("F", 1, 45.0)], decisions
         assert values(store, dag_id, run_id, "g") == expected(1)
@@ -152,9 +167,11 @@ def test_a_restart_recorded_while_the_rest_api_is_unreachable_is_finished_once_i
     # first); try 3 does the work. Nothing ran twice: T1 once more, S and U once.
     assert try_numbers(tis.values()) == {"S": 1, "T1": 2, "T2": 3, "U": 1}, story
     events = journal_events(store, dag_id, run_id)
-    kinds = [(e["kind"], e["task"], e.get("cleared")) for e in events if e["kind"] in ("failover", "reconciled")]
+    kinds = [
+        (e["kind"], e["task"], e.get("cleared")) for e in events if e["kind"] in ("failover", "reconciled")
+    ]
     assert kinds == [("failover", "T2", []), ("reconciled", "T2", ["T1"])], events
     reconciled = next(e for e in events if e["kind"] == "reconciled")
-    assert reconciled["time"] >= began + 60 - 1, (reconciled["time"] - began)
+    assert reconciled["time"] >= began + 60 - 1, reconciled["time"] - began
     assert "the Airflow REST API is unreachable" in airflow.task_log(dag_id, run_id, "T2", 2)
     assert values(store, dag_id, run_id, "u") == expected(3)

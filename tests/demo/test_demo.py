@@ -6,7 +6,7 @@
 The demo runs against the session's S3 endpoint (FT_DEMO_S3_ENDPOINT) and keeps its AIRFLOW_HOME, so
 that this test can check the printed report against the facts: the task tries in Airflow's metadata
 DB, the events of the recovery journal and the partition manifests in S3.
-"""
+"""  # noqa: E501  (a drawing)
 
 from __future__ import annotations
 
@@ -31,14 +31,16 @@ DAG_ID = "ft_example_orders_etl"
 def demo(background_demo):
     """The demo started at the beginning of the session (ft_harness/background_demo.py)."""
     returncode, output = background_demo.result()
-    return subprocess.CompletedProcess(background_demo.process.args, returncode, output, ""), background_demo.home
+    return subprocess.CompletedProcess(
+        background_demo.process.args, returncode, output, ""
+    ), background_demo.home
 
 
 def section(report: str, title: str) -> list[str]:
     lines = report.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith(title))
     out = []
-    for line in lines[start + 1:]:
+    for line in lines[start + 1 :]:
         if not line.startswith("  "):
             break
         out.append(line)
@@ -60,9 +62,16 @@ def test_demo_recovers_and_reports_what_really_happened(demo, s3_endpoint):
 
     # Task runs: the report's table is what Airflow's metadata DB says.
     with sqlite3.connect(home / "airflow.db") as db:
+
         def tries(run_id):
-            return {task: n for task, n in db.execute(
-                "SELECT task_id, try_number FROM task_instance WHERE dag_id = ? AND run_id = ?", (DAG_ID, run_id))}
+            return {
+                task: n
+                for task, n in db.execute(
+                    "SELECT task_id, try_number FROM task_instance WHERE dag_id = ? AND run_id = ?",
+                    (DAG_ID, run_id),
+                )
+            }
+
         actual, actual_ref = tries(faulty), tries(reference)
     table = {}
     for line in section(out, "Task runs"):
@@ -82,8 +91,11 @@ def test_demo_recovers_and_reports_what_really_happened(demo, s3_endpoint):
     for header, event in zip(headers, events, strict=True):
         stamp = datetime.fromtimestamp(event["time"]).strftime("%H:%M:%S")
         assert f"{stamp}  {event['task']} try {event['try_number']} failed: {event['cause'][:100]}" in header
-    printed_regions = [line.split("restart region [", 1)[1].split("]", 1)[0] for line in failures
-                       if "restart region [" in line]
+    printed_regions = [
+        line.split("restart region [", 1)[1].split("]", 1)[0]
+        for line in failures
+        if "restart region [" in line
+    ]
     assert printed_regions == [", ".join(r) for e in events if e["restart"] for r in e["regions"]]
     delays = [float(m) for m in re.findall(r"restart after ([\d.]+) s", "\n".join(failures))]
     assert delays == [round(float(e["delay"]), 1) for e in events if e["restart"]]
@@ -103,10 +115,18 @@ def test_demo_recovers_and_reports_what_really_happened(demo, s3_endpoint):
     # Partitions: reused / rebuilt as the manifests say.
     parts = {}
     for line in section(out, "Partitions of the run with faults"):
-        match = re.match(r"\s+(\S+)\s+(blocking|pipelined)\s+(\d+) rows\s+(reused|rebuilt|recomputed|written once)", line)
+        match = re.match(
+            r"\s+(\S+)\s+(blocking|pipelined)\s+(\d+) rows\s+(reused|rebuilt|recomputed|written once)", line
+        )
         if match:
             parts[match.group(1)] = (match.group(2), int(match.group(3)), match.group(4))
-    assert set(parts) == {"raw_orders", "cleaned_orders", "enriched_orders", "daily_revenue", "customer_aggregates"}
+    assert set(parts) == {
+        "raw_orders",
+        "cleaned_orders",
+        "enriched_orders",
+        "daily_revenue",
+        "customer_aggregates",
+    }
     for partition, (kind, rows, verdict) in parts.items():
         if kind == "blocking":
             manifest = store.manifest(run.parse(partition))

@@ -39,18 +39,34 @@ def readme_pipeline() -> str:
 def read_env_file(path: Path) -> dict[str, str]:
     """What ``source dev.env`` exports, evaluated by a shell (PATH included)."""
     shell = f"set -e; source {shlex.quote(str(path))}; env -0"
-    out = subprocess.run(["bash", "-c", shell], env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/")},
-                         capture_output=True, timeout=30, check=True).stdout
+    out = subprocess.run(
+        ["bash", "-c", shell],
+        env={"PATH": "/usr/bin:/bin", "HOME": os.environ.get("HOME", "/")},
+        capture_output=True,
+        timeout=30,
+        check=True,
+    ).stdout
     return dict(item.split("=", 1) for item in out.decode().split("\0") if "=" in item)
 
 
 def test_dev_mode_runs_my_dag_folder_until_sigterm(tmp_path, s3_endpoint):
     dags = tmp_path / "my-dags"
     dags.mkdir()
-    env = {**os.environ, "FT_DEMO_S3_ENDPOINT": s3_endpoint.url, "FT_DEMO_S3_ACCESS_KEY": s3_endpoint.access_key,
-           "FT_DEMO_S3_SECRET_KEY": s3_endpoint.secret_key, "FT_DEMO_S3_REGION": s3_endpoint.region}
-    process = subprocess.Popen([sys.executable, str(REPO / "demo" / "dev.py"), "--dags", str(dags)], env=env,
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, stdin=subprocess.DEVNULL)
+    env = {
+        **os.environ,
+        "FT_DEMO_S3_ENDPOINT": s3_endpoint.url,
+        "FT_DEMO_S3_ACCESS_KEY": s3_endpoint.access_key,
+        "FT_DEMO_S3_SECRET_KEY": s3_endpoint.secret_key,
+        "FT_DEMO_S3_REGION": s3_endpoint.region,
+    }
+    process = subprocess.Popen(
+        [sys.executable, str(REPO / "demo" / "dev.py"), "--dags", str(dags)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     lines: list[str] = []
     reader = threading.Thread(target=lambda: lines.extend(process.stdout), daemon=True)
     reader.start()
@@ -70,34 +86,61 @@ def test_dev_mode_runs_my_dag_folder_until_sigterm(tmp_path, s3_endpoint):
         while DAG_ID not in {d["dag_id"] for d in client.list_dags()}:
             assert time.monotonic() < deadline, client.import_errors()
             time.sleep(2)
-        client.trigger_dag_run(DAG_ID, {"ft_faults": [{"task": "clean_events[1]", "times": 1}]}, run_id="mine__1")
+        client.trigger_dag_run(
+            DAG_ID, {"ft_faults": [{"task": "clean_events[1]", "times": 1}]}, run_id="mine__1"
+        )
         run = client.wait_for_dag_run(DAG_ID, "mine__1", timeout=600)
         assert run["state"] == "success", "".join(lines)[-5000:]
-        tries = {(t["task_id"], t["map_index"]): t["try_number"] for t in client.task_instances(DAG_ID, "mine__1")}
-        assert tries == {("make_events", 0): 1, ("make_events", 1): 2, ("clean_events", 0): 1,
-                         ("clean_events", 1): 2, ("totals", -1): 1}
+        tries = {
+            (t["task_id"], t["map_index"]): t["try_number"] for t in client.task_instances(DAG_ID, "mine__1")
+        }
+        assert tries == {
+            ("make_events", 0): 1,
+            ("make_events", 1): 2,
+            ("clean_events", 0): 1,
+            ("clean_events", 1): 2,
+            ("totals", -1): 1,
+        }
 
         # Another terminal: `source dev.env`, then airflow-ft from PATH, aimed at this Airflow and store.
         shell_env = read_env_file(Path(env_file))
-        assert shutil_which("airflow-ft", shell_env["PATH"]) == str(Path(sys.executable).with_name("airflow-ft"))
-        history = subprocess.run(["airflow-ft", "history", "--dag-id", DAG_ID, "--run-id", "mine__1"],
-                                 env=shell_env, capture_output=True, text=True, timeout=120)
+        assert shutil_which("airflow-ft", shell_env["PATH"]) == str(
+            Path(sys.executable).with_name("airflow-ft")
+        )
+        history = subprocess.run(
+            ["airflow-ft", "history", "--dag-id", DAG_ID, "--run-id", "mine__1"],
+            env=shell_env,
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         assert history.returncode == 0, history.stderr
         [event] = [json.loads(line) for line in history.stdout.splitlines()]
         assert event["task"] == "clean_events[1]" and event["time"].endswith("+00:00")
-        assert {"clean_events[1]", "make_events[1]"} <= set(event["tasks"]) and "make_events[0]" not in event["tasks"]
+        assert {"clean_events[1]", "make_events[1]"} <= set(event["tasks"]) and "make_events[0]" not in event[
+            "tasks"
+        ]
 
         def airflow_ft(*argv: str) -> list[dict]:
-            done = subprocess.run(["airflow-ft", *argv, "--dag-id", DAG_ID, "--run-id", "mine__1"], env=shell_env,
-                                  capture_output=True, text=True, timeout=120)
+            done = subprocess.run(
+                ["airflow-ft", *argv, "--dag-id", DAG_ID, "--run-id", "mine__1"],
+                env=shell_env,
+                capture_output=True,
+                text=True,
+                timeout=120,
+            )
             assert done.returncode == 0, done.stderr
             return [json.loads(line) for line in done.stdout.splitlines()]
 
         states = {p["partition"]: p["state"] for p in airflow_ft("partitions")}
         # cleaned[0] is 'reused' if it was committed before clean_events[1] failed, else 'committed'
         assert states.pop("cleaned[0]") in {"committed", "reused"}
-        assert states == {"events[0]": "pipelined", "events[1]": "pipelined", "cleaned[1]": "rebuilt",
-                          "totals": "committed"}
+        assert states == {
+            "events[0]": "pipelined",
+            "events[1]": "pipelined",
+            "cleaned[1]": "rebuilt",
+            "totals": "committed",
+        }
         expected = sum(1 for event in range(1000) if event % 100 >= 10)
         assert airflow_ft("show", "totals") == [{"events": expected}]
 

@@ -34,9 +34,9 @@ from datetime import timedelta
 
 import pytest
 
-from tests.e2e.dags.ft_e2e_common import read_records, wait_for_records
 from ft_harness.airflow_rest import TaskStateRecorder, format_task_instances, parse_ts
 from ft_harness.live_airflow import HEARTBEAT_TIMEOUT_S
+from tests.e2e.dags.ft_e2e_common import read_records, wait_for_records
 
 pytestmark = [pytest.mark.airflow, pytest.mark.timeout(480)]
 
@@ -110,9 +110,12 @@ def _kill_and_observe(af, recorder, dag_id, run_id, task_id, *, kill_supervisor:
     for pid in reversed(targets):  # supervisor first, so it cannot react to the child's death
         os.kill(pid, signal.SIGKILL)
     left = api.wait_for_task_instance(
-        dag_id, run_id, task_id,
+        dag_id,
+        run_id,
+        task_id,
         predicate=lambda ti: ti["state"] != "running" or ti["try_number"] > 1,
-        timeout=timeout, poll=0.25,
+        timeout=timeout,
+        poll=0.25,
     )
     t_detect = time.time()
     final = api.wait_for_task_instance(dag_id, run_id, task_id, states=["success", "failed"], timeout=120)
@@ -268,9 +271,11 @@ def test_task_clears_other_task_instances(af, runs, recorder, variant):
     latency_start = (parse_ts(rerun["start_date"]) - called).total_seconds()
     latency_end = (parse_ts(rerun["end_date"]) - called).total_seconds()
     api_call = (parse_ts(clear["returned_at"]) - called).total_seconds()
-    print(f"\n[2 {variant}] clear call {api_call:.2f}s; cleared TI restarted after {latency_start:.1f}s, "
-          f"succeeded after {latency_end:.1f}s; cleared={cleared}; "
-          f"history mapped[1]={recorder.states(dag_id, run_id, 'mapped_target', 1)}")
+    print(
+        f"\n[2 {variant}] clear call {api_call:.2f}s; cleared TI restarted after {latency_start:.1f}s, "
+        f"succeeded after {latency_end:.1f}s; cleared={cleared}; "
+        f"history mapped[1]={recorder.states(dag_id, run_id, 'mapped_target', 1)}"
+    )
     assert 0 < latency_start < 60
     (clear_lr,) = _records(af, dag_id, run_id, "clear_running")
 
@@ -294,12 +299,14 @@ def test_task_clears_other_task_instances(af, runs, recorder, variant):
     before_lr = clear["before"]["long_runner[-1]"]
     killed_after = (parse_ts(lr_tries[0]["end_date"]) - parse_ts(clear_lr["called_at"])).total_seconds()
     restarted_after = (parse_ts(lr_tries[1]["start_date"]) - parse_ts(clear_lr["called_at"])).total_seconds()
-    print(f"[2 {variant}] long_runner: before clear (state, try, max_tries)={before_lr}, right after "
-          f"clear max_tries={clear_lr['max_tries_right_after']}, final max_tries={lr['max_tries']}; "
-          f"tries={[(t['try_number'], t['state']) for t in lr_tries]}; try 1 ended {killed_after:.1f}s and "
-          f"try 2 started {restarted_after:.1f}s after the clear; on_retry_callback saw "
-          f"{lr_on_retry[0].get('rest_state')} try {lr_on_retry[0].get('rest_try_number')}; "
-          f"history={recorder.states(dag_id, run_id, 'long_runner')}")
+    print(
+        f"[2 {variant}] long_runner: before clear (state, try, max_tries)={before_lr}, right after "
+        f"clear max_tries={clear_lr['max_tries_right_after']}, final max_tries={lr['max_tries']}; "
+        f"tries={[(t['try_number'], t['state']) for t in lr_tries]}; try 1 ended {killed_after:.1f}s and "
+        f"try 2 started {restarted_after:.1f}s after the clear; on_retry_callback saw "
+        f"{lr_on_retry[0].get('rest_state')} try {lr_on_retry[0].get('rest_try_number')}; "
+        f"history={recorder.states(dag_id, run_id, 'long_runner')}"
+    )
 
 
 # -- 3. DateTimeTrigger deferral ---------------------------------------------------------------------
@@ -356,7 +363,10 @@ def test_task_state_store_survives_retry_and_clear(af, runs):
     # The response lists the cleared TIs in their new state (None = to be scheduled again).
     assert [(c["task_id"], c["state"], c["try_number"]) for c in cleared] == [("stateful", None, 2)]
     api.wait_for_task_instance(
-        dag_id, run_id, "stateful", predicate=lambda t: t["try_number"] == 3 and t["state"] == "success",
+        dag_id,
+        run_id,
+        "stateful",
+        predicate=lambda t: t["try_number"] == 3 and t["state"] == "success",
         timeout=120,
     )
     api.wait_for_dag_run(dag_id, run_id, timeout=60)
@@ -366,8 +376,10 @@ def test_task_state_store_survives_retry_and_clear(af, runs):
     assert t3["xcom"] == {"k1": None, "k2": None, "k3": None}, t3
     assert set(api.task_state_store(dag_id, run_id, "stateful")) == {"k1", "k2", "k3"}
     ti = api.task_instance(dag_id, run_id, "stateful")
-    print(f"\n[4] after clear: try_number={ti['try_number']} max_tries={ti['max_tries']}; "
-          f"store keys={sorted(api.task_state_store(dag_id, run_id, 'stateful'))}")
+    print(
+        f"\n[4] after clear: try_number={ti['try_number']} max_tries={ti['max_tries']}; "
+        f"store keys={sorted(api.task_state_store(dag_id, run_id, 'stateful'))}"
+    )
     assert ti["max_tries"] == 3  # clear resets the budget: try_number (2) + retries (1)
 
 
@@ -381,8 +393,10 @@ def test_callback_sees_ti_state(af, runs):
     assert final["state"] == "failed", af.describe_run(dag_id, run_id)
     (on_retry,) = _wait_records(af, dag_id, run_id, "on_retry")
     (on_failure,) = _wait_records(af, dag_id, run_id, "on_failure")
-    print(f"\n[6] on_retry saw {on_retry.get('rest_state')} (try {on_retry['try_number']}), "
-          f"on_failure saw {on_failure.get('rest_state')} (try {on_failure['try_number']})")
+    print(
+        f"\n[6] on_retry saw {on_retry.get('rest_state')} (try {on_retry['try_number']}), "
+        f"on_failure saw {on_failure.get('rest_state')} (try {on_failure['try_number']})"
+    )
     assert on_retry["try_number"] == 1 and on_retry["rest_state"] == "up_for_retry", on_retry
     assert on_failure["try_number"] == 2 and on_failure["rest_state"] == "running", on_failure
     assert on_retry["where"] == on_failure["where"] == "task_runner", (on_retry, on_failure)

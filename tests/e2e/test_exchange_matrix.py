@@ -17,9 +17,9 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
-from tests.e2e.dags.ft_e2e_exchange_matrix import SHAPES
 from ft_harness.airflow_rest import try_numbers
 from ft_harness.scenario_runs import SCENARIOS
+from tests.e2e.dags.ft_e2e_exchange_matrix import SHAPES
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -56,22 +56,30 @@ def matrix(live_airflow, scenario_runs, s3_endpoint, e2e_store_url):
     for name in ("matrix_clean", "matrix_faults"):
         dag_id, run_id = runs[name]
         final = api.wait_for_dag_run(dag_id, run_id, timeout=1500)
-        finished[name] = (run_id, final["state"], try_numbers(api.task_instances(dag_id, run_id)),
-                          live_airflow.describe_run(dag_id, run_id))
+        finished[name] = (
+            run_id,
+            final["state"],
+            try_numbers(api.task_instances(dag_id, run_id)),
+            live_airflow.describe_run(dag_id, run_id),
+        )
     return finished, S3PartitionStore(s3_endpoint.client(), e2e_store_url)
 
 
 def outputs(store, run_id, shape):
     _, _, consumers, _ = SHAPES[shape]
     run = RunRef(DAG_ID, run_id)
-    return [sorted((r["key"], r["value"]) for r in read_table(store, run.parse(pid)).to_pylist())
-            for pid in tasks(f"out_{shape}", consumers)]
+    return [
+        sorted((r["key"], r["value"]) for r in read_table(store, run.parse(pid)).to_pylist())
+        for pid in tasks(f"out_{shape}", consumers)
+    ]
 
 
 @pytest.mark.parametrize("shape", SHAPES)
 def test_each_exchange_shape_runs_and_recovers_restarting_only_what_the_rules_name(matrix, shape):
     (clean_id, clean_state, clean_tries, clean_story), (faults_id, state, tries, story) = (
-        matrix[0]["matrix_clean"], matrix[0]["matrix_faults"])
+        matrix[0]["matrix_clean"],
+        matrix[0]["matrix_faults"],
+    )
     store = matrix[1]
     kind, producers, consumers, _ = SHAPES[shape]
     mine = [*tasks(f"P_{shape}", producers), *tasks(f"C_{shape}", consumers)]

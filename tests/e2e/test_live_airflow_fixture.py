@@ -13,7 +13,8 @@ pytestmark = [pytest.mark.airflow, pytest.mark.timeout(300)]
 def test_new_dag_file_is_picked_up_and_runs(live_airflow, tmp_path):
     dag_id = f"ft_e2e_added_{int(time.time())}"
     src = tmp_path / f"{dag_id}.py"
-    src.write_text(textwrap.dedent(f"""
+    src.write_text(
+        textwrap.dedent(f"""
         from airflow.sdk import DAG, task
 
         with DAG(dag_id="{dag_id}", schedule=None, catchup=False):
@@ -22,7 +23,8 @@ def test_new_dag_file_is_picked_up_and_runs(live_airflow, tmp_path):
                 return context["dag_run"].conf.get("x")
 
             hello()
-    """))
+    """)
+    )
     t0 = time.monotonic()
     live_airflow.add_dag_file(src)
     live_airflow.wait_for_dags([dag_id], timeout=90)

@@ -141,8 +141,13 @@ def test_pipelined_region_restarts_as_a_unit(live_airflow, runs, store):
     run_ref = RunRef(dag_id, run_id)
     scratch = store.layout.scratch_run_prefix(run_ref)
     succeeded = store.layout.marker_key(run_ref, "succeeded")
-    eventually(lambda: not store.modified_times(scratch) and succeeded in store.modified_times(
-        store.layout.run_prefix(run_ref)), what=f"release of s3://{store.bucket}/{scratch}")
+    eventually(
+        lambda: (
+            not store.modified_times(scratch)
+            and succeeded in store.modified_times(store.layout.run_prefix(run_ref))
+        ),
+        what=f"release of s3://{store.bucket}/{scratch}",
+    )
     assert store.json_objects.get_bytes(store.layout.pipelined_handle_key(run_ref.parse("t1"))) is not None
 
 
@@ -161,8 +166,10 @@ def test_the_end_of_a_failed_run_drops_the_views_nobody_consumed(live_airflow, r
     assert handle.engine.server == spark_connect.url
     session = SparkSession.builder.remote(spark_connect.url).create()
     try:
-        eventually(lambda: not session.catalog.tableExists(f"global_temp.{handle.engine.view}"),
-                   what=f"drop of view {handle.engine.view}")
+        eventually(
+            lambda: not session.catalog.tableExists(f"global_temp.{handle.engine.view}"),
+            what=f"drop of view {handle.engine.view}",
+        )
     finally:
         session.stop()
     assert not store.modified_times(store.layout.run_prefix(RunRef(dag_id, run_id)) + "_run/succeeded")
@@ -194,8 +201,9 @@ def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store
     killed = scratch_directory(killed_try)
     assert killed is not None, killed_try[-3000:]
     later = [scratch_directory(log_of(live_airflow, dag_id, run_id, "T1", 2))]
-    later += [scratch_directory(log_of(live_airflow, dag_id, run_id, "T2", n))
-              for n in range(2, counts["T2"] + 1)]
+    later += [
+        scratch_directory(log_of(live_airflow, dag_id, run_id, "T2", n)) for n in range(2, counts["T2"] + 1)
+    ]
     one_worker = not hasattr(live_airflow, "workers")  # CeleryAirflow has several
     if one_worker or any(d is not None and d.parent == killed.parent for d in later):
         assert not killed.exists(), story
@@ -227,7 +235,9 @@ def test_fixed_delay_tries_attempts_plus_one_times_then_fails(live_airflow, runs
     assert tis[("G", -1)]["state"] == "upstream_failed", story
     for gap in gaps(live_airflow, dag_id, run_id, "F"):
         assert 6 <= gap < 6 + 20, story  # the configured delay, within scheduler tolerance
-    assert "Recovery is suppressed by FixedDelay(attempts=2, delay=6 s)" in log_of(live_airflow, dag_id, run_id, "F", 3)
+    assert "Recovery is suppressed by FixedDelay(attempts=2, delay=6 s)" in log_of(
+        live_airflow, dag_id, run_id, "F", 3
+    )
 
 
 def test_exponential_delay_grows_and_respects_the_maximum(live_airflow, runs, store):
@@ -237,7 +247,9 @@ def test_exponential_delay_grows_and_respects_the_maximum(live_airflow, runs, st
     assert tis[("F", -1)]["try_number"] == 4, story  # attempts-before-reset-backoff 3: the 4th failure stops
     events = RecoveryJournal(store, RunRef(dag_id, run_id)).events()
     decided = [e["delay"] for e in events if e["kind"] == "failover" and e["restart"]]
-    assert decided == pytest.approx([3.0, 6.0, 8.0], abs=0.05), story  # 3 s, x2 = 6 s, x2 = 12 s capped at 8 s
+    assert decided == pytest.approx([3.0, 6.0, 8.0], abs=0.05), (
+        story
+    )  # 3 s, x2 = 6 s, x2 = 12 s capped at 8 s
     # Each restart waited at least its delay. The gaps themselves need not grow: a try can also queue
     # for a free worker slot on the loaded test machine (seen: 9.6 s, then 8.0 s).
     measured = gaps(live_airflow, dag_id, run_id, "F")
@@ -252,7 +264,8 @@ def test_failure_rate_fails_on_the_failure_above_the_maximum(live_airflow, runs)
     assert run["state"] == "failed", story
     assert tis[("F", -1)]["try_number"] == 3, story  # max 2 per interval: the 3rd failure is refused
     assert "Recovery is suppressed by FailureRate(max-failures-per-interval=2" in log_of(
-        live_airflow, dag_id, run_id, "F", 3)
+        live_airflow, dag_id, run_id, "F", 3
+    )
 
 
 def test_manual_region_restart_reruns_region_and_consumers_only(live_airflow, runs, store, s3_endpoint):
@@ -262,17 +275,38 @@ def test_manual_region_restart_reruns_region_and_consumers_only(live_airflow, ru
     run, before, story = finish(live_airflow, runs, "pipelined_t2_killed")
     dag_id, run_id = runs["pipelined_t2_killed"]
     assert run["state"] == "success", story
-    command = [sys.executable, "-m", "airflow_ft_provider.cli", "restart-region",
-               "--dag-id", dag_id, "--run-id", run_id, "--task", "T1"]
+    command = [
+        sys.executable,
+        "-m",
+        "airflow_ft_provider.cli",
+        "restart-region",
+        "--dag-id",
+        dag_id,
+        "--run-id",
+        run_id,
+        "--task",
+        "T1",
+    ]
     env = {**live_airflow.environment(), "PYTHONPATH": str(REPO)}
     result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
-    assert json.loads(result.stdout) == {"task": "T1", "restarted": ["T1", "T2", "U"]}  # stdout: the result only
-    live_airflow.client.wait_for_task_instance(dag_id, run_id, "U", predicate=lambda ti: ti["try_number"] > 1
-                                               and ti["state"] == "success", timeout=600)
+    assert json.loads(result.stdout) == {
+        "task": "T1",
+        "restarted": ["T1", "T2", "U"],
+    }  # stdout: the result only
+    live_airflow.client.wait_for_task_instance(
+        dag_id,
+        run_id,
+        "U",
+        predicate=lambda ti: ti["try_number"] > 1 and ti["state"] == "success",
+        timeout=600,
+    )
     run, after, story = finish(live_airflow, runs, "pipelined_t2_killed")
     assert run["state"] == "success", story
-    reruns = {task: count - try_numbers(before.values())[task] for task, count in try_numbers(after.values()).items()}
+    reruns = {
+        task: count - try_numbers(before.values())[task]
+        for task, count in try_numbers(after.values()).items()
+    }
     assert reruns == {"S": 0, "T1": 1, "T2": 1, "U": 1}, story
     assert producer_try(store, dag_id, run_id, "s") == 1  # the upstream partition was read, not recomputed
     assert values(store, dag_id, run_id, "u") == expected(3)

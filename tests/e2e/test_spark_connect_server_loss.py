@@ -18,9 +18,9 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from tests.e2e.dags.ft_e2e_common import run_dir
 from ft_harness.airflow_rest import try_numbers
 from ft_harness.spark_connect import SparkConnectServer
+from tests.e2e.dags.ft_e2e_common import run_dir
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -31,15 +31,20 @@ DAG_ID = "ft_e2e_server_loss"
 def lost_server(live_airflow, tmp_path_factory):
     """A Spark Connect server of this test's own, known to Airflow as connection spark_connect_loss."""
     server = SparkConnectServer(log_dir=tmp_path_factory.mktemp("spark-connect-loss")).start()
-    connection = {"connection_id": "spark_connect_loss", "conn_type": "spark_connect", "host": "sc://127.0.0.1",
-                  "port": server.port}
+    connection = {
+        "connection_id": "spark_connect_loss",
+        "conn_type": "spark_connect",
+        "host": "sc://127.0.0.1",
+        "port": server.port,
+    }
     live_airflow.client.request("POST", "/api/v2/connections", json=connection, expect=(201, 409))
     yield server
     server.stop()
 
 
-def test_losing_the_connect_server_restarts_only_the_pipelined_region(live_airflow, lost_server, s3_endpoint,
-                                                                      e2e_store_url):
+def test_losing_the_connect_server_restarts_only_the_pipelined_region(
+    live_airflow, lost_server, s3_endpoint, e2e_store_url
+):
     api = live_airflow.client
     live_airflow.wait_for_dags([DAG_ID], timeout=120)
     run_id = api.trigger_dag_run(DAG_ID, {})["dag_run_id"]
@@ -52,8 +57,9 @@ def test_losing_the_connect_server_restarts_only_the_pipelined_region(live_airfl
     go.parent.mkdir(parents=True, exist_ok=True)
     go.touch()
     # 2. while T2's second try runs (it sleeps 25 s before its Spark work)
-    api.wait_for_task_instance(DAG_ID, run_id, "T2", states=["running"], predicate=lambda ti: ti["try_number"] == 2,
-                               timeout=600)
+    api.wait_for_task_instance(
+        DAG_ID, run_id, "T2", states=["running"], predicate=lambda ti: ti["try_number"] == 2, timeout=600
+    )
     deadline = time.monotonic() + 300
     while "sleeping 25 s before its Spark work" not in api.task_log(DAG_ID, run_id, "T2", 2):
         assert time.monotonic() < deadline, story()

@@ -36,8 +36,12 @@ EXPECTED_REGIONS = {
     ),
     #   [read_shard[i] ~~> score_shard[i]] (i = 0..2, pointwise) --> merge_shards
     "ft_example_sharded_scoring": (
-        [["merge_shards"], ["read_shard[0]", "score_shard[0]"], ["read_shard[1]", "score_shard[1]"],
-         ["read_shard[2]", "score_shard[2]"]],
+        [
+            ["merge_shards"],
+            ["read_shard[0]", "score_shard[0]"],
+            ["read_shard[1]", "score_shard[1]"],
+            ["read_shard[2]", "score_shard[2]"],
+        ],
         ["region_read_shard"],
     ),
     #   [make_events[i] ~~> clean_events[i]] (i = 0..1, pointwise) --> user_totals      (@ft_stage)
@@ -64,8 +68,10 @@ for dag_id, dag in bag.dags.items():
         "groups": sorted(p.region_groups),
         "schedule": type(dag.timetable).__name__,
         "params": dag.params.dump(),
-        "retry_policy": sorted({{type(getattr(t, "retry_policy", None) or t.partial_kwargs.get("retry_policy")).__name__
-                                 for t in dag.tasks}}),
+        "retry_policy": sorted({{
+            type(getattr(t, "retry_policy", None) or t.partial_kwargs.get("retry_policy")).__name__
+            for t in dag.tasks
+        }}),
     }}
 print("RESULT" + json.dumps(out))
 """
@@ -76,19 +82,27 @@ def parsed(tmp_path_factory):
     """Import dags_examples/ with DagBag in a clean Airflow home (as the DAG processor would)."""
     home = tmp_path_factory.mktemp("examples-home")
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLES),
-        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": "s3://ft-examples/pipelines/",
-        "PYTHONPATH": str(REPO),
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__DAGS_FOLDER": str(EXAMPLES),
+            "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL": "s3://ft-examples/pipelines/",
+            "PYTHONPATH": str(REPO),
+        }
+    )
     env.pop("FT_EXAMPLES_JOBS", None)  # the jobs/ folder next to the DAG files must be found by itself
-    result = subprocess.run([sys.executable, "-c", _PARSE.format(folder=str(EXAMPLES))], env=env, cwd=home,
-                            capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", _PARSE.format(folder=str(EXAMPLES))],
+        env=env,
+        cwd=home,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     line = [x for x in result.stdout.splitlines() if x.startswith("RESULT")]
     assert result.returncode == 0 and line, result.stdout[-3000:] + result.stderr[-3000:]
-    return json.loads(line[-1][len("RESULT"):])
+    return json.loads(line[-1][len("RESULT") :])
 
 
 def test_every_example_imports_without_errors(parsed):
@@ -112,11 +126,19 @@ def test_missing_jobs_folder_is_a_clear_parse_error(tmp_path):
     for name in ("orders_etl.py", "example_support.py"):  # copied without jobs/
         (tmp_path / "dags" / name).write_text((EXAMPLES / name).read_text())
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW") and k != "FT_EXAMPLES_JOBS"}
-    env.update({"AIRFLOW_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "dags")])})
-    code = (f"import runpy\ntry:\n    runpy.run_path({str(tmp_path / 'dags' / 'orders_etl.py')!r})\n"
-            "except FileNotFoundError as e:\n    print('ERR', e)\n")
-    result = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert "ERR Spark application" in result.stdout and "FT_EXAMPLES_JOBS" in result.stdout, result.stderr[-2000:]
+    env.update(
+        {"AIRFLOW_HOME": str(tmp_path), "PYTHONPATH": os.pathsep.join([str(REPO), str(tmp_path / "dags")])}
+    )
+    code = (
+        f"import runpy\ntry:\n    runpy.run_path({str(tmp_path / 'dags' / 'orders_etl.py')!r})\n"
+        "except FileNotFoundError as e:\n    print('ERR', e)\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120
+    )
+    assert "ERR Spark application" in result.stdout and "FT_EXAMPLES_JOBS" in result.stdout, result.stderr[
+        -2000:
+    ]
 
 
 # -- end to end ----------------------------------------------------------------------------------------
@@ -174,8 +196,13 @@ def test_orders_etl_restarts_the_pipelined_region_only(live_airflow, example_run
     run, tries, story = finish(live_airflow, example_runs, "etl")
     dag_id, run_id = example_runs["etl"]
     assert run["state"] == "success", story
-    assert tries == {"generate_orders": 1, "clean_orders": 2, "enrich_orders": 2,
-                     "daily_revenue": 1, "customer_aggregates": 1}, story
+    assert tries == {
+        "generate_orders": 1,
+        "clean_orders": 2,
+        "enrich_orders": 2,
+        "daily_revenue": 1,
+        "customer_aggregates": 1,
+    }, story
     raw = example_store.manifest(RunRef(dag_id, run_id).parse("raw_orders"))
     assert raw.producer.try_number == 1 and raw.row_count == 252  # re-read from S3, not recomputed
     assert actual_outputs(example_store, run_id) == expected_outputs()
@@ -183,7 +210,11 @@ def test_orders_etl_restarts_the_pipelined_region_only(live_airflow, example_run
     assert [e["task"] for e in events] == ["enrich_orders"]
     # the failed task's region, plus its (not yet started) consumer regions, which needed no clearing;
     # clean_orders shares the failed task's region and had already run, so it had to be restarted
-    assert events[0]["regions"] == [["clean_orders", "enrich_orders"], ["daily_revenue"], ["customer_aggregates"]]
+    assert events[0]["regions"] == [
+        ["clean_orders", "enrich_orders"],
+        ["daily_revenue"],
+        ["customer_aggregates"],
+    ]
     assert events[0]["cleared"] == ["clean_orders"]
 
 
@@ -199,12 +230,23 @@ def test_sharded_scoring_restarts_only_the_failed_shard(live_airflow, example_ru
     assert run["state"] == "success", story
     # Only shard 1's pipelined region runs again; merge_shards (not started yet) runs once. The other
     # shards' partitions are pending, not lost, while they run: no backtracking to them.
-    assert tries == {"read_shard[0]": 1, "read_shard[1]": 2, "read_shard[2]": 1, "score_shard[0]": 1,
-                     "score_shard[1]": 2, "score_shard[2]": 1, "merge_shards": 1}, story
+    assert tries == {
+        "read_shard[0]": 1,
+        "read_shard[1]": 2,
+        "read_shard[2]": 1,
+        "score_shard[0]": 1,
+        "score_shard[1]": 2,
+        "score_shard[2]": 1,
+        "merge_shards": 1,
+    }, story
     # Each shard's score read its pipelined readings from the current execution of its own region.
     pipelined = PipelinedPartitions(example_store)
     run_ref = RunRef(dag_id, run_id)
-    assert [pipelined.resolve(run_ref.parse(f"shard_readings[{i}]")).execution for i in range(3)] == ["t1", "t2", "t1"]
+    assert [pipelined.resolve(run_ref.parse(f"shard_readings[{i}]")).execution for i in range(3)] == [
+        "t1",
+        "t2",
+        "t1",
+    ]
     expected = defaultdict(lambda: [0, 0, set()])
     for shard in range(3):
         for i in range(shard, 300, 3):
@@ -213,11 +255,14 @@ def test_sharded_scoring_restarts_only_the_failed_shard(live_airflow, example_ru
                 e = expected[i % 5]
                 e[0], e[1] = e[0] + 1, e[1] + reading
                 e[2].add(shard)
-    assert rows(example_store, dag_id, run_id, "sensor_totals", ["sensor", "alerts", "total", "shards"]) == sorted(
-        (sensor, a, t, len(s)) for sensor, (a, t, s) in expected.items())
+    assert rows(
+        example_store, dag_id, run_id, "sensor_totals", ["sensor", "alerts", "total", "shards"]
+    ) == sorted((sensor, a, t, len(s)) for sensor, (a, t, s) in expected.items())
     events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
     assert [e["task"] for e in events] == ["score_shard[1]"]
-    assert ["read_shard[1]", "score_shard[1]"] in events[0]["regions"] and ["merge_shards"] in events[0]["regions"]
+    assert ["read_shard[1]", "score_shard[1]"] in events[0]["regions"] and ["merge_shards"] in events[0][
+        "regions"
+    ]
 
 
 @pytest.mark.airflow
@@ -229,18 +274,27 @@ def test_decorated_stages_restart_only_the_failed_shard(live_airflow, example_ru
     run, tries, story = finish(live_airflow, example_runs, "decorated")
     dag_id, run_id = example_runs["decorated"]
     assert run["state"] == "success", story
-    assert tries == {"make_events[0]": 1, "make_events[1]": 2, "clean_events[0]": 1, "clean_events[1]": 2,
-                     "user_totals": 1}, story
+    assert tries == {
+        "make_events[0]": 1,
+        "make_events[1]": 2,
+        "clean_events[0]": 1,
+        "clean_events[1]": 2,
+        "user_totals": 1,
+    }, story
     expected: dict[int, list[int]] = defaultdict(lambda: [0, 0])
     for event in range(1000):
         if (amount := event * 37 % 100) >= 10:
             expected[event % 7][0] += 1
             expected[event % 7][1] += amount
     assert rows(example_store, dag_id, run_id, "user_totals", ["user", "events", "amount"]) == sorted(
-        (user, n, total) for user, (n, total) in expected.items())
+        (user, n, total) for user, (n, total) in expected.items()
+    )
     # the partial/expand arguments reached the functions as given: ints, each shard its own
-    shards = {row["shard"] for i in range(2)
-              for row in read_table(example_store, RunRef(dag_id, run_id).parse(f"cleaned[{i}]")).to_pylist()}
+    shards = {
+        row["shard"]
+        for i in range(2)
+        for row in read_table(example_store, RunRef(dag_id, run_id).parse(f"cleaned[{i}]")).to_pylist()
+    }
     assert shards == {0, 1}
     [event] = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
     assert event["task"] == "clean_events[1]" and ["clean_events[1]", "make_events[1]"] in event["regions"]
@@ -249,11 +303,14 @@ def test_decorated_stages_restart_only_the_failed_shard(live_airflow, example_ru
 @pytest.mark.airflow
 @pytest.mark.spark
 @pytest.mark.s3
-@pytest.mark.parametrize(("name", "strategy", "delays"), [
-    ("fixed_delay", "FixedDelay", [4.0, 4.0]),
-    ("exponential_delay", "ExponentialDelay", [1.0, 2.0]),  # initial 1 s, multiplier 2, no jitter
-    ("failure_rate", "FailureRate", [2.0, 2.0]),
-])
+@pytest.mark.parametrize(
+    ("name", "strategy", "delays"),
+    [
+        ("fixed_delay", "FixedDelay", [4.0, 4.0]),
+        ("exponential_delay", "ExponentialDelay", [1.0, 2.0]),  # initial 1 s, multiplier 2, no jitter
+        ("failure_rate", "FailureRate", [2.0, 2.0]),
+    ],
+)
 def test_restart_strategy_showcase(live_airflow, example_runs, example_store, name, strategy, delays):
     #   ingest (fails on tries 1 and 2) -- restarted after the strategy's delays, succeeds on try 3
     run, tries, story = finish(live_airflow, example_runs, name)
@@ -269,4 +326,6 @@ def test_restart_strategy_showcase(live_airflow, example_runs, example_store, na
     starts = [datetime.fromisoformat(t["start_date"]) for t in history[1:]]
     for end, start, delay in zip(ends, starts, delays, strict=True):
         assert (start - end).total_seconds() >= delay - 0.5, (history, story)
-    assert rows(example_store, dag_id, run_id, "ingested", ["key", "square"]) == [(k, k * k) for k in range(50)]
+    assert rows(example_store, dag_id, run_id, "ingested", ["key", "square"]) == [
+        (k, k * k) for k in range(50)
+    ]

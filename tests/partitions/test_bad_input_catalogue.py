@@ -86,8 +86,13 @@ class Case:
     setup: Callable[[Env], None] | None = None  # runs before the "before" snapshot
 
 
-def row(id: str, provoke: Callable[[Env], object], error: type[BaseException], *says: str,
-        setup: Callable[[Env], None] | None = None) -> Any:
+def row(
+    id: str,
+    provoke: Callable[[Env], object],
+    error: type[BaseException],
+    *says: str,
+    setup: Callable[[Env], None] | None = None,
+) -> Any:
     return pytest.param(Case(provoke, error, says, setup), id=id)
 
 
@@ -116,12 +121,22 @@ class Env:
         self.monkeypatch.setenv(f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps(fields))
         return conn_id
 
-    def aws_conn(self, conn_id: str, *, login: str | None = None, password: str | None = None,
-                 endpoint_url: str | None = None) -> str:
+    def aws_conn(
+        self,
+        conn_id: str,
+        *,
+        login: str | None = None,
+        password: str | None = None,
+        endpoint_url: str | None = None,
+    ) -> str:
         return self.set_conn(
-            conn_id, conn_type="aws", login=login or self.s3.access_key, password=password or self.s3.secret_key,
+            conn_id,
+            conn_type="aws",
+            login=login or self.s3.access_key,
+            password=password or self.s3.secret_key,
             extra={
-                "endpoint_url": endpoint_url or self.s3.url, "region_name": self.s3.region,
+                "endpoint_url": endpoint_url or self.s3.url,
+                "region_name": self.s3.region,
                 "config_kwargs": {"retries": {"total_max_attempts": 1}, "connect_timeout": 2},
             },
         )
@@ -185,7 +200,9 @@ def fake_airflow_api() -> Iterator[FakeAirflowApi]:
 
 
 @pytest.fixture(scope="module")
-def catalogue_bucket(s3_endpoint: S3Endpoint, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, str, Any]]:
+def catalogue_bucket(
+    s3_endpoint: S3Endpoint, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str, Any]]:
     client = s3_endpoint.client()
     if s3_endpoint.shared_bucket:
         bucket, prefix = s3_endpoint.shared_bucket, f"ft-catalogue-{uuid.uuid4().hex[:12]}/"
@@ -197,10 +214,15 @@ def catalogue_bucket(s3_endpoint: S3Endpoint, tmp_path_factory: pytest.TempPathF
         SEEDED, source, producer=Producer("extract", 0, 1)
     )
     yield bucket, prefix, client
-    keys = [obj["Key"] for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
-            for obj in page.get("Contents", ())]
+    keys = [
+        obj["Key"]
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix)
+        for obj in page.get("Contents", ())
+    ]
     for start in range(0, len(keys), 1000):
-        client.delete_objects(Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start:start + 1000]]})
+        client.delete_objects(
+            Bucket=bucket, Delete={"Objects": [{"Key": k} for k in keys[start : start + 1000]]}
+        )
     if not s3_endpoint.shared_bucket:
         client.delete_bucket(Bucket=bucket)
 
@@ -244,8 +266,16 @@ def restart(option: str, value: object, requirement: str, *says: str) -> Any:
     """``restart-strategy.<option>: value`` under its own strategy type, in a DAG file."""
     key = f"restart-strategy.{option}"
     config = {"restart-strategy.type": option.split(".")[0], key: value}
-    return row(f"restart-strategy/{option}={value!r}", dag_file(restart_strategy=config), ValueError,
-               key, f"got {value!r}", f"must be {requirement}", f"set it to {requirement}", *says)
+    return row(
+        f"restart-strategy/{option}={value!r}",
+        dag_file(restart_strategy=config),
+        ValueError,
+        key,
+        f"got {value!r}",
+        f"must be {requirement}",
+        f"set it to {requirement}",
+        *says,
+    )
 
 
 def restart_strategy_in_airflow_cfg(env: Env) -> None:
@@ -317,7 +347,9 @@ def dag_with_default_args(**default_args: Any) -> Callable[[Env], object]:
 def mapped_stage_with_retries() -> None:
     from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 
-    SparkStageOperator.partial(task_id="m", application="m.py", retries=5).expand(application_args=[["x"], ["y"]])
+    SparkStageOperator.partial(task_id="m", application="m.py", retries=5).expand(
+        application_args=[["x"], ["y"]]
+    )
 
 
 # -- S3 connections -----------------------------------------------------------------------------
@@ -353,33 +385,48 @@ S3_CONNECTION_PROBLEMS: dict[str, tuple[Callable[[Env], tuple[str, str | None]],
         ("SignatureDoesNotMatch", "check the secret key of the AWS connection 'ft_s3_wrong_secret'"),
     ),
     "unknown-access-key": (
-        lambda env: (env.aws_conn("ft_s3_wrong_key", login="AKIAWRONGWRONGWRONG1", password=WRONG_SECRET), None),
-        PartitionStoreError, ("InvalidAccessKeyId", "check the access key of the AWS connection 'ft_s3_wrong_key'"),
+        lambda env: (
+            env.aws_conn("ft_s3_wrong_key", login="AKIAWRONGWRONGWRONG1", password=WRONG_SECRET),
+            None,
+        ),
+        PartitionStoreError,
+        ("InvalidAccessKeyId", "check the access key of the AWS connection 'ft_s3_wrong_key'"),
     ),
     "unreachable-endpoint": (
         lambda env: (env.aws_conn("ft_s3_unreachable", endpoint_url=f"http://127.0.0.1:{CLOSED_PORT}"), None),
         PartitionStoreError,
-        ("EndpointConnectionError", f"http://127.0.0.1:{CLOSED_PORT}",
-         "check endpoint_url in the extra of the AWS connection 'ft_s3_unreachable'"),
+        (
+            "EndpointConnectionError",
+            f"http://127.0.0.1:{CLOSED_PORT}",
+            "check endpoint_url in the extra of the AWS connection 'ft_s3_unreachable'",
+        ),
     ),
     "nonexistent-bucket": (
         lambda env: (env.aws_conn("ft_s3_ok"), f"s3://{MISSING_BUCKET}/p/"),
-        PartitionStoreError, ("NoSuchBucket", f"s3://{MISSING_BUCKET}", "create the bucket or fix the bucket"),
+        PartitionStoreError,
+        ("NoSuchBucket", f"s3://{MISSING_BUCKET}", "create the bucket or fix the bucket"),
     ),
     "undefined-connection": (
         lambda env: ("ft_s3_never_defined", None),
-        AirflowNotFoundException, ("connection 'ft_s3_never_defined' is not defined",
-                                   "AIRFLOW_CONN_FT_S3_NEVER_DEFINED", "aws_conn_id='aws_default'"),
+        AirflowNotFoundException,
+        (
+            "connection 'ft_s3_never_defined' is not defined",
+            "AIRFLOW_CONN_FT_S3_NEVER_DEFINED",
+            "aws_conn_id='aws_default'",
+        ),
     ),
     "connection-of-type-http": (
         lambda env: (env.set_conn("ft_s3_http", conn_type="http", host="example.com"), None),
-        ValueError, ("'ft_s3_http'", "has type 'http'", "needs an 'aws' connection", "login = access key id"),
+        ValueError,
+        ("'ft_s3_http'", "has type 'http'", "needs an 'aws' connection", "login = access key id"),
     ),
     "aws_default-undefined-and-no-standard-chain": (
         lambda env: (without_aws_credentials(env), None),
         PartitionStoreError,
-        ("NoCredentialsError",
-         "set login/password on the AWS connection 'aws_default' or configure the standard AWS chain"),
+        (
+            "NoCredentialsError",
+            "set login/password on the AWS connection 'aws_default' or configure the standard AWS chain",
+        ),
     ),
 }
 
@@ -388,6 +435,7 @@ def s3_connection_rows() -> list[Any]:
     rows = []
     for problem, (configure, error, says) in S3_CONNECTION_PROBLEMS.items():
         for operation, run in STORE_OPERATIONS.items():
+
             def provoke(env: Env, configure=configure, run=run) -> object:
                 conn_id, url = configure(env)
                 return run(hook_store(env, conn_id, url), env)
@@ -403,8 +451,13 @@ def through_an_endpoint_ignoring_conditions(
     ignores them: a proxy in front of the test endpoint that drops both headers."""
 
     def provoke(env: Env) -> object:
-        proxy = HeaderStrippingProxy(env.s3.url, access_key=env.s3.access_key, secret_key=env.s3.secret_key,
-                                     region=env.s3.region, port=IGNORING_PORT)
+        proxy = HeaderStrippingProxy(
+            env.s3.url,
+            access_key=env.s3.access_key,
+            secret_key=env.s3.secret_key,
+            region=env.s3.region,
+            port=IGNORING_PORT,
+        )
         try:
             return operation(hook_store(env, env.aws_conn("ft_s3_ignoring", endpoint_url=proxy.url)), env)
         finally:
@@ -490,9 +543,17 @@ def uploaded(name: str, attempt_id: str) -> tuple[Callable[[Env], None], Callabl
 
 def uploaded_file_row(id: str, name: str, attempt_id: str) -> Any:
     setup, provoke = uploaded(name, attempt_id)
-    return row(id, provoke, ValueError, "cannot publish s3://", f"{attempt_id}/{name}",
-               f"invalid file name {name!r}", "Readers would reject the partition",
-               "make the writer name its files that way", setup=setup)
+    return row(
+        id,
+        provoke,
+        ValueError,
+        "cannot publish s3://",
+        f"{attempt_id}/{name}",
+        f"invalid file name {name!r}",
+        "Readers would reject the partition",
+        "make the writer name its files that way",
+        setup=setup,
+    )
 
 
 # -- manifests ----------------------------------------------------------------------------------
@@ -532,8 +593,15 @@ def commit_planted(env: Env) -> object:
 
 
 def bad_manifest(name: str, content: bytes | Callable[[Env], Any], *says: str) -> Any:
-    return row(f"manifest/{name}", fetch_planted, PartitionNotFound, "partition 'planted[0]'", "invalid manifest",
-               *says, setup=plant(content))
+    return row(
+        f"manifest/{name}",
+        fetch_planted,
+        PartitionNotFound,
+        "partition 'planted[0]'",
+        "invalid manifest",
+        *says,
+        setup=plant(content),
+    )
 
 
 def first_key_plus(suffix: str) -> Callable[[dict[str, Any]], str]:
@@ -546,8 +614,15 @@ def fetch_planted_through_cache(env: Env) -> object:
 
 
 def cached_bad_manifest(name: str, content: Callable[[Env], Any], *says: str) -> Any:
-    return row(f"manifest/{name}/through-the-cache", fetch_planted_through_cache, PartitionNotFound,
-               "partition 'planted[0]'", "invalid manifest", *says, setup=plant(content))
+    return row(
+        f"manifest/{name}/through-the-cache",
+        fetch_planted_through_cache,
+        PartitionNotFound,
+        "partition 'planted[0]'",
+        "invalid manifest",
+        *says,
+        setup=plant(content),
+    )
 
 
 def also_a_directory(doc: dict[str, Any]) -> list[dict[str, Any]]:
@@ -567,15 +642,40 @@ OVERSIZED = b'{"schema_version": 1, "padding": "' + b"x" * (1 << 20) + b'"}'  # 
 # ------------------------------------------------------------------------------------------------
 CATALOGUE = [
     # -- restart-strategy ---------------------------------------------------------------------------
-    row("restart-strategy/type=typo", dag_file(restart_strategy={"restart-strategy.type": "fixd-delay"}), ValueError,
-        "restart-strategy.type", "'fixd-delay'", "did you mean 'fixed-delay'?", "use one of", "exponential-delay"),
-    row("restart-strategy/type=unknown", dag_file(restart_strategy={"restart-strategy.type": "retry-forever"}),
-        ValueError, "restart-strategy.type", "'retry-forever'", "use one of: none (aliases off, disable)"),
-    row("restart-strategy/type=number", dag_file(restart_strategy={"restart-strategy.type": 3}), ValueError,
-        "restart-strategy.type", "unknown restart strategy 3", "use one of"),
-    row("restart-strategy/misspelt-key", dag_file(restart_strategy={"restart-strategy.fixed-delay.atempts": 3}),
-        ValueError, "'restart-strategy.fixed-delay.atempts'", "(value 3)",
-        "did you mean 'restart-strategy.fixed-delay.attempts'?"),
+    row(
+        "restart-strategy/type=typo",
+        dag_file(restart_strategy={"restart-strategy.type": "fixd-delay"}),
+        ValueError,
+        "restart-strategy.type",
+        "'fixd-delay'",
+        "did you mean 'fixed-delay'?",
+        "use one of",
+        "exponential-delay",
+    ),
+    row(
+        "restart-strategy/type=unknown",
+        dag_file(restart_strategy={"restart-strategy.type": "retry-forever"}),
+        ValueError,
+        "restart-strategy.type",
+        "'retry-forever'",
+        "use one of: none (aliases off, disable)",
+    ),
+    row(
+        "restart-strategy/type=number",
+        dag_file(restart_strategy={"restart-strategy.type": 3}),
+        ValueError,
+        "restart-strategy.type",
+        "unknown restart strategy 3",
+        "use one of",
+    ),
+    row(
+        "restart-strategy/misspelt-key",
+        dag_file(restart_strategy={"restart-strategy.fixed-delay.atempts": 3}),
+        ValueError,
+        "'restart-strategy.fixed-delay.atempts'",
+        "(value 3)",
+        "did you mean 'restart-strategy.fixed-delay.attempts'?",
+    ),
     restart("fixed-delay.attempts", "three", "an integer ≥ 0", "(default 1)"),
     restart("fixed-delay.attempts", -1, "an integer ≥ 0"),
     restart("fixed-delay.attempts", 2.5, "an integer ≥ 0"),
@@ -592,12 +692,20 @@ CATALOGUE = [
     restart("exponential-delay.initial-backoff", "0 ms", "a duration ≥ 1 ms"),
     restart("exponential-delay.initial-backoff", "ten s", "a duration ≥ 1 ms", "cannot parse"),
     restart("exponential-delay.max-backoff", "10 parsecs", "a duration ≥ 1 ms", "unknown time unit"),
-    row("restart-strategy/exponential-delay.max-backoff<initial-backoff", dag_file(restart_strategy={
-        "restart-strategy.type": "exponential-delay",
-        "restart-strategy.exponential-delay.initial-backoff": "10 s",
-        "restart-strategy.exponential-delay.max-backoff": "1 s",
-    }), ValueError, "max-backoff must be ≥ restart-strategy.exponential-delay.initial-backoff",
-        "max-backoff '1 s' < initial-backoff '10 s'", "raise max-backoff or lower initial-backoff"),
+    row(
+        "restart-strategy/exponential-delay.max-backoff<initial-backoff",
+        dag_file(
+            restart_strategy={
+                "restart-strategy.type": "exponential-delay",
+                "restart-strategy.exponential-delay.initial-backoff": "10 s",
+                "restart-strategy.exponential-delay.max-backoff": "1 s",
+            }
+        ),
+        ValueError,
+        "max-backoff must be ≥ restart-strategy.exponential-delay.initial-backoff",
+        "max-backoff '1 s' < initial-backoff '10 s'",
+        "raise max-backoff or lower initial-backoff",
+    ),
     restart("exponential-delay.backoff-multiplier", 0.5, "> 1", "(default 1.5)"),
     restart("exponential-delay.backoff-multiplier", 1, "> 1", "(default 1.5)"),  # Flink: must be > 1
     restart("exponential-delay.backoff-multiplier", "x2", "> 1"),
@@ -609,214 +717,619 @@ CATALOGUE = [
     restart("exponential-delay.attempts-before-reset-backoff", 0, "an integer ≥ 1 (or 'infinite')"),
     restart("exponential-delay.attempts-before-reset-backoff", "forever", "an integer ≥ 1 (or 'infinite')"),
     restart("exponential-delay.attempts-before-reset-backoff", 2.5, "an integer ≥ 1 (or 'infinite')"),
-    row("restart-strategy/type-unset-so-exponential-delay", dag_file(restart_strategy={
-        "restart-strategy.exponential-delay.backoff-multiplier": 0.5,
-    }), ValueError, "restart-strategy.exponential-delay.backoff-multiplier", "got 0.5", "set it to > 1"),
-    restart("fixed-delay.delay", "100000000000000000 h", "a duration ≥ 0",
-            "overflows a 64-bit count of milliseconds (Flink rejects it too)", "use at most 365000 d"),
-    restart("failure-rate.delay", "2000000000 d", "a duration ≥ 0",
-            "longer than the maximum of 365000 d (about 1000 years)", "use a shorter duration"),
-    restart("exponential-delay.max-backoff", "99999999999999999999 ms", "a duration ≥ 1 ms",
-            "does not fit a 64-bit integer"),
-    row("restart-strategy/deprecated-key-with-unknown-type", dag_file(restart_strategy={"restart-strategy": "sometimes"}),
-        ValueError, "restart-strategy.type", "unknown restart strategy 'sometimes'", "use one of"),
-    row("restart-strategy/type=bogus-in-airflow.cfg", restart_strategy_in_airflow_cfg, ValueError,
-        "restart-strategy.type", "'bogus'", "use one of", "(set in [ft_provider] of airflow.cfg)"),
+    row(
+        "restart-strategy/type-unset-so-exponential-delay",
+        dag_file(
+            restart_strategy={
+                "restart-strategy.exponential-delay.backoff-multiplier": 0.5,
+            }
+        ),
+        ValueError,
+        "restart-strategy.exponential-delay.backoff-multiplier",
+        "got 0.5",
+        "set it to > 1",
+    ),
+    restart(
+        "fixed-delay.delay",
+        "100000000000000000 h",
+        "a duration ≥ 0",
+        "overflows a 64-bit count of milliseconds (Flink rejects it too)",
+        "use at most 365000 d",
+    ),
+    restart(
+        "failure-rate.delay",
+        "2000000000 d",
+        "a duration ≥ 0",
+        "longer than the maximum of 365000 d (about 1000 years)",
+        "use a shorter duration",
+    ),
+    restart(
+        "exponential-delay.max-backoff",
+        "99999999999999999999 ms",
+        "a duration ≥ 1 ms",
+        "does not fit a 64-bit integer",
+    ),
+    row(
+        "restart-strategy/deprecated-key-with-unknown-type",
+        dag_file(restart_strategy={"restart-strategy": "sometimes"}),
+        ValueError,
+        "restart-strategy.type",
+        "unknown restart strategy 'sometimes'",
+        "use one of",
+    ),
+    row(
+        "restart-strategy/type=bogus-in-airflow.cfg",
+        restart_strategy_in_airflow_cfg,
+        ValueError,
+        "restart-strategy.type",
+        "'bogus'",
+        "use one of",
+        "(set in [ft_provider] of airflow.cfg)",
+    ),
     # -- failover-strategy --------------------------------------------------------------------------
     *[
-        row(f"failover-strategy/{value!r}", dag_file(failover_strategy=value), ValueError,
-            "jobmanager.execution.failover-strategy", f"got {value!r}", "must be 'region' or 'full'",
-            "use 'region' to restart only the affected regions (default) or 'full'")
+        row(
+            f"failover-strategy/{value!r}",
+            dag_file(failover_strategy=value),
+            ValueError,
+            "jobmanager.execution.failover-strategy",
+            f"got {value!r}",
+            "must be 'region' or 'full'",
+            "use 'region' to restart only the affected regions (default) or 'full'",
+        )
         for value in ("regional", "restart-all", 1)
     ],
-    row("failover-strategy/in-restart_strategy-mapping",
-        dag_file(restart_strategy={"jobmanager.execution.failover-strategy": "Pipelined-Region"}), ValueError,
-        "jobmanager.execution.failover-strategy", "'Pipelined-Region'", "use 'region'"),
+    row(
+        "failover-strategy/in-restart_strategy-mapping",
+        dag_file(restart_strategy={"jobmanager.execution.failover-strategy": "Pipelined-Region"}),
+        ValueError,
+        "jobmanager.execution.failover-strategy",
+        "'Pipelined-Region'",
+        "use 'region'",
+    ),
     # -- wiring -------------------------------------------------------------------------------------
-    row("wiring/input-nobody-produces-typo",
-        dag_file(lambda: (stage("a", outputs=["cleaned"]), stage("b", inputs=["claened"]))), PipelineWiringError,
-        "stage 'b' consumes result 'claened'", "no stage of the pipeline produces", "did you mean 'cleaned'?"),
-    row("wiring/input-nobody-produces", dag_file(lambda: stage("a", inputs=["raw"])), PipelineWiringError,
-        "stage 'a' consumes result 'raw'", "which no stage of the pipeline produces", "produced results: none"),
-    row("wiring/two-producers", dag_file(lambda: (stage("a", outputs=["x"]), stage("b", outputs=["x"]))),
-        PipelineWiringError, "result 'x' is produced by both 'a' and 'b'", "every result needs exactly one producer"),
-    row("wiring/self-consumption", dag_file(lambda: stage("a", inputs=["x"], outputs=["x"])), PipelineWiringError,
-        "stage 'a' consumes its own output 'x'", "split it into two stages"),
-    row("wiring/cycle",
+    row(
+        "wiring/input-nobody-produces-typo",
+        dag_file(lambda: (stage("a", outputs=["cleaned"]), stage("b", inputs=["claened"]))),
+        PipelineWiringError,
+        "stage 'b' consumes result 'claened'",
+        "no stage of the pipeline produces",
+        "did you mean 'cleaned'?",
+    ),
+    row(
+        "wiring/input-nobody-produces",
+        dag_file(lambda: stage("a", inputs=["raw"])),
+        PipelineWiringError,
+        "stage 'a' consumes result 'raw'",
+        "which no stage of the pipeline produces",
+        "produced results: none",
+    ),
+    row(
+        "wiring/two-producers",
+        dag_file(lambda: (stage("a", outputs=["x"]), stage("b", outputs=["x"]))),
+        PipelineWiringError,
+        "result 'x' is produced by both 'a' and 'b'",
+        "every result needs exactly one producer",
+    ),
+    row(
+        "wiring/self-consumption",
+        dag_file(lambda: stage("a", inputs=["x"], outputs=["x"])),
+        PipelineWiringError,
+        "stage 'a' consumes its own output 'x'",
+        "split it into two stages",
+    ),
+    row(
+        "wiring/cycle",
         dag_file(lambda: (stage("a", inputs=["y"], outputs=["x"]), stage("b", inputs=["x"], outputs=["y"]))),
-        PipelineWiringError, "form a cycle: a -> b -> a", "a stage cannot (indirectly) consume its own output"),
-    row("wiring/explicit-edge-contradicts-partitions",
-        dag_file(lambda: stage("a", outputs=["x"]) >> stage("b", outputs=["y"])), PipelineWiringError,
-        "the edge a >> b contradicts the declared partitions", "'b' consumes none of the results of 'a'",
-        "declare the input on 'b' or remove the edge"),
-    row("wiring/expand-over-xcom", dag_file(expand_over_xcom), PipelineWiringError,
-        "stage 's'", "must be known when the DAG is parsed", "expand over a literal list"),
-    row("wiring/no-stages", dag_file(lambda: None), PipelineWiringError, "declares no stage operators",
-        "inside the 'with FailoverPipeline(...):' block"),
-    row("wiring/pipeline-outside-dag", pipeline_outside_dag, PipelineWiringError,
-        "FailoverPipeline must be used inside a DAG", "'with DAG(...):' first"),
-    row("wiring/two-pipelines-in-one-dag", two_pipelines_in_one_dag, PipelineWiringError,
-        "already has a FailoverPipeline", "use one per DAG"),
-    row("wiring/unknown-output-kind", dag_file(lambda: stage("a", outputs={"x": "streaming"})), ValueError,
-        "output 'x': unknown value 'streaming'", "use one of 'blocking', 'pipelined'"),
-    row("wiring/unknown-input-pattern",
-        dag_file(lambda: (stage("a", outputs=["x"]), stage("b", inputs={"x": "broadcast"}))), ValueError,
-        "input 'x': unknown value 'broadcast'", "use one of"),
-    row("wiring/output-declared-twice", dag_file(lambda: stage("a", outputs=["x", "x"])), ValueError,
-        "output 'x' is declared twice", "declare each output once"),
-    row("wiring/result-name-with-dotdot", dag_file(lambda: stage("a", outputs=["../raw"])), ValueError,
-        "invalid result name '../raw'", "use 1-250 letters, digits, '_', '.' or '-'"),
-    row("wiring/result-name-with-slash", dag_file(lambda: stage("a", outputs=["raw/2026"])), ValueError,
-        "invalid result name 'raw/2026'", "use 1-250 letters"),
-    row("wiring/result-name-with-NUL", dag_file(lambda: stage("a", outputs=["raw\x00"])), ValueError,
-        "invalid result name 'raw\\x00'", "use 1-250 letters"),
-    row("wiring/result-name-overlong", dag_file(lambda: stage("a", outputs=["r" * 251])), ValueError,
-        "invalid result name 'rrrr", "use 1-250 letters"),
-    row("wiring/dag-id-starting-with-dash", dag_with_id("-etl"), PipelineWiringError,
-        "DAG id '-etl' cannot name a failover pipeline", "use letters, digits, '_', '.' or '-'",
-        "starting with a letter, digit or '_'", "rename the DAG"),
-    row("wiring/dag-id-non-ascii", dag_with_id("état_ventes"), PipelineWiringError,
-        "DAG id 'état_ventes' cannot name a failover pipeline", "use letters, digits", "rename the DAG"),
-    row("wiring/stage-with-own-retries", dag_file(lambda: stage("a", retries=3)), PipelineWiringError,
-        "stage 'a' sets retries=3 (as an argument of the stage)", "the restart strategy decides",
-        "remove retries from the stage", "configure restarts with restart_strategy="),
-    row("wiring/stage-retries-from-default_args", dag_with_default_args(retries=2), PipelineWiringError,
-        "stage 'a' sets retries=2 (from default_args of DAG", "default_args apply to every task",
-        "set it on the tasks that are not stages"),
-    row("wiring/mapped-stage-retries-in-partial", dag_file(mapped_stage_with_retries), PipelineWiringError,
-        "stage 'm' sets retries=5 (as an argument of the stage or its .partial())", "the restart strategy decides"),
-    row("wiring/stage-with-own-retry_policy", dag_file(lambda: stage("a", retry_policy=object())),
-        PipelineWiringError, "stage 'a' sets retry_policy=<object object", "remove retry_policy from the stage"),
-    row("wiring/result-name-with-trailing-newline", dag_file(lambda: stage("a", outputs=["raw\n"])), ValueError,
-        "invalid result name 'raw\\n'", "use 1-250 letters"),
+        PipelineWiringError,
+        "form a cycle: a -> b -> a",
+        "a stage cannot (indirectly) consume its own output",
+    ),
+    row(
+        "wiring/explicit-edge-contradicts-partitions",
+        dag_file(lambda: stage("a", outputs=["x"]) >> stage("b", outputs=["y"])),
+        PipelineWiringError,
+        "the edge a >> b contradicts the declared partitions",
+        "'b' consumes none of the results of 'a'",
+        "declare the input on 'b' or remove the edge",
+    ),
+    row(
+        "wiring/expand-over-xcom",
+        dag_file(expand_over_xcom),
+        PipelineWiringError,
+        "stage 's'",
+        "must be known when the DAG is parsed",
+        "expand over a literal list",
+    ),
+    row(
+        "wiring/no-stages",
+        dag_file(lambda: None),
+        PipelineWiringError,
+        "declares no stage operators",
+        "inside the 'with FailoverPipeline(...):' block",
+    ),
+    row(
+        "wiring/pipeline-outside-dag",
+        pipeline_outside_dag,
+        PipelineWiringError,
+        "FailoverPipeline must be used inside a DAG",
+        "'with DAG(...):' first",
+    ),
+    row(
+        "wiring/two-pipelines-in-one-dag",
+        two_pipelines_in_one_dag,
+        PipelineWiringError,
+        "already has a FailoverPipeline",
+        "use one per DAG",
+    ),
+    row(
+        "wiring/unknown-output-kind",
+        dag_file(lambda: stage("a", outputs={"x": "streaming"})),
+        ValueError,
+        "output 'x': unknown value 'streaming'",
+        "use one of 'blocking', 'pipelined'",
+    ),
+    row(
+        "wiring/unknown-input-pattern",
+        dag_file(lambda: (stage("a", outputs=["x"]), stage("b", inputs={"x": "broadcast"}))),
+        ValueError,
+        "input 'x': unknown value 'broadcast'",
+        "use one of",
+    ),
+    row(
+        "wiring/output-declared-twice",
+        dag_file(lambda: stage("a", outputs=["x", "x"])),
+        ValueError,
+        "output 'x' is declared twice",
+        "declare each output once",
+    ),
+    row(
+        "wiring/result-name-with-dotdot",
+        dag_file(lambda: stage("a", outputs=["../raw"])),
+        ValueError,
+        "invalid result name '../raw'",
+        "use 1-250 letters, digits, '_', '.' or '-'",
+    ),
+    row(
+        "wiring/result-name-with-slash",
+        dag_file(lambda: stage("a", outputs=["raw/2026"])),
+        ValueError,
+        "invalid result name 'raw/2026'",
+        "use 1-250 letters",
+    ),
+    row(
+        "wiring/result-name-with-NUL",
+        dag_file(lambda: stage("a", outputs=["raw\x00"])),
+        ValueError,
+        "invalid result name 'raw\\x00'",
+        "use 1-250 letters",
+    ),
+    row(
+        "wiring/result-name-overlong",
+        dag_file(lambda: stage("a", outputs=["r" * 251])),
+        ValueError,
+        "invalid result name 'rrrr",
+        "use 1-250 letters",
+    ),
+    row(
+        "wiring/dag-id-starting-with-dash",
+        dag_with_id("-etl"),
+        PipelineWiringError,
+        "DAG id '-etl' cannot name a failover pipeline",
+        "use letters, digits, '_', '.' or '-'",
+        "starting with a letter, digit or '_'",
+        "rename the DAG",
+    ),
+    row(
+        "wiring/dag-id-non-ascii",
+        dag_with_id("état_ventes"),
+        PipelineWiringError,
+        "DAG id 'état_ventes' cannot name a failover pipeline",
+        "use letters, digits",
+        "rename the DAG",
+    ),
+    row(
+        "wiring/stage-with-own-retries",
+        dag_file(lambda: stage("a", retries=3)),
+        PipelineWiringError,
+        "stage 'a' sets retries=3 (as an argument of the stage)",
+        "the restart strategy decides",
+        "remove retries from the stage",
+        "configure restarts with restart_strategy=",
+    ),
+    row(
+        "wiring/stage-retries-from-default_args",
+        dag_with_default_args(retries=2),
+        PipelineWiringError,
+        "stage 'a' sets retries=2 (from default_args of DAG",
+        "default_args apply to every task",
+        "set it on the tasks that are not stages",
+    ),
+    row(
+        "wiring/mapped-stage-retries-in-partial",
+        dag_file(mapped_stage_with_retries),
+        PipelineWiringError,
+        "stage 'm' sets retries=5 (as an argument of the stage or its .partial())",
+        "the restart strategy decides",
+    ),
+    row(
+        "wiring/stage-with-own-retry_policy",
+        dag_file(lambda: stage("a", retry_policy=object())),
+        PipelineWiringError,
+        "stage 'a' sets retry_policy=<object object",
+        "remove retry_policy from the stage",
+    ),
+    row(
+        "wiring/result-name-with-trailing-newline",
+        dag_file(lambda: stage("a", outputs=["raw\n"])),
+        ValueError,
+        "invalid result name 'raw\\n'",
+        "use 1-250 letters",
+    ),
     # -- s3-connection ------------------------------------------------------------------------------
     *s3_connection_rows(),
     # -- s3-endpoint --------------------------------------------------------------------------------
     # Probed before the first conditional write, with an object under the store's prefix that is
     # removed again; the commit uploads nothing.
-    *(row(f"s3-endpoint/ignores-conditional-writes/{name}",
-          through_an_endpoint_ignoring_conditions(operation), ConditionalWritesUnsupported,
-          f"the S3 endpoint http://127.0.0.1:{IGNORING_PORT} ignores conditional writes",
-          "If-None-Match: * replaced an existing object instead of answering 412 Precondition Failed",
-          "If-Match: <another ETag> replaced the object",
-          "a zombie try can replace a newer partition's manifest",
-          "Use an endpoint that enforces If-None-Match and If-Match on PutObject",
-          "by setting [ft_provider] partition_store_allow_unconditional_writes = True")
-      for name, operation in (("commit", STORE_OPERATIONS["commit"]), ("journal-update", journal_update))),
+    *(
+        row(
+            f"s3-endpoint/ignores-conditional-writes/{name}",
+            through_an_endpoint_ignoring_conditions(operation),
+            ConditionalWritesUnsupported,
+            f"the S3 endpoint http://127.0.0.1:{IGNORING_PORT} ignores conditional writes",
+            "If-None-Match: * replaced an existing object instead of answering 412 Precondition Failed",
+            "If-Match: <another ETag> replaced the object",
+            "a zombie try can replace a newer partition's manifest",
+            "Use an endpoint that enforces If-None-Match and If-Match on PutObject",
+            "by setting [ft_provider] partition_store_allow_unconditional_writes = True",
+        )
+        for name, operation in (("commit", STORE_OPERATIONS["commit"]), ("journal-update", journal_update))
+    ),
     # -- store-config -------------------------------------------------------------------------------
-    row("store-config/store-url-without-s3-scheme", dag_file(lambda: stage("a", outputs=["x"]), store="lake/etl"),
-        ValueError, "invalid partition store URL 'lake/etl'", "use s3://bucket/prefix/"),
-    row("store-config/no-store-url", store_without_url, ValueError,
-        "no partition store URL", "pass url='s3://bucket/prefix/'", "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL"),
-    row("store-config/partition_store_retention=7-parsecs", setting("partition_store_retention", "7 parsecs"),
-        ValueError, "[ft_provider] partition_store_retention", "'7 parsecs'", "write a number with a unit"),
-    row("store-config/partition_store_retention=2000000000-d", setting("partition_store_retention", "2000000000 d"),
-        ValueError, "[ft_provider] partition_store_retention", "'2000000000 d'",
-        "longer than the maximum of 365000 d", "use a shorter duration"),
-    row("store-config/partition_store_orphan_grace=negative", setting("partition_store_orphan_grace", "-1 h"),
-        ValueError, "[ft_provider] partition_store_orphan_grace", "'-1 h'", "not negative"),
-    row("store-config/partition_store_allow_unconditional_writes=maybe",
-        setting("partition_store_allow_unconditional_writes", "maybe"), ValueError,
-        "[ft_provider] partition_store_allow_unconditional_writes", "must be True or False, got 'maybe'"),
-    row("store-config/partition_store_checksum=md5", setting("partition_store_checksum", "md5"), ValueError,
-        "[ft_provider] partition_store_checksum", "unknown checksum algorithm 'md5'",
-        "use one of ['crc32', 'crc32c', 'sha256']"),
+    row(
+        "store-config/store-url-without-s3-scheme",
+        dag_file(lambda: stage("a", outputs=["x"]), store="lake/etl"),
+        ValueError,
+        "invalid partition store URL 'lake/etl'",
+        "use s3://bucket/prefix/",
+    ),
+    row(
+        "store-config/no-store-url",
+        store_without_url,
+        ValueError,
+        "no partition store URL",
+        "pass url='s3://bucket/prefix/'",
+        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL",
+    ),
+    row(
+        "store-config/partition_store_retention=7-parsecs",
+        setting("partition_store_retention", "7 parsecs"),
+        ValueError,
+        "[ft_provider] partition_store_retention",
+        "'7 parsecs'",
+        "write a number with a unit",
+    ),
+    row(
+        "store-config/partition_store_retention=2000000000-d",
+        setting("partition_store_retention", "2000000000 d"),
+        ValueError,
+        "[ft_provider] partition_store_retention",
+        "'2000000000 d'",
+        "longer than the maximum of 365000 d",
+        "use a shorter duration",
+    ),
+    row(
+        "store-config/partition_store_orphan_grace=negative",
+        setting("partition_store_orphan_grace", "-1 h"),
+        ValueError,
+        "[ft_provider] partition_store_orphan_grace",
+        "'-1 h'",
+        "not negative",
+    ),
+    row(
+        "store-config/partition_store_allow_unconditional_writes=maybe",
+        setting("partition_store_allow_unconditional_writes", "maybe"),
+        ValueError,
+        "[ft_provider] partition_store_allow_unconditional_writes",
+        "must be True or False, got 'maybe'",
+    ),
+    row(
+        "store-config/partition_store_checksum=md5",
+        setting("partition_store_checksum", "md5"),
+        ValueError,
+        "[ft_provider] partition_store_checksum",
+        "unknown checksum algorithm 'md5'",
+        "use one of ['crc32', 'crc32c', 'sha256']",
+    ),
     # -- airflow-api --------------------------------------------------------------------------------
-    row("airflow-api/undefined-connection", clear_through_api("ft_api_never_defined"), AirflowNotFoundException,
-        "connection 'ft_api_never_defined' is not defined", "AIRFLOW_CONN_FT_API_NEVER_DEFINED='https://"),
-    row("airflow-api/connection-without-login", clear_through_api("ft_api_no_login", host="127.0.0.1", port=8080),
-        ValueError, "connection 'ft_api_no_login' needs host and login/password",
-        "AIRFLOW_CONN_AIRFLOW_API='http://admin:secret@localhost:8080'"),
-    row("airflow-api/connection-without-host", clear_through_api("ft_api_no_host", login="admin", password="x"),
-        ValueError, "connection 'ft_api_no_host' needs host and login/password",
-        "AIRFLOW_CONN_AIRFLOW_API='http://admin:secret@localhost:8080'"),
-    row("airflow-api/wrong-password",
-        clear_through_api("ft_api_wrong_password", host="127.0.0.1", port="<fake api port>", login="admin",
-                          password=WRONG_API_PASSWORD),
-        AirflowApiError, "POST /auth/token answered 401", "login of 'admin' refused",
-        "check the connection 'ft_api_wrong_password'"),
-    row("airflow-api/unreachable-api-server",
-        clear_through_api("ft_api_unreachable", host="127.0.0.1", port=CLOSED_PORT, login="admin", password="x"),
-        AirflowApiUnreachable, f"http://127.0.0.1:{CLOSED_PORT}", "connection 'ft_api_unreachable'",
-        "Connection refused", "check host, port and schema"),
-    row("airflow-api/plain-http-to-a-remote-host",
-        clear_through_api("ft_api_plain_http", host="airflow-api.example.com", port=8080, login="admin",
-                          password=WRONG_API_PASSWORD),
-        ValueError, "connection 'ft_api_plain_http' would send the password of 'admin' in clear text over http",
-        "'airflow-api.example.com', which is not a loopback address", "use https",
-        '{"allow_insecure_http": true}'),
-    row("airflow-api/verify-is-not-a-ca-bundle",
-        clear_through_api("ft_api_bad_verify", host="127.0.0.1", port="<fake api port>", schema="https",
-                          login="admin", password=WRONG_API_PASSWORD, extra={"verify": "/no/such/ca.pem"}),
-        ValueError, "connection 'ft_api_bad_verify': extra verify='/no/such/ca.pem'",
-        "neither true/false nor an existing CA bundle", "give the path of the PEM file"),
+    row(
+        "airflow-api/undefined-connection",
+        clear_through_api("ft_api_never_defined"),
+        AirflowNotFoundException,
+        "connection 'ft_api_never_defined' is not defined",
+        "AIRFLOW_CONN_FT_API_NEVER_DEFINED='https://",
+    ),
+    row(
+        "airflow-api/connection-without-login",
+        clear_through_api("ft_api_no_login", host="127.0.0.1", port=8080),
+        ValueError,
+        "connection 'ft_api_no_login' needs host and login/password",
+        "AIRFLOW_CONN_AIRFLOW_API='http://admin:secret@localhost:8080'",
+    ),
+    row(
+        "airflow-api/connection-without-host",
+        clear_through_api("ft_api_no_host", login="admin", password="x"),
+        ValueError,
+        "connection 'ft_api_no_host' needs host and login/password",
+        "AIRFLOW_CONN_AIRFLOW_API='http://admin:secret@localhost:8080'",
+    ),
+    row(
+        "airflow-api/wrong-password",
+        clear_through_api(
+            "ft_api_wrong_password",
+            host="127.0.0.1",
+            port="<fake api port>",
+            login="admin",
+            password=WRONG_API_PASSWORD,
+        ),
+        AirflowApiError,
+        "POST /auth/token answered 401",
+        "login of 'admin' refused",
+        "check the connection 'ft_api_wrong_password'",
+    ),
+    row(
+        "airflow-api/unreachable-api-server",
+        clear_through_api(
+            "ft_api_unreachable", host="127.0.0.1", port=CLOSED_PORT, login="admin", password="x"
+        ),
+        AirflowApiUnreachable,
+        f"http://127.0.0.1:{CLOSED_PORT}",
+        "connection 'ft_api_unreachable'",
+        "Connection refused",
+        "check host, port and schema",
+    ),
+    row(
+        "airflow-api/plain-http-to-a-remote-host",
+        clear_through_api(
+            "ft_api_plain_http",
+            host="airflow-api.example.com",
+            port=8080,
+            login="admin",
+            password=WRONG_API_PASSWORD,
+        ),
+        ValueError,
+        "connection 'ft_api_plain_http' would send the password of 'admin' in clear text over http",
+        "'airflow-api.example.com', which is not a loopback address",
+        "use https",
+        '{"allow_insecure_http": true}',
+    ),
+    row(
+        "airflow-api/verify-is-not-a-ca-bundle",
+        clear_through_api(
+            "ft_api_bad_verify",
+            host="127.0.0.1",
+            port="<fake api port>",
+            schema="https",
+            login="admin",
+            password=WRONG_API_PASSWORD,
+            extra={"verify": "/no/such/ca.pem"},
+        ),
+        ValueError,
+        "connection 'ft_api_bad_verify': extra verify='/no/such/ca.pem'",
+        "neither true/false nor an existing CA bundle",
+        "give the path of the PEM file",
+    ),
     # -- spark --------------------------------------------------------------------------------------
     # SparkSubmitHook alone would log "defaulting to yarn" and submit there; the stage refuses first.
-    row("spark/undefined-connection", spark_submit_with_undefined_connection, SparkConnectionMissing,
-        "spark connection 'ft_spark_never_defined' is not defined", "AIRFLOW_CONN_FT_SPARK_NEVER_DEFINED",
-        "spark_conn_id="),
+    row(
+        "spark/undefined-connection",
+        spark_submit_with_undefined_connection,
+        SparkConnectionMissing,
+        "spark connection 'ft_spark_never_defined' is not defined",
+        "AIRFLOW_CONN_FT_SPARK_NEVER_DEFINED",
+        "spark_conn_id=",
+    ),
     # -- name ---------------------------------------------------------------------------------------
-    row("name/result-dotdot", commit(lambda: RunRef("etl", RUN_ID).partition("..")), ValueError,
-        "invalid result name '..'", "use letters, digits", "no '/', '..'"),
-    row("name/result-dotdot-slash", lambda env: env.store.check_availability("etl", RUN_ID, ["../orders"]),
-        ValueError, "invalid result name '../orders'", "use letters, digits"),
-    row("name/result-slash", lambda env: env.store.fetch(PartitionRef("etl", RUN_ID, "a/b"), env.dest), ValueError,
-        "invalid result name 'a/b'", "no '/'"),
-    row("name/result-NUL", commit(lambda: PartitionRef("etl", RUN_ID, "orders\x00")), ValueError,
-        "invalid result name 'orders\\x00'", "control characters"),
-    row("name/result-inner-newline", commit(lambda: PartitionRef("etl", RUN_ID, "ord\ners")), ValueError,
-        "invalid result name 'ord\\ners'", "control characters"),
-    row("name/result-trailing-newline", commit(lambda: PartitionRef("etl", RUN_ID, "orders\n")), ValueError,
-        "invalid result name 'orders\\n'", "control characters"),
-    row("name/result-overlong", commit(lambda: PartitionRef("etl", RUN_ID, "r" * 251)), ValueError,
-        "invalid result name 'rrrr", "longer than 250 characters; shorten it"),
-    row("name/partition-id-not-result[i]",
-        lambda env: env.store.release_run("etl", RUN_ID, partitions=["orders[x]"]), ValueError,
-        "invalid partition id 'orders[x]'", "use 'result' for an unmapped producer or 'result[i]'"),
-    row("name/map-index-negative", commit(lambda: PartitionRef("etl", RUN_ID, "orders", -2)), ValueError,
-        "invalid map index -2", "use None or -1 for an unmapped producer"),
-    row("name/pipeline-dotdot", lambda env: env.store.release_run("../etl", RUN_ID), ValueError,
-        "invalid pipeline (DAG id) '../etl'", "use letters, digits"),
-    row("name/pipeline-slash", lambda env: env.store.release_run("etl/x", RUN_ID), ValueError,
-        "invalid pipeline (DAG id) 'etl/x'", "no '/'"),
-    row("name/pipeline-trailing-newline", lambda env: env.store.release_run("etl\n", RUN_ID), ValueError,
-        "invalid pipeline (DAG id) 'etl\\n'", "control characters"),
-    row("name/run-id-dotdot", lambda env: env.store.release_run("etl", ".."), ValueError,
-        "invalid run id '..'", "must not be '.' or '..'", "use the id exactly as Airflow made it"),
-    row("name/run-id-slash", lambda env: env.store.release_run("etl", "manual__x/../../y"), ValueError,
-        "invalid run id 'manual__x/../../y'", "found ['/']", "use the id exactly as Airflow made it"),
-    row("name/run-id-newline", commit(lambda: PartitionRef("etl", "manual__1\n", "orders")), ValueError,
-        "invalid run id 'manual__1\\n'", "control characters"),
-    row("name/run-id-NUL", lambda env: env.store.check_availability("etl", "manual\x00", ["orders"]), ValueError,
-        "invalid run id 'manual\\x00'", "control characters"),
-    row("name/run-id-overlong-once-encoded",
-        lambda env: env.store.check_availability("etl", "manual__" + ":" * 100, ["orders"]), ValueError,
-        "invalid run id", "of 308 characters", "longer than 240", "use a shorter id"),
-    row("name/run-id-overlong", lambda env: env.store.release_run("etl", "m" * 251), ValueError,
-        "invalid run id 'mmmm", "longer than 250 characters; shorten it"),
-    row("name/consumer-escaping", lambda env: env.store.register_consumer("etl", RUN_ID, "../../leases/x"),
-        ValueError, "invalid consumer '../../leases/x'", "must not be '.' or '..' nor contain '/'"),
-    row("name/consumer-control-char", lambda env: env.store.register_consumer("etl", RUN_ID, "report\r"),
-        ValueError, "invalid consumer 'report\\r'", "control characters"),
-    row("name/execution-id-dotdot",
-        lambda env: env.store.commit(SEEDED, env.source, producer=Producer("extract", 0, 1), execution_id="../exec"),
-        ValueError, "invalid execution id '../exec'", "use letters, digits"),
-    row("name/attempt-id-dotdot", lambda env: env.store.attempt_location(SEEDED, "../../other"), ValueError,
-        "invalid attempt id '../../other'", "use letters, digits"),
-    row("name/source-file-with-newline", commit(lambda: SEEDED), ValueError,
-        "invalid file name 'bad\\nname.parquet'", "no '..', empty segments, spaces or control characters",
-        setup=source_with_file("bad\nname.parquet")),
-    row("name/bucket-uppercase-underscore", lambda env: S3PartitionStore(env.client, "s3://My_Bucket/p/"),
-        ValueError, "invalid S3 bucket name 'My_Bucket'", "use 3-63 lowercase letters"),
-    row("name/bucket-dotdot", lambda env: S3PartitionStore(env.client, "s3://a..b/p/"), ValueError,
-        "invalid S3 bucket name 'a..b'", "use 3-63 lowercase letters"),
-    row("name/bucket-trailing-newline", lambda env: S3PartitionStore(env.client, f"s3://{env.bucket}\n/p/"),
-        ValueError, "invalid S3 bucket name", "use 3-63 lowercase letters"),
+    row(
+        "name/result-dotdot",
+        commit(lambda: RunRef("etl", RUN_ID).partition("..")),
+        ValueError,
+        "invalid result name '..'",
+        "use letters, digits",
+        "no '/', '..'",
+    ),
+    row(
+        "name/result-dotdot-slash",
+        lambda env: env.store.check_availability("etl", RUN_ID, ["../orders"]),
+        ValueError,
+        "invalid result name '../orders'",
+        "use letters, digits",
+    ),
+    row(
+        "name/result-slash",
+        lambda env: env.store.fetch(PartitionRef("etl", RUN_ID, "a/b"), env.dest),
+        ValueError,
+        "invalid result name 'a/b'",
+        "no '/'",
+    ),
+    row(
+        "name/result-NUL",
+        commit(lambda: PartitionRef("etl", RUN_ID, "orders\x00")),
+        ValueError,
+        "invalid result name 'orders\\x00'",
+        "control characters",
+    ),
+    row(
+        "name/result-inner-newline",
+        commit(lambda: PartitionRef("etl", RUN_ID, "ord\ners")),
+        ValueError,
+        "invalid result name 'ord\\ners'",
+        "control characters",
+    ),
+    row(
+        "name/result-trailing-newline",
+        commit(lambda: PartitionRef("etl", RUN_ID, "orders\n")),
+        ValueError,
+        "invalid result name 'orders\\n'",
+        "control characters",
+    ),
+    row(
+        "name/result-overlong",
+        commit(lambda: PartitionRef("etl", RUN_ID, "r" * 251)),
+        ValueError,
+        "invalid result name 'rrrr",
+        "longer than 250 characters; shorten it",
+    ),
+    row(
+        "name/partition-id-not-result[i]",
+        lambda env: env.store.release_run("etl", RUN_ID, partitions=["orders[x]"]),
+        ValueError,
+        "invalid partition id 'orders[x]'",
+        "use 'result' for an unmapped producer or 'result[i]'",
+    ),
+    row(
+        "name/map-index-negative",
+        commit(lambda: PartitionRef("etl", RUN_ID, "orders", -2)),
+        ValueError,
+        "invalid map index -2",
+        "use None or -1 for an unmapped producer",
+    ),
+    row(
+        "name/pipeline-dotdot",
+        lambda env: env.store.release_run("../etl", RUN_ID),
+        ValueError,
+        "invalid pipeline (DAG id) '../etl'",
+        "use letters, digits",
+    ),
+    row(
+        "name/pipeline-slash",
+        lambda env: env.store.release_run("etl/x", RUN_ID),
+        ValueError,
+        "invalid pipeline (DAG id) 'etl/x'",
+        "no '/'",
+    ),
+    row(
+        "name/pipeline-trailing-newline",
+        lambda env: env.store.release_run("etl\n", RUN_ID),
+        ValueError,
+        "invalid pipeline (DAG id) 'etl\\n'",
+        "control characters",
+    ),
+    row(
+        "name/run-id-dotdot",
+        lambda env: env.store.release_run("etl", ".."),
+        ValueError,
+        "invalid run id '..'",
+        "must not be '.' or '..'",
+        "use the id exactly as Airflow made it",
+    ),
+    row(
+        "name/run-id-slash",
+        lambda env: env.store.release_run("etl", "manual__x/../../y"),
+        ValueError,
+        "invalid run id 'manual__x/../../y'",
+        "found ['/']",
+        "use the id exactly as Airflow made it",
+    ),
+    row(
+        "name/run-id-newline",
+        commit(lambda: PartitionRef("etl", "manual__1\n", "orders")),
+        ValueError,
+        "invalid run id 'manual__1\\n'",
+        "control characters",
+    ),
+    row(
+        "name/run-id-NUL",
+        lambda env: env.store.check_availability("etl", "manual\x00", ["orders"]),
+        ValueError,
+        "invalid run id 'manual\\x00'",
+        "control characters",
+    ),
+    row(
+        "name/run-id-overlong-once-encoded",
+        lambda env: env.store.check_availability("etl", "manual__" + ":" * 100, ["orders"]),
+        ValueError,
+        "invalid run id",
+        "of 308 characters",
+        "longer than 240",
+        "use a shorter id",
+    ),
+    row(
+        "name/run-id-overlong",
+        lambda env: env.store.release_run("etl", "m" * 251),
+        ValueError,
+        "invalid run id 'mmmm",
+        "longer than 250 characters; shorten it",
+    ),
+    row(
+        "name/consumer-escaping",
+        lambda env: env.store.register_consumer("etl", RUN_ID, "../../leases/x"),
+        ValueError,
+        "invalid consumer '../../leases/x'",
+        "must not be '.' or '..' nor contain '/'",
+    ),
+    row(
+        "name/consumer-control-char",
+        lambda env: env.store.register_consumer("etl", RUN_ID, "report\r"),
+        ValueError,
+        "invalid consumer 'report\\r'",
+        "control characters",
+    ),
+    row(
+        "name/execution-id-dotdot",
+        lambda env: env.store.commit(
+            SEEDED, env.source, producer=Producer("extract", 0, 1), execution_id="../exec"
+        ),
+        ValueError,
+        "invalid execution id '../exec'",
+        "use letters, digits",
+    ),
+    row(
+        "name/attempt-id-dotdot",
+        lambda env: env.store.attempt_location(SEEDED, "../../other"),
+        ValueError,
+        "invalid attempt id '../../other'",
+        "use letters, digits",
+    ),
+    row(
+        "name/source-file-with-newline",
+        commit(lambda: SEEDED),
+        ValueError,
+        "invalid file name 'bad\\nname.parquet'",
+        "no '..', empty segments, spaces or control characters",
+        setup=source_with_file("bad\nname.parquet"),
+    ),
+    row(
+        "name/bucket-uppercase-underscore",
+        lambda env: S3PartitionStore(env.client, "s3://My_Bucket/p/"),
+        ValueError,
+        "invalid S3 bucket name 'My_Bucket'",
+        "use 3-63 lowercase letters",
+    ),
+    row(
+        "name/bucket-dotdot",
+        lambda env: S3PartitionStore(env.client, "s3://a..b/p/"),
+        ValueError,
+        "invalid S3 bucket name 'a..b'",
+        "use 3-63 lowercase letters",
+    ),
+    row(
+        "name/bucket-trailing-newline",
+        lambda env: S3PartitionStore(env.client, f"s3://{env.bucket}\n/p/"),
+        ValueError,
+        "invalid S3 bucket name",
+        "use 3-63 lowercase letters",
+    ),
     uploaded_file_row("name/uploaded-file-name-with-space", "part 0.parquet", "t1-0123456789abcdef"),
     uploaded_file_row("name/uploaded-file-name-with-colon", "part:0.parquet", "t1-0123456789abcde0"),
     uploaded_file_row("name/uploaded-file-name-starting-with-dash", "-part.parquet", "t1-0123456789abcde1"),
-    row("name/store-prefix-dotdot", lambda env: S3PartitionStore(env.client, f"s3://{env.bucket}/../escape/"),
-        ValueError, "invalid store prefix '../escape'", "segment '..' is not allowed"),
+    row(
+        "name/store-prefix-dotdot",
+        lambda env: S3PartitionStore(env.client, f"s3://{env.bucket}/../escape/"),
+        ValueError,
+        "invalid store prefix '../escape'",
+        "segment '..' is not allowed",
+    ),
     # -- manifest -----------------------------------------------------------------------------------
     # GAP (all PartitionNotFound rows): the message names the partition, the run and the problem, but
     # no fix (e.g. "re-run the producer or delete s3://…/manifest.json"); only schema_version says what
@@ -825,72 +1338,173 @@ CATALOGUE = [
     bad_manifest("not-utf8", b"\xff\xfe{}", "manifest is not JSON"),
     bad_manifest("json-array", b"[]", "manifest must be a JSON object, got list"),
     bad_manifest("empty-object", b"{}", "manifest does not validate: 'schema_version' is missing"),
-    bad_manifest("files-not-a-list", manifest(files="part-0.parquet"), "'files' must be list, got 'part-0.parquet'"),
+    bad_manifest(
+        "files-not-a-list", manifest(files="part-0.parquet"), "'files' must be list, got 'part-0.parquet'"
+    ),
     bad_manifest("size-is-a-string", manifest(file0__size="100"), "'size' must be int, got '100'"),
     bad_manifest("negative-size", manifest(file0__size=-1), "must be ≥ 0, got -1"),
-    bad_manifest("checksum-md5", manifest(file0__checksum="md5:abc"),
-                 "must be 'crc32c:<8 hex>', 'sha256:<64 hex>' or 'crc32:<8 hex>'", "got 'md5:abc'"),
-    bad_manifest("future-schema-version", manifest(schema_version=99),
-                 "schema_version 99 is not supported", "upgrade the provider on this worker"),
-    bad_manifest("created_at-without-zone", manifest(created_at="2026-11-22T04:00:00"),
-                 "created_at must carry a time zone"),
+    bad_manifest(
+        "checksum-md5",
+        manifest(file0__checksum="md5:abc"),
+        "must be 'crc32c:<8 hex>', 'sha256:<64 hex>' or 'crc32:<8 hex>'",
+        "got 'md5:abc'",
+    ),
+    bad_manifest(
+        "future-schema-version",
+        manifest(schema_version=99),
+        "schema_version 99 is not supported",
+        "upgrade the provider on this worker",
+    ),
+    bad_manifest(
+        "created_at-without-zone",
+        manifest(created_at="2026-11-22T04:00:00"),
+        "created_at must carry a time zone",
+    ),
     bad_manifest("attempt-id-dotdot", manifest(attempt_id=".."), "invalid attempt id '..'"),
-    bad_manifest("file-key-escapes-with-dotdot", manifest(file0__key="../../x"),
-                 "invalid file key '../../x'", "segment '..' is not allowed"),
-    bad_manifest("file-key-absolute", manifest(file0__key="/etc/passwd"),
-                 "invalid file key '/etc/passwd'", "must be a non-empty relative path"),
-    bad_manifest("file-key-in-another-attempt", manifest(file0__key="attempts/other/part.bin"),
-                 "file key 'attempts/other/part.bin' is outside the attempt directory"),
-    bad_manifest("file-key-NUL", manifest(file0__key=first_key_plus("\x00")), "invalid file key", "is not allowed"),
-    bad_manifest("file-key-trailing-newline", manifest(file0__key=first_key_plus("\n")),
-                 "invalid file key", "is not allowed"),
-    bad_manifest("describes-another-result", manifest(partition__result="orders"),
-                 f"manifest describes partition etl/{RUN_ID}/orders[0], expected etl/{RUN_ID}/planted[0]"),
-    bad_manifest("describes-another-run", manifest(partition__run_id="manual__other"),
-                 "manifest describes partition etl/manual__other/planted[0]", f"expected etl/{RUN_ID}/planted[0]"),
-    bad_manifest("describes-another-map-index", manifest(partition__map_index=7),
-                 f"manifest describes partition etl/{RUN_ID}/planted[7], expected"),
-    bad_manifest("pipelined-kind-at-blocking-key", manifest(partition__kind="pipelined"),
-                 "manifest is for a pipelined partition, expected blocking"),
-    bad_manifest("oversized", OVERSIZED, "over the 1048576-byte limit", "the producer's next commit replaces it"),
+    bad_manifest(
+        "file-key-escapes-with-dotdot",
+        manifest(file0__key="../../x"),
+        "invalid file key '../../x'",
+        "segment '..' is not allowed",
+    ),
+    bad_manifest(
+        "file-key-absolute",
+        manifest(file0__key="/etc/passwd"),
+        "invalid file key '/etc/passwd'",
+        "must be a non-empty relative path",
+    ),
+    bad_manifest(
+        "file-key-in-another-attempt",
+        manifest(file0__key="attempts/other/part.bin"),
+        "file key 'attempts/other/part.bin' is outside the attempt directory",
+    ),
+    bad_manifest(
+        "file-key-NUL", manifest(file0__key=first_key_plus("\x00")), "invalid file key", "is not allowed"
+    ),
+    bad_manifest(
+        "file-key-trailing-newline",
+        manifest(file0__key=first_key_plus("\n")),
+        "invalid file key",
+        "is not allowed",
+    ),
+    bad_manifest(
+        "describes-another-result",
+        manifest(partition__result="orders"),
+        f"manifest describes partition etl/{RUN_ID}/orders[0], expected etl/{RUN_ID}/planted[0]",
+    ),
+    bad_manifest(
+        "describes-another-run",
+        manifest(partition__run_id="manual__other"),
+        "manifest describes partition etl/manual__other/planted[0]",
+        f"expected etl/{RUN_ID}/planted[0]",
+    ),
+    bad_manifest(
+        "describes-another-map-index",
+        manifest(partition__map_index=7),
+        f"manifest describes partition etl/{RUN_ID}/planted[7], expected",
+    ),
+    bad_manifest(
+        "pipelined-kind-at-blocking-key",
+        manifest(partition__kind="pipelined"),
+        "manifest is for a pipelined partition, expected blocking",
+    ),
+    bad_manifest(
+        "oversized", OVERSIZED, "over the 1048576-byte limit", "the producer's next commit replaces it"
+    ),
     bad_manifest("deeply-nested", DEEP, "manifest is not JSON: nested deeper than 32 levels"),
-    bad_manifest("deeply-nested-inside", b'{"schema_version": 1, "files": ' + DEEP + b"}",
-                 "manifest is not JSON: nested deeper than 32 levels"),
-    bad_manifest("5000-digit-integer", b'{"schema_version": 1' + b"0" * 4999 + b"}",
-                 "manifest is not JSON: integer 10000000000000000000… (5000 digits) does not fit 64 bits"),
-    bad_manifest("NaN", b'{"schema_version": 1, "row_count": NaN}',
-                 "manifest is not JSON: NaN is not a JSON number"),
-    bad_manifest("Infinity", b'{"schema_version": 1, "row_count": -Infinity}',
-                 "-Infinity is not a JSON number"),
-    bad_manifest("duplicate-key", b'{"attempt_id": "t2-a", "attempt_id": "t1-b"}',
-                 "key 'attempt_id' appears twice in one object"),
+    bad_manifest(
+        "deeply-nested-inside",
+        b'{"schema_version": 1, "files": ' + DEEP + b"}",
+        "manifest is not JSON: nested deeper than 32 levels",
+    ),
+    bad_manifest(
+        "5000-digit-integer",
+        b'{"schema_version": 1' + b"0" * 4999 + b"}",
+        "manifest is not JSON: integer 10000000000000000000… (5000 digits) does not fit 64 bits",
+    ),
+    bad_manifest(
+        "NaN", b'{"schema_version": 1, "row_count": NaN}', "manifest is not JSON: NaN is not a JSON number"
+    ),
+    bad_manifest(
+        "Infinity", b'{"schema_version": 1, "row_count": -Infinity}', "-Infinity is not a JSON number"
+    ),
+    bad_manifest(
+        "duplicate-key",
+        b'{"attempt_id": "t2-a", "attempt_id": "t1-b"}',
+        "key 'attempt_id' appears twice in one object",
+    ),
     bad_manifest("lone-surrogate", b'{"attempt_id": "\\ud800"}', "holds a lone surrogate"),
-    bad_manifest("file-key-backslash-dotdot", manifest(file0__key=first_key_plus("\\..\\..\\x")),
-                 "invalid file key", "is not allowed"),
-    bad_manifest("file-key-is-the-attempt-directory",
-                 manifest(file0__key=lambda doc: doc["files"][0]["key"].rsplit("/", 1)[0] + "/"),
-                 "invalid file key", "segment '' is not allowed"),
-    bad_manifest("file-is-also-a-directory", manifest(files=also_a_directory), "is also the directory of",
-                 "a partition cannot hold both"),
-    cached_bad_manifest("file-key-escapes-with-dotdot", manifest(file0__key="../../x"),
-                        "invalid file key '../../x'", "segment '..' is not allowed"),
-    cached_bad_manifest("file-key-in-another-attempt", manifest(file0__key="attempts/other/part.bin"),
-                        "file key 'attempts/other/part.bin' is outside the attempt directory"),
-    cached_bad_manifest("file-is-also-a-directory", manifest(files=also_a_directory),
-                        "is also the directory of"),
+    bad_manifest(
+        "file-key-backslash-dotdot",
+        manifest(file0__key=first_key_plus("\\..\\..\\x")),
+        "invalid file key",
+        "is not allowed",
+    ),
+    bad_manifest(
+        "file-key-is-the-attempt-directory",
+        manifest(file0__key=lambda doc: doc["files"][0]["key"].rsplit("/", 1)[0] + "/"),
+        "invalid file key",
+        "segment '' is not allowed",
+    ),
+    bad_manifest(
+        "file-is-also-a-directory",
+        manifest(files=also_a_directory),
+        "is also the directory of",
+        "a partition cannot hold both",
+    ),
+    cached_bad_manifest(
+        "file-key-escapes-with-dotdot",
+        manifest(file0__key="../../x"),
+        "invalid file key '../../x'",
+        "segment '..' is not allowed",
+    ),
+    cached_bad_manifest(
+        "file-key-in-another-attempt",
+        manifest(file0__key="attempts/other/part.bin"),
+        "file key 'attempts/other/part.bin' is outside the attempt directory",
+    ),
+    cached_bad_manifest(
+        "file-is-also-a-directory", manifest(files=also_a_directory), "is also the directory of"
+    ),
     # Valid sizes and checksums, names no file system holds: before the limits, a raw OSError
     # (errno 36, "File name too long") that failover could not blame on the partition.
-    bad_manifest("file-key-300-character-name", manifest(file0__key=first_key_plus("x" * 300)),
-                 "invalid file key", "longer than 240", "shorten the writer's file names"),
-    bad_manifest("file-key-4800-character-path", manifest(file0__key=first_key_plus("/d" * 2400)),
-                 "invalid file key", "4", "longer than 512", "nest fewer directories"),
-    cached_bad_manifest("file-key-300-character-name", manifest(file0__key=first_key_plus("x" * 300)),
-                        "invalid file key", "longer than 240"),
-    cached_bad_manifest("file-key-4800-character-path", manifest(file0__key=first_key_plus("/d" * 2400)),
-                        "invalid file key", "longer than 512"),
-    row("name/uploaded-file-name-300-characters", uploaded("p" * 300 + ".parquet", "t1-0123456789abcde2")[1],
-        ValueError, "cannot publish s3://", "invalid file name", "longer than 240", "Readers would reject",
-        setup=uploaded("p" * 300 + ".parquet", "t1-0123456789abcde2")[0]),
+    bad_manifest(
+        "file-key-300-character-name",
+        manifest(file0__key=first_key_plus("x" * 300)),
+        "invalid file key",
+        "longer than 240",
+        "shorten the writer's file names",
+    ),
+    bad_manifest(
+        "file-key-4800-character-path",
+        manifest(file0__key=first_key_plus("/d" * 2400)),
+        "invalid file key",
+        "4",
+        "longer than 512",
+        "nest fewer directories",
+    ),
+    cached_bad_manifest(
+        "file-key-300-character-name",
+        manifest(file0__key=first_key_plus("x" * 300)),
+        "invalid file key",
+        "longer than 240",
+    ),
+    cached_bad_manifest(
+        "file-key-4800-character-path",
+        manifest(file0__key=first_key_plus("/d" * 2400)),
+        "invalid file key",
+        "longer than 512",
+    ),
+    row(
+        "name/uploaded-file-name-300-characters",
+        uploaded("p" * 300 + ".parquet", "t1-0123456789abcde2")[1],
+        ValueError,
+        "cannot publish s3://",
+        "invalid file name",
+        "longer than 240",
+        "Readers would reject",
+        setup=uploaded("p" * 300 + ".parquet", "t1-0123456789abcde2")[0],
+    ),
 ]
 
 

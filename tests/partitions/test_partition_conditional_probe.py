@@ -30,8 +30,12 @@ REF = PartitionRef("etl", RUN_ID, "orders", 0)
 
 @pytest.fixture
 def proxy(s3_endpoint) -> Iterator[HeaderStrippingProxy]:
-    proxy = HeaderStrippingProxy(s3_endpoint.url, access_key=s3_endpoint.access_key,
-                                 secret_key=s3_endpoint.secret_key, region=s3_endpoint.region)
+    proxy = HeaderStrippingProxy(
+        s3_endpoint.url,
+        access_key=s3_endpoint.access_key,
+        secret_key=s3_endpoint.secret_key,
+        region=s3_endpoint.region,
+    )
     yield proxy
     proxy.close()
 
@@ -40,7 +44,8 @@ def put_calls(client) -> list[str]:
     """Keys of the PutObject calls ``client`` makes from now on."""
     calls: list[str] = []
     client.meta.events.register(
-        "before-parameter-build.s3.PutObject", lambda params, **kw: calls.append(params["Key"]))
+        "before-parameter-build.s3.PutObject", lambda params, **kw: calls.append(params["Key"])
+    )
     return calls
 
 
@@ -51,7 +56,8 @@ def test_the_moto_server_passes_the_probe_once_per_bucket(s3_bucket, tmp_path):
     store.commit(REF, write_files(tmp_path / "v1", version_files(1)), producer=Producer("p", 0, 1))
     # A second store and a journal-style update on the same endpoint and bucket: no second probe.
     S3PartitionStore(client, s3_bucket.url + "other/").commit(
-        REF, write_files(tmp_path / "v2", version_files(2)), producer=Producer("p", 0, 2))
+        REF, write_files(tmp_path / "v2", version_files(2)), producer=Producer("p", 0, 2)
+    )
     store.json_objects.update(s3_bucket.prefix + "store/state.json", lambda cur: {"n": 1})
     probes = [k for k in calls if PROBE_DIR in k]
     assert len(probes) == 4 and len(set(probes)) == 1  # create, create again, stale If-Match, right If-Match
@@ -90,8 +96,9 @@ def test_a_store_that_ignores_conditional_writes_is_refused_before_anything_is_w
 
 def test_the_unsafe_setting_writes_anyway_with_a_warning(s3_bucket, proxy, tmp_path, caplog):
     caplog.set_level(logging.WARNING, logger="airflow_ft_provider.partitions.conditional")
-    store = S3PartitionStore(s3_bucket.client(endpoint_url=proxy.url), s3_bucket.url + "store/",
-                             allow_unconditional_writes=True)
+    store = S3PartitionStore(
+        s3_bucket.client(endpoint_url=proxy.url), s3_bucket.url + "store/", allow_unconditional_writes=True
+    )
     store.commit(REF, write_files(tmp_path / "v1", version_files(1)), producer=Producer("p", 0, 1))
     assert read_all(store.fetch(REF, tmp_path / "out").paths) == version_files(1)
     assert f"the S3 endpoint {proxy.url} ignores conditional writes" in caplog.text
@@ -111,10 +118,17 @@ def test_the_hook_reads_the_unsafe_setting(monkeypatch, s3_bucket, proxy):
     from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
 
     endpoint = s3_bucket.endpoint
-    monkeypatch.setenv("AIRFLOW_CONN_FT_S3_PROXIED", json.dumps({
-        "conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
-        "extra": {"endpoint_url": proxy.url, "region_name": endpoint.region},
-    }))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_S3_PROXIED",
+        json.dumps(
+            {
+                "conn_type": "aws",
+                "login": endpoint.access_key,
+                "password": endpoint.secret_key,
+                "extra": {"endpoint_url": proxy.url, "region_name": endpoint.region},
+            }
+        ),
+    )
     hook = PartitionStoreHook("ft_s3_proxied", url=s3_bucket.url + "hooked/")
     assert hook.get_store().allow_unconditional_writes is False
     with pytest.raises(ConditionalWritesUnsupported, match="ignores conditional writes"):
@@ -132,8 +146,10 @@ def test_probe_errors_that_are_not_about_conditions_are_raised_and_not_remembere
     bad = s3_bucket.client(aws_secret_access_key="not-the-secret-key")
     with pytest.raises(PartitionStoreError, match="SignatureDoesNotMatch") as excinfo:
         S3PartitionStore(bad, s3_bucket.url + "store/").commit(
-            REF, write_files(tmp_path / "v1", version_files(1)), producer=Producer("p", 0, 1))
+            REF, write_files(tmp_path / "v1", version_files(1)), producer=Producer("p", 0, 1)
+        )
     assert type(excinfo.value) is PartitionStoreError
     # Same endpoint and bucket, good keys: the probe runs (and passes) instead of a cached failure.
     S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/").commit(
-        REF, write_files(tmp_path / "v1", version_files(1)), producer=Producer("p", 0, 1))
+        REF, write_files(tmp_path / "v1", version_files(1)), producer=Producer("p", 0, 1)
+    )

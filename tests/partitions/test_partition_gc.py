@@ -8,7 +8,12 @@ import time
 import pytest
 
 from airflow_ft_provider.cli import main
-from airflow_ft_provider.partitions import ConsumerRegistrationRefused, PartitionNotFound, PartitionRef, Producer
+from airflow_ft_provider.partitions import (
+    ConsumerRegistrationRefused,
+    PartitionNotFound,
+    PartitionRef,
+    Producer,
+)
 from airflow_ft_provider.partitions.garbage import collect
 from ft_harness.partition_files import version_files, write_files
 
@@ -19,13 +24,16 @@ DAY = 86400
 
 def commit(store, tmp_path, pipeline, run_id, try_number=1):
     ref = PartitionRef(pipeline, run_id, "orders", 0)
-    source = write_files(tmp_path / f"src-{pipeline}-{run_id[-2:]}-{try_number}", version_files(try_number, 2))
+    source = write_files(
+        tmp_path / f"src-{pipeline}-{run_id[-2:]}-{try_number}", version_files(try_number, 2)
+    )
     store.commit(ref, source, producer=Producer("p", 0, try_number))
     return ref
 
 
-def test_a_sweep_releases_expired_runs_and_orphans_and_keeps_what_is_still_needed(make_store, tmp_path, clock,
-                                                                                    s3_bucket):
+def test_a_sweep_releases_expired_runs_and_orphans_and_keeps_what_is_still_needed(
+    make_store, tmp_path, clock, s3_bucket
+):
     #   etl/old       succeeded 8 d ago                -> released
     #   etl/recent    succeeded 1 h ago                -> kept whole
     #   etl/leased    succeeded 8 d ago, leased        -> kept whole
@@ -33,8 +41,10 @@ def test_a_sweep_releases_expired_runs_and_orphans_and_keeps_what_is_still_neede
     #                 its current partition stays, and so does a commit still in flight
     #   report/old    another pipeline, succeeded 8 d ago -> released
     store = make_store(retention=7 * DAY, orphan_grace=60)
-    runs = {name: f"scheduled__2026-11-1{i}T00:00:00+00:00" for i, name in
-            enumerate(["old", "recent", "leased", "running"])}
+    runs = {
+        name: f"scheduled__2026-11-1{i}T00:00:00+00:00"
+        for i, name in enumerate(["old", "recent", "leased", "running"])
+    }
     refs = {name: commit(store, tmp_path, "etl", run_id) for name, run_id in runs.items()}
     report_old = commit(store, tmp_path, "report", runs["old"])
     superseded = store.manifest(refs["running"]).attempt_id
@@ -57,7 +67,9 @@ def test_a_sweep_releases_expired_runs_and_orphans_and_keeps_what_is_still_neede
 
     report = collect(store)
 
-    assert sorted(str(run) for run in report.released) == sorted([f"etl/{runs['old']}", f"report/{runs['old']}"])
+    assert sorted(str(run) for run in report.released) == sorted(
+        [f"etl/{runs['old']}", f"report/{runs['old']}"]
+    )
     kept = {o.run.run_id: o.reason for o in report.kept}
     assert set(kept) == {runs["recent"], runs["leased"]}
     assert "retention not over" in kept[runs["recent"]] and "backfill" in kept[runs["leased"]]
@@ -65,8 +77,12 @@ def test_a_sweep_releases_expired_runs_and_orphans_and_keeps_what_is_still_neede
         with pytest.raises(PartitionNotFound):
             store.manifest(ref)
     for name in ("recent", "leased", "running"):
-        assert store.check_availability("etl", runs[name], ["orders[0]"], deep=True).available == {"orders[0]"}
-    attempts = {k.split("/attempts/")[1].split("/")[0] for k in s3_bucket.keys() if prefix in k and "/attempts/" in k}
+        assert store.check_availability("etl", runs[name], ["orders[0]"], deep=True).available == {
+            "orders[0]"
+        }
+    attempts = {
+        k.split("/attempts/")[1].split("/")[0] for k in s3_bucket.keys() if prefix in k and "/attempts/" in k
+    }
     # t4-in-flight was written after the clock's "now" minus the grace: an in-flight commit's data
     assert attempts == {current, "t4-in-flight"} and superseded not in attempts
     assert report.orphans_deleted == 2 + 1  # the superseded attempt's two files and the crashed one
@@ -74,16 +90,25 @@ def test_a_sweep_releases_expired_runs_and_orphans_and_keeps_what_is_still_neede
     assert collect(store).released == []  # idempotent
 
 
-def test_the_gc_command_sweeps_the_configured_store_and_names_what_it_kept(monkeypatch, make_store, tmp_path,
-                                                                          clock, s3_bucket, capsys):
+def test_the_gc_command_sweeps_the_configured_store_and_names_what_it_kept(
+    monkeypatch, make_store, tmp_path, clock, s3_bucket, capsys
+):
     store = make_store()
     run_id = "manual__2026-11-20T00:00:00+00:00"
     commit(store, tmp_path, "etl", run_id)
     store.mark_run_succeeded("etl", run_id, at=clock.now() - 60)
     endpoint = s3_bucket.endpoint
-    monkeypatch.setenv("AIRFLOW_CONN_FT_GC", json.dumps({
-        "conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
-        "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_GC",
+        json.dumps(
+            {
+                "conn_type": "aws",
+                "login": endpoint.access_key,
+                "password": endpoint.secret_key,
+                "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region},
+            }
+        ),
+    )
     monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE_RETENTION", "1 d")
 
     assert main(["gc", "--store", store.layout.url, "--aws-conn-id", "ft_gc"]) == 0
@@ -98,7 +123,8 @@ def test_the_gc_command_sweeps_the_configured_store_and_names_what_it_kept(monke
 
 
 def test_a_release_marker_goes_one_retention_after_the_release_and_the_run_leaves_the_listing(
-        make_store, tmp_path, clock, s3_bucket):
+    make_store, tmp_path, clock, s3_bucket
+):
     #   day 0   run succeeds        day 7   sweep releases it (marker refuses late consumers)
     #   day 13  sweep keeps marker  day 14  sweep removes marker: nothing of the run is listed any more
     store = make_store(retention=7 * DAY)
@@ -122,7 +148,9 @@ def test_a_release_marker_goes_one_retention_after_the_release_and_the_run_leave
     clock.advance(1 * DAY)
     report = collect(store)
     assert (report.released, report.kept, report.markers_expired) == ([], [], 1)
-    assert "0 runs released, 0 orphaned objects deleted, 0 stale uploads aborted, 1 release markers expired" in (
-        report.lines())
+    assert (
+        "0 runs released, 0 orphaned objects deleted, 0 stale uploads aborted, 1 release markers expired"
+        in (report.lines())
+    )
     assert store.runs("etl") == [] and marker not in s3_bucket.keys()
     assert collect(store).markers_expired == 0  # idempotent

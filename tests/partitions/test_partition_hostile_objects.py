@@ -68,8 +68,10 @@ def _with_size(size: bytes):
         (lambda valid: valid[:-2] + b', "x": ' + DEEP + b"}", "nested deeper than 32 levels"),
         (_with_size(b"1" + b"0" * 4999), "does not fit 64 bits"),
         (_with_size(b"NaN"), "NaN is not a JSON number"),
-        (lambda valid: valid.replace(b'"attempt_id"', b'"attempt_id": "t9-x", "attempt_id"', 1),
-         "appears twice"),
+        (
+            lambda valid: valid.replace(b'"attempt_id"', b'"attempt_id": "t9-x", "attempt_id"', 1),
+            "appears twice",
+        ),
     ],
     ids=["deeply-nested", "deeply-nested-inside", "5000-digit-size", "NaN-size", "duplicate-attempt-id"],
 )
@@ -93,14 +95,18 @@ def test_a_hostile_manifest_is_unavailable_and_the_next_commit_replaces_it(store
 def test_a_manifest_listing_a_file_and_a_directory_of_that_name_is_invalid_not_an_os_error(
     s3_bucket, tmp_path, cached
 ):
-    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/",
-                             cache=tmp_path / "cache" if cached else None)
+    store = S3PartitionStore(
+        s3_bucket.client(), s3_bucket.url + "store/", cache=tmp_path / "cache" if cached else None
+    )
     manifest = commit(store, tmp_path, 1)
     doc = json.loads(manifest.to_json())
     first = doc["files"][0]
     # The object exists with the right size and checksum: only the layout is impossible on a disk.
-    put(store, store.layout.partition_prefix(REF) + first["key"] + "/inner", (tmp_path / "src-orders-v1" /
-        "part-0000.bin").read_bytes())
+    put(
+        store,
+        store.layout.partition_prefix(REF) + first["key"] + "/inner",
+        (tmp_path / "src-orders-v1" / "part-0000.bin").read_bytes(),
+    )
     doc["files"].append({**first, "key": first["key"] + "/inner"})
     put(store, manifest_key(store), doc)
     with pytest.raises(PartitionNotFound) as excinfo:
@@ -112,15 +118,22 @@ def test_a_manifest_listing_a_file_and_a_directory_of_that_name_is_invalid_not_a
 
 @pytest.mark.parametrize(
     "key",
-    ["../../../../escaped.bin", "attempts/{attempt}/../../../../escaped.bin",
-     "attempts/{attempt}/..\\..\\escaped.bin", "attempts/other-attempt/part-0000.bin",
-     "attempts/{attempt}/./part-0000.bin", "/tmp/escaped.bin", "attempts/{attempt}/"],
+    [
+        "../../../../escaped.bin",
+        "attempts/{attempt}/../../../../escaped.bin",
+        "attempts/{attempt}/..\\..\\escaped.bin",
+        "attempts/other-attempt/part-0000.bin",
+        "attempts/{attempt}/./part-0000.bin",
+        "/tmp/escaped.bin",
+        "attempts/{attempt}/",
+    ],
 )
 @pytest.mark.parametrize("cached", [False, True], ids=["dest", "cache"])
 def test_a_crafted_file_key_never_writes_outside_the_cache_or_dest(s3_bucket, tmp_path, key, cached):
     #   a manifest of attempt X planted straight into the bucket, its first file key replaced by ``key``
-    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/",
-                             cache=tmp_path / "work" / "cache" if cached else None)
+    store = S3PartitionStore(
+        s3_bucket.client(), s3_bucket.url + "store/", cache=tmp_path / "work" / "cache" if cached else None
+    )
     manifest = commit(store, tmp_path, 1)
     doc = json.loads(manifest.to_json())
     doc["files"][0]["key"] = key.format(attempt=manifest.attempt_id)
@@ -172,8 +185,13 @@ def test_damaged_succeeded_markers_neither_release_their_run_nor_stop_the_sweep(
     clock = ManualClock(time.time() + 1000)
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/", clock=clock, retention=10.0)
     markers = {
-        "nan": b'{"at": NaN}', "nan-string": {"at": "nan"}, "list": [1], "deep": DEEP,
-        "missing-at": {}, "boolean": {"at": True}, "good": {"at": clock.now() - 60},
+        "nan": b'{"at": NaN}',
+        "nan-string": {"at": "nan"},
+        "list": [1],
+        "deep": DEEP,
+        "missing-at": {},
+        "boolean": {"at": True},
+        "good": {"at": clock.now() - 60},
     }
     for name, marker in markers.items():
         ref = PartitionRef("etl", f"run-{name}", "orders", 0)
@@ -190,11 +208,14 @@ def test_damaged_succeeded_markers_neither_release_their_run_nor_stop_the_sweep(
 
 @pytest.mark.parametrize(
     "lease",
-    [b'{"consumer": "join", "partitions": null, "registered_at": 0, "expires_at": NaN}',
-     {"consumer": "join", "partitions": None, "registered_at": 0, "expires_at": "nan"},
-     {"consumer": "join", "partitions": None, "registered_at": 0, "expires_at": "-inf"},
-     {"consumer": "join", "partitions": "orders[0]"},
-     DEEP, b"x" * (2 << 20)],
+    [
+        b'{"consumer": "join", "partitions": null, "registered_at": 0, "expires_at": NaN}',
+        {"consumer": "join", "partitions": None, "registered_at": 0, "expires_at": "nan"},
+        {"consumer": "join", "partitions": None, "registered_at": 0, "expires_at": "-inf"},
+        {"consumer": "join", "partitions": "orders[0]"},
+        DEEP,
+        b"x" * (2 << 20),
+    ],
     ids=["NaN-expiry", "nan-string-expiry", "inf-string-expiry", "partitions-a-string", "deep", "oversized"],
 )
 def test_a_damaged_lease_still_blocks_release(store, tmp_path, s3_bucket, lease):
@@ -217,14 +238,39 @@ def test_a_damaged_releasing_marker_refuses_new_consumers(store, tmp_path):
 def test_one_bad_journal_event_does_not_break_the_history(store):
     #   2 good events (t=100, t=300) and bad ones planted between and around them
     journal = RecoveryJournal(store, RunRef("etl", RUN_ID))
-    journal.record({"time": 300.0, "kind": "manual", "task": "B", "reason": "operator", "regions": [["B"]],
-                    "tasks": ["B"], "cleared": ["B"]})
-    journal.record({"time": 100.0, "kind": "failover", "task": "A", "restart": True, "delay": 1.0,
-                    "regions": [["A"]], "tasks": ["A"], "cleared": [], "strategy_state": None})
+    journal.record(
+        {
+            "time": 300.0,
+            "kind": "manual",
+            "task": "B",
+            "reason": "operator",
+            "regions": [["B"]],
+            "tasks": ["B"],
+            "cleared": ["B"],
+        }
+    )
+    journal.record(
+        {
+            "time": 100.0,
+            "kind": "failover",
+            "task": "A",
+            "restart": True,
+            "delay": 1.0,
+            "regions": [["A"]],
+            "tasks": ["A"],
+            "cleared": [],
+            "strategy_state": None,
+        }
+    )
     bad = {
-        "deep": DEEP, "nan-time": b'{"time": NaN, "kind": "failover"}', "string-time": {"time": "yesterday"},
-        "no-time": {"kind": "failover"}, "a-list": [1], "regions-not-lists": {"time": 5, "regions": ["A"]},
-        "task-an-object": {"time": 5, "task": {"$gt": ""}}, "oversized": b"x" * (300 << 10),
+        "deep": DEEP,
+        "nan-time": b'{"time": NaN, "kind": "failover"}',
+        "string-time": {"time": "yesterday"},
+        "no-time": {"kind": "failover"},
+        "a-list": [1],
+        "regions-not-lists": {"time": 5, "regions": ["A"]},
+        "task-an-object": {"time": 5, "task": {"$gt": ""}},
+        "oversized": b"x" * (300 << 10),
     }
     for name, body in bad.items():
         put(store, f"{journal.events_prefix}20260101T000000-{name}.json", body)
@@ -233,7 +279,8 @@ def test_one_bad_journal_event_does_not_break_the_history(store):
     assert [e["kind"] for e in events if e["kind"] != "invalid"] == ["failover", "manual"]
     invalid = [e for e in events if e["kind"] == "invalid"]
     assert sorted(e["key"].rsplit("-", 1)[-1].removesuffix(".json") for e in invalid) == sorted(
-        n.rsplit("-", 1)[-1] for n in bad)
+        n.rsplit("-", 1)[-1] for n in bad
+    )
     for event in invalid:
         assert f"recovery journal event s3://{store.bucket}/{event['key']} is invalid" in event["reason"]
         assert event["reason"].endswith("delete or repair it") and len(event["reason"]) < 500
@@ -243,8 +290,11 @@ def test_one_bad_journal_event_does_not_break_the_history(store):
 
 @pytest.mark.parametrize(
     "body, says",
-    [(DEEP, "nested deeper than 32 levels"), (b'{"version": 1, "not_before": {"A": NaN}}', "NaN"),
-     (b'{"version": 1, "not_before": {"A": "nan"}}', "not_before['A'] must be a time in seconds")],
+    [
+        (DEEP, "nested deeper than 32 levels"),
+        (b'{"version": 1, "not_before": {"A": NaN}}', "NaN"),
+        (b'{"version": 1, "not_before": {"A": "nan"}}', "not_before['A'] must be a time in seconds"),
+    ],
 )
 def test_a_hostile_journal_state_or_description_is_a_value_error(store, body, says):
     journal = RecoveryJournal(store, RunRef("etl", RUN_ID))

@@ -22,7 +22,9 @@ pytestmark = pytest.mark.s3
 
 def commit(pipelined, ref, tmp_path, try_number, content):
     source = write_files(tmp_path / f"src-{ref.partition_id}-t{try_number}", {"part-0.parquet": content})
-    return pipelined.commit(ref, source, producer=Producer("prep", ref.map_index, try_number), compression="none")
+    return pipelined.commit(
+        ref, source, producer=Producer("prep", ref.map_index, try_number), compression="none"
+    )
 
 
 def test_each_map_index_has_its_own_handle_and_execution(store, tmp_path):
@@ -87,20 +89,26 @@ def test_an_execution_the_journal_saw_end_is_never_read_again(store, tmp_path):
     assert pipelined.resolve(ref, ended_through=1).execution == "t2"
 
 
-@pytest.mark.parametrize("body", [
-    b"not json", b"[1]", b'{"version": 1}', b"[" * 100_000 + b"]" * 100_000,
-    b'{"version": 1, "partition_id": "p[1]", "execution": "t1", "published_at": 1,'
-    b' "producer": {"task_id": "prep", "map_index": 1, "try_number": 1}}',  # another partition's handle
-    b'{"version": 1, "partition_id": "p[0]", "execution": "t9", "published_at": 1,'
-    b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',  # execution of another try
-    b'{"version": 1, "partition_id": "p[0]", "execution": "../t1", "published_at": 1,'
-    b' "producer": {"task_id": "../x", "map_index": 0, "try_number": 1}}',
-    b'{"version": 1, "partition_id": "p[0]", "execution": "t1", "published_at": NaN,'
-    b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',
-    b'{"version": 1, "partition_id": "p[0]", "execution": "t1", "published_at": 1, "consumed_by": [],'
-    b' "engine": {"server": "sc://h:1", "view": "x; DROP TABLE t"},'
-    b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',  # a view name that is not one
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json",
+        b"[1]",
+        b'{"version": 1}',
+        b"[" * 100_000 + b"]" * 100_000,
+        b'{"version": 1, "partition_id": "p[1]", "execution": "t1", "published_at": 1,'
+        b' "producer": {"task_id": "prep", "map_index": 1, "try_number": 1}}',  # another partition's handle
+        b'{"version": 1, "partition_id": "p[0]", "execution": "t9", "published_at": 1,'
+        b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',  # execution of another try
+        b'{"version": 1, "partition_id": "p[0]", "execution": "../t1", "published_at": 1,'
+        b' "producer": {"task_id": "../x", "map_index": 0, "try_number": 1}}',
+        b'{"version": 1, "partition_id": "p[0]", "execution": "t1", "published_at": NaN,'
+        b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',
+        b'{"version": 1, "partition_id": "p[0]", "execution": "t1", "published_at": 1, "consumed_by": [],'
+        b' "engine": {"server": "sc://h:1", "view": "x; DROP TABLE t"},'
+        b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',  # a view name that is not one
+    ],
+)
 def test_an_invalid_handle_is_an_invalid_partition_and_the_next_commit_replaces_it(store, tmp_path, body):
     pipelined = PipelinedPartitions(store)
     ref = PartitionRef("etl", RUN_ID, "p", 0)
@@ -149,8 +157,13 @@ def test_the_end_of_a_run_releases_every_execution_it_left_and_keeps_the_handles
     commit(pipelined, p[0], tmp_path, 2, b"current")
     view = EngineLocation("sc://127.0.0.1:15002", "ft_view_p1")
     pipelined.publish(p[1], Producer("prep", 1, 1), engine=view)
-    store.commit(p[3], write_files(tmp_path / "orphan", {"part-0.parquet": b"x"}),
-                 producer=Producer("prep", 3, 5), compression="none", execution_id="t5")
+    store.commit(
+        p[3],
+        write_files(tmp_path / "orphan", {"part-0.parquet": b"x"}),
+        producer=Producer("prep", 3, 5),
+        compression="none",
+        execution_id="t5",
+    )
     ended_at = now + 5  # after every write above (S3 times have whole seconds)
     clock.advance(65)
     commit(pipelined, p[2], tmp_path, 2, b"re-run")
@@ -161,7 +174,8 @@ def test_the_end_of_a_run_releases_every_execution_it_left_and_keeps_the_handles
     assert [h.engine for h in handed] == [view] and released.views == (view,)
     assert released.kept == ("p[2]",)
     assert _scratch_keys(store, p[0]) == sorted(
-        k for k in store.modified_times(store.layout.scratch_prefix(p[2], "t2")))
+        k for k in store.modified_times(store.layout.scratch_prefix(p[2], "t2"))
+    )
     assert released.scratch_objects == 2 * 2 + 2  # p[0] t1 and t2, p[3] t5: one file + manifest each
     handle = pipelined.resolve(p[0])  # the handle stays: a zombie of try 1 is still fenced off
     assert handle.execution == "t2"
@@ -175,8 +189,13 @@ def test_scratch_written_after_the_run_ended_is_not_released(store, tmp_path):
     # A try of a cleared run may commit its scratch and not have published the handle yet.
     pipelined = PipelinedPartitions(store)
     ref = PartitionRef("etl", RUN_ID, "p", 0)
-    store.commit(ref, write_files(tmp_path / "young", {"part-0.parquet": b"x"}),
-                 producer=Producer("prep", 0, 3), compression="none", execution_id="t3")
+    store.commit(
+        ref,
+        write_files(tmp_path / "young", {"part-0.parquet": b"x"}),
+        producer=Producer("prep", 0, 3),
+        compression="none",
+        execution_id="t3",
+    )
     released = pipelined.release_run(ref.run, [ref], ended_at=time.time() - 60, drop_views=pytest.fail)
     assert released.scratch_objects == 0 and len(_scratch_keys(store, ref)) == 2
 

@@ -32,7 +32,11 @@ def test_commit_then_fetch_returns_exactly_the_files(store, ref, tmp_path, s3_bu
         },
     )
     manifest = store.commit(ref, source, producer=Producer("load", 0, 2), row_count=7, compression="zstd")
-    assert [f.name for f in manifest.files] == ["day=1/part-0001.parquet", "part-0000.parquet", "part-0002.parquet"]
+    assert [f.name for f in manifest.files] == [
+        "day=1/part-0001.parquet",
+        "part-0000.parquet",
+        "part-0002.parquet",
+    ]
     assert manifest.row_count == 7 and manifest.format == "parquet" and manifest.compression == "zstd"
     assert manifest.producer == Producer("load", 0, 2) and manifest.attempt_id.startswith("t2-")
     assert store.manifest(ref) == manifest

@@ -70,8 +70,12 @@ def test_stores_on_the_same_connection_share_one_client_per_process(monkeypatch,
     from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
 
     endpoint = s3_bucket.endpoint
-    fields = {"conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
-              "extra": {"endpoint_url": endpoint.url, "region_name": "us-east-1"}}
+    fields = {
+        "conn_type": "aws",
+        "login": endpoint.access_key,
+        "password": endpoint.secret_key,
+        "extra": {"endpoint_url": endpoint.url, "region_name": "us-east-1"},
+    }
     set_connection(monkeypatch, "ft_shared_a", **fields)
     set_connection(monkeypatch, "ft_shared_b", **fields)
     set_connection(monkeypatch, "ft_other_secret", **{**fields, "password": "rotated-secret"})
@@ -81,6 +85,8 @@ def test_stores_on_the_same_connection_share_one_client_per_process(monkeypatch,
     first.check_connection()
     other = PartitionStoreHook("ft_other_secret", url=s3_bucket.url).get_store()
     assert other.client is not first.client  # a rotated secret gets its own client
-    assert not any("rotated-secret" in repr(key) or endpoint.secret_key in repr(key) for key in partition_store._CLIENTS)
+    assert not any(
+        "rotated-secret" in repr(key) or endpoint.secret_key in repr(key) for key in partition_store._CLIENTS
+    )
     monkeypatch.setattr(partition_store.os, "getpid", lambda: -1)  # as in a forked child
     assert PartitionStoreHook("ft_shared_a", url=s3_bucket.url).get_store().client is not first.client

@@ -25,11 +25,16 @@ def test_uploaded_files_are_committed_with_checksums_and_read_back(make_store, t
     attempt = new_attempt_id(1)
     write_like_spark(store, ref, attempt, {"part-00000.parquet": b"a" * 100, "part-00001.parquet": b"b" * 7})
     manifest = store.commit_uploaded(ref, attempt, producer=Producer("orders", 1, 1), row_count=2)
-    assert [(f.name, f.size) for f in manifest.files] == [("part-00000.parquet", 100), ("part-00001.parquet", 7)]
+    assert [(f.name, f.size) for f in manifest.files] == [
+        ("part-00000.parquet", 100),
+        ("part-00001.parquet", 7),
+    ]
     fetched = store.fetch(ref, tmp_path)  # verifies every checksum against the bytes
     assert [p.read_bytes() for p in fetched.paths] == [b"a" * 100, b"b" * 7]
     _, uris = store.remote_files(ref)
-    assert uris == [store.attempt_location(ref, attempt) + n for n in ("part-00000.parquet", "part-00001.parquet")]
+    assert uris == [
+        store.attempt_location(ref, attempt) + n for n in ("part-00000.parquet", "part-00001.parquet")
+    ]
 
 
 def test_remote_files_refuse_a_truncated_object(make_store):

@@ -15,9 +15,8 @@ from airflow_ft_provider.failover import ManualClock
 from airflow_ft_provider.hooks.airflow_api import AirflowApiUnreachable
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
-from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
+from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.partitions import Producer, RunRef
 from airflow_ft_provider.recovery.coordinator import (
     PENDING_CLEARS_WAIT,
     RECONCILE_RETRY,
@@ -28,8 +27,11 @@ from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUnti
 
 pytestmark = pytest.mark.s3
 
-FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
-         "restart-strategy.fixed-delay.delay": "2 s"}
+FIXED = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 5,
+    "restart-strategy.fixed-delay.delay": "2 s",
+}
 
 
 class ScriptedApi:
@@ -41,7 +43,9 @@ class ScriptedApi:
         self.clears = []
 
     def task_instances(self, dag_id, run_id):
-        return [{"task_id": t, "map_index": -1, "state": s, "try_number": n} for t, (s, n) in self.listing.items()]
+        return [
+            {"task_id": t, "map_index": -1, "state": s, "try_number": n} for t, (s, n) in self.listing.items()
+        ]
 
     def clear(self, dag_id, run_id, keys):
         self.clears.append(sorted(keys))
@@ -54,20 +58,26 @@ class ScriptedApi:
 @pytest.fixture
 def seed002(s3_bucket):
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/")
-    description = PipelineDescription("seed002", [
-        StageDeclaration("A", 1, (), (Output("a"),)),
-        StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
-        StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
-        StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
-    ], restart_config=FIXED)
+    description = PipelineDescription(
+        "seed002",
+        [
+            StageDeclaration("A", 1, (), (Output("a"),)),
+            StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
+            StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
+            StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
+        ],
+        restart_config=FIXED,
+    )
     return description, store
 
 
 def test_a_clear_that_ends_a_newer_try_than_listed_supersedes_that_try(seed002):
     description, store = seed002
     # The listing says B is at try 1, but another failover restarted it meanwhile: the clear ends try 2.
-    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
-                      cleared_tries={"B": 2, "D": 1})
+    api = ScriptedApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+        cleared_tries={"B": 2, "D": 1},
+    )
     clock = ManualClock(1000.0)
     failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
     decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
@@ -82,8 +92,10 @@ def test_a_clear_that_ends_a_newer_try_than_listed_supersedes_that_try(seed002):
 
 def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
     description, store = seed002
-    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
-                      cleared_tries={})
+    api = ScriptedApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
+        cleared_tries={},
+    )
     failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
     # C's try 1 was killed before its policy ran: try 2 applies the failover, exactly once.
     assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
@@ -123,8 +135,11 @@ class OutageApi(ScriptedApi):
 
 def test_a_restart_whose_clears_met_an_api_outage_is_finished_by_the_next_try(seed002):
     description, store = seed002
-    api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
-                    cleared_tries={"B": 2, "C": 2, "D": 2}, down_for={"task_instances", "clear"})
+    api = OutageApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+        cleared_tries={"B": 2, "C": 2, "D": 2},
+        down_for={"task_instances", "clear"},
+    )
     clock = ManualClock(1000.0)
     failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
     # The decision is saved and stands (C retries after the strategy's delay); its clears are not done.
@@ -154,8 +169,11 @@ def test_a_restart_whose_clears_met_an_api_outage_is_finished_by_the_next_try(se
 def test_a_killed_try_found_during_an_api_outage_is_handled_once_the_api_answers(seed002):
     description, store = seed002
     # C's try 1 was killed (no recorded failure); learning how it ended needs the REST API.
-    api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
-                    cleared_tries={}, down_for={"task_instances", "clear", "task_instance_try"})
+    api = OutageApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
+        cleared_tries={},
+        down_for={"task_instances", "clear", "task_instance_try"},
+    )
     failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
     assert failover.before_work("C", None, 2).at == 1000.0 + RECONCILE_RETRY
     assert failover.journal.events() == []  # nothing decided on a guess
@@ -168,8 +186,11 @@ def test_a_killed_try_found_during_an_api_outage_is_handled_once_the_api_answers
 def test_finishing_a_restart_leaves_alone_a_task_its_lost_clear_did_restart(seed002):
     description, store = seed002
     # The listing worked (B and D at try 1 were to end), the clear's answer was lost: it reached B only.
-    api = OutageApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("success", 1)},
-                    cleared_tries={"B": 2, "D": 2}, down_for={"clear"})
+    api = OutageApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("success", 1)},
+        cleared_tries={"B": 2, "D": 2},
+        down_for={"clear"},
+    )
     failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
     failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert failover.journal.load().unfinished["C#1"]["ended"] == {"B": 1, "D": 1}
@@ -183,8 +204,10 @@ def test_finishing_a_restart_leaves_alone_a_task_its_lost_clear_did_restart(seed
 def test_a_restart_still_in_its_handlers_hands_is_not_raced_and_a_stale_one_is_finished(seed002):
     description, store = seed002
     # C's handler has decided and not cleared yet (it is still at work, or was killed).
-    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
-                      cleared_tries={"B": 2, "D": 2})
+    api = ScriptedApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+        cleared_tries={"B": 2, "D": 2},
+    )
     clock = ManualClock(1000.0)
     failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
 
@@ -203,8 +226,10 @@ def test_a_restart_still_in_its_handlers_hands_is_not_raced_and_a_stale_one_is_f
 
 def test_a_restart_another_try_has_taken_over_is_left_to_it(seed002):
     description, store = seed002
-    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
-                      cleared_tries={"B": 2, "D": 2})
+    api = ScriptedApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+        cleared_tries={"B": 2, "D": 2},
+    )
     clock = ManualClock(2000.0)
     failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
 
@@ -229,8 +254,10 @@ def commit_b(store, tmp_path, try_number):
 def test_a_try_waits_while_a_restart_clears_its_producers_and_then_runs_after_them(seed002, tmp_path):
     description, store = seed002
     commit_b(store, tmp_path, 1)
-    api = ScriptedApi({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 2)},
-                      cleared_tries={"B": 2, "D": 3})
+    api = ScriptedApi(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 2)},
+        cleared_tries={"B": 2, "D": 3},
+    )
     clock = ManualClock(1000.0)
     failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
 
@@ -275,8 +302,10 @@ def test_a_clear_refused_for_a_concurrent_change_is_sent_again(seed002, monkeypa
                 raise AirflowApiError("POST", "/clearTaskInstances", 409, "Unique constraint violation")
             return super().clear(dag_id, run_id, keys)
 
-    api = ConflictOnce({"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
-                       cleared_tries={"B": 2, "D": 2})
+    api = ConflictOnce(
+        {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
+        cleared_tries={"B": 2, "D": 2},
+    )
     failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
     decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert decision.restart and api.clears == ["refused", [("B", -1), ("D", -1)]]
@@ -304,8 +333,11 @@ def test_a_handler_terminated_while_clearing_leaves_its_restart_to_the_next_try(
 
 class MappedApi(ScriptedApi):
     def task_instances(self, dag_id, run_id):
-        return [{"task_id": t, "map_index": m, "state": "success", "try_number": 1}
-                for t in ("read", "sink") for m in (0, 1)]
+        return [
+            {"task_id": t, "map_index": m, "state": "success", "try_number": 1}
+            for t in ("read", "sink")
+            for m in (0, 1)
+        ]
 
     def clear(self, dag_id, run_id, keys):
         self.clears.append(sorted(keys))
@@ -318,16 +350,23 @@ def test_a_mapped_stage_named_without_an_index_restarts_the_regions_of_all_its_i
     from airflow_ft_provider.model.description import PipelineWiringError
 
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "mapped/")
-    description = PipelineDescription("mapped", [
-        StageDeclaration("read", 2, (), (Output("raw"),), mapped=True),
-        StageDeclaration("sink", 2, (Input("raw", DistributionPattern.POINTWISE),), (), mapped=True),
-    ], restart_config=FIXED)
+    description = PipelineDescription(
+        "mapped",
+        [
+            StageDeclaration("read", 2, (), (Output("raw"),), mapped=True),
+            StageDeclaration("sink", 2, (Input("raw", DistributionPattern.POINTWISE),), (), mapped=True),
+        ],
+        restart_config=FIXED,
+    )
     api = MappedApi({}, {})
     failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
     assert failover.restart_regions("read[1]") == ["read[1]", "sink[1]"]
     assert failover.restart_regions("read") == ["read[0]", "read[1]", "sink[0]", "sink[1]"]
     assert api.clears[-1] == [("read", 0), ("read", 1), ("sink", 0), ("sink", 1)]
     [_, event] = failover.journal.events()
-    assert (event["task"], sorted(event["regions"])) == ("read", [["read[0]"], ["read[1]"], ["sink[0]"], ["sink[1]"]])
+    assert (event["task"], sorted(event["regions"])) == (
+        "read",
+        [["read[0]"], ["read[1]"], ["sink[0]"], ["sink[1]"]],
+    )
     with pytest.raises(PipelineWiringError, match="'reed' is not a task of pipeline 'mapped'; tasks: read"):
         failover.restart_regions("reed")

@@ -19,8 +19,10 @@ RUN = "manual__1"
 
 
 def pipeline(*extra: StageDeclaration) -> PipelineDescription:
-    return PipelineDescription("locator", [StageDeclaration("A", 1, (), (Output("a"),)),
-                                           StageDeclaration("B", 1, (Input("a"),), ()), *extra])
+    return PipelineDescription(
+        "locator",
+        [StageDeclaration("A", 1, (), (Output("a"),)), StageDeclaration("B", 1, (Input("a"),), ()), *extra],
+    )
 
 
 @pytest.fixture

@@ -1,6 +1,6 @@
 """PartitionSensor: poke against the S3 test endpoint, the deferral hand-off, and a dag.test() run.
 
-    produce --orders (committed later)--> wait (deferrable PartitionSensor) --> wait_never (times out)
+produce --orders (committed later)--> wait (deferrable PartitionSensor) --> wait_never (times out)
 """
 
 from __future__ import annotations
@@ -31,10 +31,14 @@ def store(monkeypatch, s3_bucket):
     endpoint = s3_bucket.endpoint
     monkeypatch.setenv(
         f"AIRFLOW_CONN_{CONN_ID.upper()}",
-        json.dumps({
-            "conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key,
-            "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region},
-        }),
+        json.dumps(
+            {
+                "conn_type": "aws",
+                "login": endpoint.access_key,
+                "password": endpoint.secret_key,
+                "extra": {"endpoint_url": endpoint.url, "region_name": endpoint.region},
+            }
+        ),
     )
     return S3PartitionStore(s3_bucket.client(), s3_bucket.url)
 
@@ -66,8 +70,9 @@ def test_poke_is_false_until_every_partition_is_committed(store, capsys):
 
 def test_poke_defaults_to_this_dag_and_this_run_and_checks_the_run_id(store):
     with DAG("consumer_dag", schedule=None, start_date=datetime(2026, 1, 1)):
-        wait = PartitionSensor(task_id="wait", partitions="orders", store_url=store.layout.url,
-                               aws_conn_id=CONN_ID)
+        wait = PartitionSensor(
+            task_id="wait", partitions="orders", store_url=store.layout.url, aws_conn_id=CONN_ID
+        )
     commit(store, "orders", pipeline="consumer_dag", run_id="run_a")
     assert wait.poke({"run_id": "run_a"})
     assert not wait.poke({"run_id": "run_b"})  # another run of the same DAG: not there
@@ -104,9 +109,14 @@ def test_deferrable_execute_defers_to_the_trigger_only_when_something_is_missing
     assert isinstance(trigger, PartitionTrigger) and deferred.value.method_name == "execute_complete"
     _, kwargs = trigger.serialize()
     assert kwargs | {"timeout_at": None} == {
-        "pipeline": PIPELINE, "run_id": RUN_ID, "partitions": ["orders", "totals[1]"],
-        "store_url": store.layout.url, "aws_conn_id": CONN_ID, "poke_interval": 5.0,
-        "timeout_at": None, "deep_check": True,
+        "pipeline": PIPELINE,
+        "run_id": RUN_ID,
+        "partitions": ["orders", "totals[1]"],
+        "store_url": store.layout.url,
+        "aws_conn_id": CONN_ID,
+        "poke_interval": 5.0,
+        "timeout_at": None,
+        "deep_check": True,
     }
     assert before + 120 <= kwargs["timeout_at"] <= time.time() + 120
     # The scheduler's deferral timeout is a backstop behind the trigger's own deadline.
@@ -139,8 +149,9 @@ def test_soft_fail_turns_a_timeout_event_into_a_skip(store):
 
     wait = sensor(store, deferrable=True, soft_fail=True)
     with pytest.raises(AirflowSkipException):
-        wait.resume_execution("execute_complete", {"event": {"status": "timeout", "missing": {}}},
-                              {"run_id": RUN_ID})
+        wait.resume_execution(
+            "execute_complete", {"event": {"status": "timeout", "missing": {}}}, {"run_id": RUN_ID}
+        )
 
 
 @pytest.mark.airflow

@@ -26,13 +26,21 @@ class Log:
 
 @pytest.fixture
 def connection(spark_connect, monkeypatch):
-    monkeypatch.setenv("AIRFLOW_CONN_FT_CONNECT_TEST", json.dumps({**spark_connect.connection(), "login": "etl"}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_CONNECT_TEST", json.dumps({**spark_connect.connection(), "login": "etl"})
+    )
     return "ft_connect_test"
 
 
 def stage(python_callable, **overrides):
-    fields = {"task_id": "probe", "conf": {}, "env_vars": {}, "application": None, "application_args": [],
-              "python_callable": python_callable}
+    fields = {
+        "task_id": "probe",
+        "conf": {},
+        "env_vars": {},
+        "application": None,
+        "application_args": [],
+        "python_callable": python_callable,
+    }
     return SimpleNamespace(**{**fields, **overrides})
 
 
@@ -56,8 +64,11 @@ def test_session_settings_apply_and_server_settings_are_named_not_applied(connec
         seen["partitions"] = spark.conf.get("spark.sql.shuffle.partitions")
 
     log = Log()
-    backend = ConnectBackend(stage(probe, conf={"spark.sql.shuffle.partitions": "3", "spark.driver.memory": "1g"}),
-                             conn_id=connection, log=log)
+    backend = ConnectBackend(
+        stage(probe, conf={"spark.sql.shuffle.partitions": "3", "spark.driver.memory": "1g"}),
+        conn_id=connection,
+        log=log,
+    )
     with backend:
         backend.run(spec())
     assert seen == {"partitions": "3"}
@@ -80,8 +91,10 @@ def test_rows_come_from_the_outputs_written_and_a_missing_output_is_named(connec
     def write_one(spark, io):
         io.write("kept", spark.range(7))
 
-    outputs = {"kept": OutputSpec("kept", "pipelined", "view:ft_test_rows_kept"),
-               "forgotten": OutputSpec("forgotten", "pipelined", "view:ft_test_rows_forgotten")}
+    outputs = {
+        "kept": OutputSpec("kept", "pipelined", "view:ft_test_rows_kept"),
+        "forgotten": OutputSpec("forgotten", "pipelined", "view:ft_test_rows_forgotten"),
+    }
     backend = ConnectBackend(stage(write_one), conn_id=connection, log=Log())
     with backend:
         backend.run(spec(**outputs))
@@ -151,7 +164,9 @@ def test_views_of_an_ended_run_are_dropped_from_their_server_only(connection, sp
         log = WarnLog()
         assert drop_views(connection, [held, gone, elsewhere], log) == ["ft_run_end_probe"]
         assert not session.catalog.tableExists("global_temp.ft_run_end_probe")
-        assert any("sc://10.0.0.9:15002/ft_run_end_probe" in line and "not released" in line for line in log.lines)
+        assert any(
+            "sc://10.0.0.9:15002/ft_run_end_probe" in line and "not released" in line for line in log.lines
+        )
     finally:
         session.stop()
 
@@ -162,8 +177,10 @@ def test_a_server_that_does_not_answer_took_its_views_with_it(monkeypatch):
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    monkeypatch.setenv("AIRFLOW_CONN_FT_CONNECT_GONE",
-                       json.dumps({"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": port}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_CONNECT_GONE",
+        json.dumps({"conn_type": "spark_connect", "host": "sc://127.0.0.1", "port": port}),
+    )
     log = WarnLog()
     assert drop_views("ft_connect_gone", [EngineLocation(f"sc://127.0.0.1:{port}", "ft_v")], log) == []
     assert any("does not answer" in line and "ft_v" in line for line in log.lines)

@@ -1,6 +1,6 @@
 """The two-stage pipeline on a real Spark standalone cluster (master + worker), run with dag.test().
 
-    generate --orders--> revenue        (each stage: spark-submit --master spark://127.0.0.1:PORT)
+generate --orders--> revenue        (each stage: spark-submit --master spark://127.0.0.1:PORT)
 """
 
 import json
@@ -73,8 +73,12 @@ def test_stages_on_a_spark_connect_server_of_the_standalone_cluster(
     cluster = spark_standalone_cluster
     dag_file = dag_test_home.add_dag(HERE / "dags" / "ft_spark_pipelines.py")
     with SparkConnectServer(master=cluster.url, log_dir=tmp_path) as server:
-        env = {"FT_TEST_APPS": str(HERE / "apps"), "FT_TEST_STORE_URL": s3_bucket.url, "FT_TEST_MARKERS": str(tmp_path),
-               **server.connection_env("spark_connect_test")}
+        env = {
+            "FT_TEST_APPS": str(HERE / "apps"),
+            "FT_TEST_STORE_URL": s3_bucket.url,
+            "FT_TEST_MARKERS": str(tmp_path),
+            **server.connection_env("spark_connect_test"),
+        }
         result = dag_test_home.run(dag_file, "ft_connect", env=env)
         apps = httpx.get(f"{cluster.master_web_ui}/json/", timeout=10).json()
     assert result.state == "success", result.output[-6000:]

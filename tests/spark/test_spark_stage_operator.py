@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions import PartitionNotFound, RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.recovery.journal import RecoveryJournal
@@ -22,7 +22,11 @@ def pipelines(dag_test_home, s3_bucket, tmp_path):
     dag_file = dag_test_home.add_dag(HERE / "dags" / "ft_spark_pipelines.py")
     markers = tmp_path / "markers"
     markers.mkdir()
-    env = {"FT_TEST_APPS": str(HERE / "apps"), "FT_TEST_STORE_URL": s3_bucket.url, "FT_TEST_MARKERS": str(markers)}
+    env = {
+        "FT_TEST_APPS": str(HERE / "apps"),
+        "FT_TEST_STORE_URL": s3_bucket.url,
+        "FT_TEST_MARKERS": str(markers),
+    }
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url)
 
     def run(dag_id, conf=None, **settings):
@@ -66,7 +70,7 @@ def test_missing_input_raises_partition_not_found_before_submitting(pipelines, s
     assert result.task("revenue")["state"] == "failed"
     assert "PartitionNotFound" in result.output and "orders" in result.output
     assert not (markers / "ran-revenue").exists(), "the Spark application must not be submitted"
-    with pytest.raises(Exception):
+    with pytest.raises(PartitionNotFound):
         store.manifest(RunRef("ft_missing_input", result.run_id).parse("revenue"))
 
 
@@ -78,7 +82,9 @@ def test_failing_application_commits_nothing(pipelines, s3_bucket):
     assert [e["reason"] for e in events] == ["Recovery is suppressed by NoRestart()"]
     assert events[0]["cause"].startswith("AirflowException: Cannot execute: spark-submit")  # the app failed
     written = [key for key in s3_bucket.keys() if "ft_failing_app" in key]
-    assert not [key for key in written if "/blocking/" in key or "/scratch/" in key], "no partition data may be written"
+    assert not [key for key in written if "/blocking/" in key or "/scratch/" in key], (
+        "no partition data may be written"
+    )
     assert any("/_failover/events/" in key for key in written)  # the suppressed recovery is on record
 
 
@@ -91,7 +97,9 @@ def test_mapped_stage_consumed_pointwise_and_all_to_all(pipelines, spark_connect
     result = run("ft_mapped", **spark_connect.connection_env())
     assert result.state == "success", result.errors()
     for shard in range(3):
-        assert revenue_rows(store, "ft_mapped", result.run_id, f"revenue[{shard}]") == expected_revenue(orders(shard, 3))
+        assert revenue_rows(store, "ft_mapped", result.run_id, f"revenue[{shard}]") == expected_revenue(
+            orders(shard, 3)
+        )
     assert revenue_rows(store, "ft_mapped", result.run_id, "revenue_total") == expected_revenue(orders())
 
 
@@ -103,11 +111,14 @@ def test_mapped_stages_joined_by_a_pipelined_pointwise_exchange_with_spark_submi
     run_ref = RunRef("ft_mapped_pipelined", result.run_id)
     pipelined = PipelinedPartitions(store)
     for shard in range(2):
-        assert revenue_rows(store, "ft_mapped_pipelined", result.run_id, f"revenue[{shard}]") == expected_revenue(
-            orders(shard, 2))
+        assert revenue_rows(
+            store, "ft_mapped_pipelined", result.run_id, f"revenue[{shard}]"
+        ) == expected_revenue(orders(shard, 2))
         handle = pipelined.resolve(run_ref.parse(f"orders[{shard}]"))
         assert (handle.execution, handle.engine, handle.producer.map_index) == ("t1", None, shard)
-        assert re.search(rf"committed pipelined partition orders\[{shard}\]: \d+ rows, [1-9]\d* files", result.output)
+        assert re.search(
+            rf"committed pipelined partition orders\[{shard}\]: \d+ rows, [1-9]\d* files", result.output
+        )
     # The end of the run (its DAG callback, run in-process by dag.test) released the scratch data and
     # started the retention clock.
     assert not [k for k in s3_bucket.keys() if "ft_mapped_pipelined" in k and "/scratch/" in k]
@@ -118,23 +129,35 @@ def test_faults_asked_for_where_fault_injection_is_off_change_nothing(pipelines,
     #   generate --orders--> revenue      every kind of fault asked for; the deployment does not allow it
     #   (stages on the Spark Connect server; the gate is before either backend)
     run, store, markers = pipelines
-    faults = [{"task": "generate", "mode": "kill"}, {"task": "generate", "mode": "app"},
-              {"task": "revenue", "delete": ["orders"]}, {"task": "revenue", "truncate": ["orders"]},
-              {"task": "revenue", "mode": "raise"}]
-    result = run("ft_two_stages", {"ft_faults": faults}, AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION="False",
-                 **spark_connect.connection_env())
+    faults = [
+        {"task": "generate", "mode": "kill"},
+        {"task": "generate", "mode": "app"},
+        {"task": "revenue", "delete": ["orders"]},
+        {"task": "revenue", "truncate": ["orders"]},
+        {"task": "revenue", "mode": "raise"},
+    ]
+    result = run(
+        "ft_two_stages",
+        {"ft_faults": faults},
+        AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION="False",
+        **spark_connect.connection_env(),
+    )
     # Nothing killed (the dag.test process would have died), no application failed, nothing raised:
     # the run, whose restart strategy is "none", succeeds on the first try of every task.
     assert result.state == "success", result.errors()
     assert [(ti["task_id"], ti["try_number"]) for ti in sorted(result.tasks, key=lambda t: t["task_id"])] == [
-        ("generate", 1), ("revenue", 1)]
+        ("generate", 1),
+        ("revenue", 1),
+    ]
     # Nothing deleted or truncated: the orders partition passes a deep (checksum) check.
     report = store.check_availability("ft_two_stages", result.run_id, ["orders", "revenue"], deep=True)
     assert report.unavailable == {}
     assert result.output.count("ignoring ft_faults in the run's conf: fault injection is off") == 2
 
 
-def test_stages_on_a_spark_connect_server_keep_pipelined_partitions_in_the_server(pipelines, spark_connect, s3_bucket):
+def test_stages_on_a_spark_connect_server_keep_pipelined_partitions_in_the_server(
+    pipelines, spark_connect, s3_bucket
+):
     #   [ generate[0] ~~orders[0]~~> revenue[0] ]--+
     #   [ generate[1] ~~orders[1]~~> revenue[1] ]--+--revenue--> total (python_callable)
     run, store, markers = pipelines
@@ -143,7 +166,9 @@ def test_stages_on_a_spark_connect_server_keep_pipelined_partitions_in_the_serve
     assert "Spark-Submit cmd" not in result.output  # no spark-submit, no JVM per stage
     run_ref = RunRef("ft_connect", result.run_id)
     for shard in range(2):
-        assert revenue_rows(store, "ft_connect", result.run_id, f"revenue[{shard}]") == expected_revenue(orders(shard, 2))
+        assert revenue_rows(store, "ft_connect", result.run_id, f"revenue[{shard}]") == expected_revenue(
+            orders(shard, 2)
+        )
         assert (markers / "ran-revenue").exists()
     totals = read_table(store, run_ref.parse("revenue_total")).to_pylist()
     assert {r["day"]: (r["revenue"], r["orders"]) for r in totals} == expected_revenue(orders())

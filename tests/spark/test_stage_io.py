@@ -25,16 +25,27 @@ def test_stage_io_reads_declared_inputs_writes_outputs_and_refuses_misuse(tmp_pa
         files.append(path)
     out_dir = tmp_path / "staging" / "totals"
     spec = StageSpec(
-        pipeline="p", run_id="manual__2026-11-22T04:00:00+00:00", stage="probe", map_index=1, try_number=1,
-        inputs={"orders": InputSpec("orders", "blocking", [
-            InputPartition(f"orders[{i}]", [f"file://{f}"]) for i, f in enumerate(files)
-        ])},
+        pipeline="p",
+        run_id="manual__2026-11-22T04:00:00+00:00",
+        stage="probe",
+        map_index=1,
+        try_number=1,
+        inputs={
+            "orders": InputSpec(
+                "orders",
+                "blocking",
+                [InputPartition(f"orders[{i}]", [f"file://{f}"]) for i, f in enumerate(files)],
+            )
+        },
         outputs={"totals": OutputSpec("totals", "blocking", f"file://{out_dir}", compression="zstd")},
     )
     env = {**spark_environment(), "FT_STAGE_SPEC": spec.encode()}
     run = subprocess.run(
         ["spark-submit", "--master", "local[1]", "--conf", "spark.ui.enabled=false", str(APP)],
-        env=env, capture_output=True, text=True, timeout=300,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     results = dict(line.split(" ", 2)[1:] for line in run.stdout.splitlines() if line.startswith("RESULT "))
@@ -46,7 +57,10 @@ def test_stage_io_reads_declared_inputs_writes_outputs_and_refuses_misuse(tmp_pa
     marker = json.loads((out_dir / OUTPUT_MARKER).read_text())
     assert marker == {"result": "totals", "rows": 3, "format": "parquet"}
     parts = sorted(out_dir.glob("part-*.parquet"))
-    assert parts and all(pq.ParquetFile(p).metadata.row_group(0).column(0).compression == "ZSTD" for p in parts
-                         if pq.ParquetFile(p).metadata.num_row_groups)
+    assert parts and all(
+        pq.ParquetFile(p).metadata.row_group(0).column(0).compression == "ZSTD"
+        for p in parts
+        if pq.ParquetFile(p).metadata.num_row_groups
+    )
     table = pa.concat_tables([pq.read_table(p) for p in parts]).to_pylist()
     assert sorted((r["customer"], r["total"]) for r in table) == [("ann", 11), ("bob", 5), ("cy", 7)]

@@ -1,6 +1,6 @@
 """PartitionTrigger.run() under asyncio against the S3 test endpoint: success, timeout, errors, serialize.
 
-    producer (commit_table, another thread) --orders--> [PartitionTrigger polls the store]
+producer (commit_table, another thread) --orders--> [PartitionTrigger polls the store]
 """
 
 from __future__ import annotations
@@ -143,8 +143,13 @@ def test_a_silent_endpoint_does_not_block_the_event_loop(monkeypatch, s3_bucket)
         silent.listen(8)
         url = f"http://127.0.0.1:{silent.getsockname()[1]}"
         set_aws_connection(
-            monkeypatch, url, endpoint.access_key, endpoint.secret_key,
-            connect_timeout=1, read_timeout=3, retries={"mode": "standard", "total_max_attempts": 1},
+            monkeypatch,
+            url,
+            endpoint.access_key,
+            endpoint.secret_key,
+            connect_timeout=1,
+            read_timeout=3,
+            retries={"mode": "standard", "total_max_attempts": 1},
         )
 
         async def scenario():

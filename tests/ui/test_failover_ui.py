@@ -81,18 +81,31 @@ def tries(live_airflow, run_id):
 
 def endpoints(run_id):
     run = f"{DAG}/{quote(run_id)}"
-    return [("GET", "/ft-failover/"), ("GET", f"/ft-failover/runs/{run}"), ("GET", "/ft-failover/api/runs"),
-            ("GET", f"/ft-failover/api/runs/{run}"), ("POST", f"/ft-failover/api/runs/{run}/restart")]
+    return [
+        ("GET", "/ft-failover/"),
+        ("GET", f"/ft-failover/runs/{run}"),
+        ("GET", "/ft-failover/api/runs"),
+        ("GET", f"/ft-failover/api/runs/{run}"),
+        ("POST", f"/ft-failover/api/runs/{run}/restart"),
+    ]
 
 
 def test_the_plugin_is_registered_with_its_views(web, admin):
     plugins = web.get("/api/v2/plugins", headers=admin).json()["plugins"]
     [plugin] = [p for p in plugins if p["name"] == "ft_failover"]
-    assert plugin["fastapi_apps"] == [{"app": "fastapi.applications.FastAPI", "url_prefix": "/ft-failover",
-                                       "name": "Failover (airflow-ft-provider)"}]
+    assert plugin["fastapi_apps"] == [
+        {
+            "app": "fastapi.applications.FastAPI",
+            "url_prefix": "/ft-failover",
+            "name": "Failover (airflow-ft-provider)",
+        }
+    ]
     views = {v["destination"]: v["href"] for v in plugin["external_views"]}
-    assert views == {"nav": "/ft-failover/", "dag_run": "/ft-failover/runs/{DAG_ID}/{RUN_ID}",
-                     "task_instance": "/ft-failover/runs/{DAG_ID}/{RUN_ID}?task={TASK_ID}&map_index={MAP_INDEX}"}
+    assert views == {
+        "nav": "/ft-failover/",
+        "dag_run": "/ft-failover/runs/{DAG_ID}/{RUN_ID}",
+        "task_instance": "/ft-failover/runs/{DAG_ID}/{RUN_ID}?task={TASK_ID}&map_index={MAP_INDEX}",
+    }
 
 
 def test_every_endpoint_refuses_requests_without_a_valid_login(web, live_airflow, run_id, journal):
@@ -123,19 +136,35 @@ def test_the_run_data_shows_the_failover_partitions_and_budget(web, admin, run_i
     view = response.json()
     assert [r["tasks"] for r in view["regions"]] == [["A"], ["B"], ["C"], ["D"]]
     assert {t["id"]: (t["state"], t["try_number"]) for t in view["tasks"]} == {
-        "A": ("success", 1), "B": ("success", 1), "C": ("success", 2), "D": ("success", 1)}
+        "A": ("success", 1),
+        "B": ("success", 1),
+        "C": ("success", 2),
+        "D": ("success", 1),
+    }
     assert {(e["from"], e["to"], e["type"]) for e in view["edges"]} == {
-        ("A", "B", "blocking"), ("B", "C", "blocking"), ("B", "D", "blocking")}
+        ("A", "B", "blocking"),
+        ("B", "C", "blocking"),
+        ("B", "D", "blocking"),
+    }
 
     [event] = view["history"]
     assert (event["kind"], event["task"], event["try_number"], event["regions"], event["delay"]) == (
-        "failover", "C", 1, [["C"]], 2.0)
+        "failover",
+        "C",
+        1,
+        [["C"]],
+        2.0,
+    )
     assert "InjectedFailure" in event["cause"] and event["restart"] is True
     assert event["strategy_state"] == {"type": "fixed-delay", "failures": 1}
 
     partitions = {p["id"]: p for p in view["partitions"]}
     assert {p: (row["status"], row["rows"], row["producer_try"]) for p, row in partitions.items()} == {
-        "a": ("committed", 40, 1), "b": ("committed", 40, 1), "c": ("committed", 40, 2), "d": ("committed", 40, 1)}
+        "a": ("committed", 40, 1),
+        "b": ("committed", 40, 1),
+        "c": ("committed", 40, 2),
+        "d": ("committed", 40, 1),
+    }
     assert all(row["size"] > 0 and row["files"] >= 1 and row["attempt"] for row in partitions.values())
 
     assert view["strategy"]["restart_strategy"] == "FixedDelay(attempts=5, delay=2 s)"
@@ -174,7 +203,10 @@ def test_a_cookie_authenticated_restart_from_another_site_is_refused(web, live_a
     with httpx.Client(base_url=web.base_url, cookies={"_token": session}, timeout=60) as browser_like:
         for headers in ({"Origin": "https://evil.example"}, {}):  # browsers send Origin with every POST
             refused = browser_like.post(path, json={"task": "B"}, headers=headers)
-            assert refused.status_code == 403 and "cross-site request refused" in refused.text, (headers, refused.text)
+            assert refused.status_code == 403 and "cross-site request refused" in refused.text, (
+                headers,
+                refused.text,
+            )
         assert browser_like.get(f"/ft-failover/api/runs/{DAG}/{run_id}").status_code == 200  # reading is fine
     assert tries(live_airflow, run_id) == before
     assert [e["kind"] for e in journal.events()] == ["failover"]
@@ -190,11 +222,16 @@ def test_a_store_xcom_written_through_the_rest_api_is_not_trusted(web, admin, li
     originals = {task: web.get(entry(task), headers=admin).json()["value"] for task in "ABCD"}  # as stored
     try:
         for task in originals:
-            patched = web.patch(entry(task), headers=admin,
-                                json={"value": {"url": "s3://attacker-bucket/x/", "aws_conn_id": "aws_default"}})
+            patched = web.patch(
+                entry(task),
+                headers=admin,
+                json={"value": {"url": "s3://attacker-bucket/x/", "aws_conn_id": "aws_default"}},
+            )
             assert patched.status_code == 200, patched.text
-        for response in (web.get(f"/ft-failover/api/runs/{DAG}/{run_id}", headers=admin),
-                         web.post(f"/ft-failover/api/runs/{DAG}/{run_id}/restart", headers=admin, json={"task": "B"})):
+        for response in (
+            web.get(f"/ft-failover/api/runs/{DAG}/{run_id}", headers=admin),
+            web.post(f"/ft-failover/api/runs/{DAG}/{run_id}/restart", headers=admin, json={"task": "B"}),
+        ):
             assert response.status_code == 409 and "s3://attacker-bucket/x/" in response.text, response.text
     finally:
         for task, value in originals.items():
@@ -207,23 +244,36 @@ def test_a_store_xcom_written_through_the_rest_api_is_not_trusted(web, admin, li
 def test_the_pages_may_be_framed_by_airflows_own_origin_only(web, admin, run_id):
     for path in (f"/ft-failover/runs/{DAG}/{run_id}", f"/ft-failover/api/runs/{DAG}/{run_id}"):
         headers = web.get(path, headers=admin).headers
-        assert headers["X-Frame-Options"] == "SAMEORIGIN" and "frame-ancestors 'self'" in headers[
-            "Content-Security-Policy"], path
+        assert (
+            headers["X-Frame-Options"] == "SAMEORIGIN"
+            and "frame-ancestors 'self'" in headers["Content-Security-Policy"]
+        ), path
 
 
 @pytest.fixture
 def browser(tmp_path):
     if not (os.path.exists(CHROMIUM) and os.path.exists(CHROMEDRIVER)):
-        pytest.fail(f"{CHROMIUM} and {CHROMEDRIVER} are needed: apt-get install chromium chromium-driver "
-                    "(scripts/test.sh installs them)")
+        pytest.fail(
+            f"{CHROMIUM} and {CHROMEDRIVER} are needed: apt-get install chromium chromium-driver "
+            "(scripts/test.sh installs them)"
+        )
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
     options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--window-size=1500,1200", f"--user-data-dir={tempfile.mkdtemp(dir=tmp_path)}"):
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        "--window-size=1500,1200",
+        f"--user-data-dir={tempfile.mkdtemp(dir=tmp_path)}",
+    ):
         options.add_argument(flag)
     driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
     driver.implicitly_wait(0)
@@ -261,12 +311,19 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
     frame = wait_for(browser, ec.presence_of_element_located((By.TAG_NAME, "iframe")), what="the plugin tab")
     browser.switch_to.frame(frame)
     wait_for(browser, ec.presence_of_element_located((By.ID, "regions-graph")), what="the regions graph")
-    states = {t.get_attribute("data-task"): t.get_attribute("data-state")
-              for t in browser.find_elements(By.CSS_SELECTOR, "#regions-graph .task")}
+    states = {
+        t.get_attribute("data-task"): t.get_attribute("data-state")
+        for t in browser.find_elements(By.CSS_SELECTOR, "#regions-graph .task")
+    }
     assert states == {"A": "success", "B": "success", "C": "success", "D": "success"}
     assert len(browser.find_elements(By.CSS_SELECTOR, "#regions-graph .edge-blocking")) == 3
-    partitions = {row.get_attribute("data-partition"): row.text for row in browser.find_elements(By.CSS_SELECTOR, ".partition-row")}
-    assert sorted(partitions) == ["a", "b", "c", "d"] and all("committed" in text for text in partitions.values())
+    partitions = {
+        row.get_attribute("data-partition"): row.text
+        for row in browser.find_elements(By.CSS_SELECTOR, ".partition-row")
+    }
+    assert sorted(partitions) == ["a", "b", "c", "d"] and all(
+        "committed" in text for text in partitions.values()
+    )
     [history] = browser.find_elements(By.CSS_SELECTOR, ".history-row")
     assert "C try 1" in history.text and "InjectedFailure" in history.text and "[C]" in history.text
     assert "4 of 5 restarts left" in browser.find_element(By.TAG_NAME, "body").text
@@ -274,14 +331,24 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
 
     # Restart B's region (after confirming): B and its consumer regions C and D run again, A does not.
     browser.find_element(By.CSS_SELECTOR, "button.restart[data-region='B']").click()
-    question = wait_for(browser, ec.visibility_of_element_located((By.ID, "confirm-text")), what="the confirmation")
+    question = wait_for(
+        browser, ec.visibility_of_element_located((By.ID, "confirm-text")), what="the confirmation"
+    )
     assert question.text.startswith("Restart R2 (B) and its consumer regions R3 (C), R4 (D)?")
     browser.find_element(By.ID, "cancel-restart").click()  # cancelling changes nothing
     assert not browser.find_elements(By.ID, "confirm-text")
     browser.find_element(By.CSS_SELECTOR, "button.restart[data-region='B']").click()
-    wait_for(browser, ec.element_to_be_clickable((By.ID, "confirm-restart")), what="the confirm button").click()
-    message = wait_for(browser, lambda d: d.find_element(By.ID, "message").text.startswith("Restarted") and
-                       d.find_element(By.ID, "message").text, what="the restart message")
+    wait_for(
+        browser, ec.element_to_be_clickable((By.ID, "confirm-restart")), what="the confirm button"
+    ).click()
+    message = wait_for(
+        browser,
+        lambda d: (
+            d.find_element(By.ID, "message").text.startswith("Restarted")
+            and d.find_element(By.ID, "message").text
+        ),
+        what="the restart message",
+    )
     assert message == "Restarted: B, C, D"
     browser.save_screenshot(str(ARTIFACTS / "failover-page-restarted.png"))
 
@@ -290,12 +357,16 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
     assert tries(live_airflow, run_id) == {"A": 1, "B": 2, "C": 3, "D": 2}
     manual = [e for e in journal.events() if e["kind"] == "manual"]
     assert [(e["task"], e["user"], e["tasks"], e["cleared"]) for e in manual] == [
-        ("B", live_airflow.username, ["B", "C", "D"], ["B", "C", "D"])]
+        ("B", live_airflow.username, ["B", "C", "D"], ["B", "C", "D"])
+    ]
     # Cleared by the API server as the user, not with the airflow_api connection's account: every
     # restart request of this module (the refused ones too) is in the audit log under the user's name,
     # and no clear of this run went through the REST API.
-    audit = [(e["event"], e["owner"]) for e in live_airflow.client.event_logs(DAG, run_id=run_id)
-             if e["event"] in ("ft_restart_region", "post_clear_task_instances")]
+    audit = [
+        (e["event"], e["owner"])
+        for e in live_airflow.client.event_logs(DAG, run_id=run_id)
+        if e["event"] in ("ft_restart_region", "post_clear_task_instances")
+    ]
     assert audit and set(audit) == {("ft_restart_region", live_airflow.username)}, audit
     run = RunRef(DAG, run_id)
     assert store.manifest(run.parse("a")).attempt_id == a_before  # read again, not recomputed
@@ -307,7 +378,9 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
     # The page, reloaded, shows the manual restart next to the failover.
     browser.refresh()
     browser.switch_to.frame(wait_for(browser, ec.presence_of_element_located((By.TAG_NAME, "iframe"))))
-    wait_for(browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".history-row")) == 2, what="two history rows")
+    wait_for(
+        browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".history-row")) == 2, what="two history rows"
+    )
     assert "manual (admin)" in browser.find_elements(By.CSS_SELECTOR, ".history-row")[1].text
     browser.execute_script("document.getElementById('history').scrollIntoView()")
     browser.save_screenshot(str(ARTIFACTS / "failover-page-history.png"))

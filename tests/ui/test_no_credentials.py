@@ -26,14 +26,14 @@ DAG = "ft_e2e_seed002"
 @pytest.fixture(scope="module")
 def runs(live_airflow, scenario_runs) -> dict[str, str]:
     started = scenario_runs.start(["seed002_b_lost", "seed002_c_fails"])
-    for name, (dag_id, run_id) in started.items():
+    for dag_id, run_id in started.values():
         final = live_airflow.client.wait_for_dag_run(dag_id, run_id, timeout=900)
         assert final["state"] == "success", live_airflow.describe_run(dag_id, run_id)
     return {name: run_id for name, (_, run_id) in started.items()}
 
 
 def s3_objects(s3_endpoint, store_url: str) -> dict[str, str]:
-    bucket, _, prefix = store_url[len("s3://"):].partition("/")
+    bucket, _, prefix = store_url[len("s3://") :].partition("/")
     client = s3_endpoint.client()
     found = {}
     for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
@@ -44,16 +44,24 @@ def s3_objects(s3_endpoint, store_url: str) -> dict[str, str]:
     return found
 
 
-def test_the_runs_used_the_rest_api_and_no_credential_shows_anywhere(live_airflow, runs, s3_endpoint, e2e_store_url):
+def test_the_runs_used_the_rest_api_and_no_credential_shows_anywhere(
+    live_airflow, runs, s3_endpoint, e2e_store_url
+):
     api = live_airflow.client
     # The failover of b_lost did log in with the airflow_api connection and clear B and D.
-    clears = [e["owner"] for e in api.event_logs(DAG, run_id=runs["seed002_b_lost"])
-              if e["event"] == "post_clear_task_instances"]
+    clears = [
+        e["owner"]
+        for e in api.event_logs(DAG, run_id=runs["seed002_b_lost"])
+        if e["event"] == "post_clear_task_instances"
+    ]
     assert clears and set(clears) == {live_airflow.service_username}
 
     places: dict[str, str] = {}
-    for path in sorted(p for p in live_airflow.home.rglob("*") if p.is_file() and p.suffix in (".log", ".json")
-                       and "passwords" not in p.name):
+    for path in sorted(
+        p
+        for p in live_airflow.home.rglob("*")
+        if p.is_file() and p.suffix in (".log", ".json") and "passwords" not in p.name
+    ):
         places[str(path)] = path.read_text(errors="replace")
     assert any("/logs/" in where for where in places) and any("component-logs" in where for where in places)
     for name, run_id in runs.items():
@@ -61,20 +69,32 @@ def test_the_runs_used_the_rest_api_and_no_credential_shows_anywhere(live_airflo
             xcoms = api.xcom_entries(DAG, run_id, ti["task_id"], ti["map_index"])
             places[f"XCom of {name}/{ti['task_id']}"] = repr(xcoms)
             places[f"REST task log of {name}/{ti['task_id']}"] = api.task_log(
-                DAG, run_id, ti["task_id"], ti["try_number"], map_index=ti["map_index"])
+                DAG, run_id, ti["task_id"], ti["try_number"], map_index=ti["map_index"]
+            )
     places.update(s3_objects(s3_endpoint, e2e_store_url))
     assert any("/_failover/events/" in where for where in places)
     token = api.get_token()
-    with httpx.Client(base_url=live_airflow.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60) as web:
+    with httpx.Client(
+        base_url=live_airflow.base_url, headers={"Authorization": f"Bearer {token}"}, timeout=60
+    ) as web:
         places["failover runs list"] = web.get("/ft-failover/api/runs").text
-        for name, run_id in runs.items():
-            for path in (f"/ft-failover/runs/{DAG}/{quote(run_id, safe='')}",
-                         f"/ft-failover/api/runs/{DAG}/{quote(run_id, safe='')}"):
+        for run_id in runs.values():
+            for path in (
+                f"/ft-failover/runs/{DAG}/{quote(run_id, safe='')}",
+                f"/ft-failover/api/runs/{DAG}/{quote(run_id, safe='')}",
+            ):
                 response = web.get(path)
                 assert response.status_code == 200, response.text
                 places[f"{path}"] = response.text
 
-    secrets = {"the airflow_api password": live_airflow.service_password, "the S3 secret key": s3_endpoint.secret_key}
-    leaks = [f"{what} in {where}" for where, text in places.items() for what, secret in secrets.items()
-             if secret in text]
+    secrets = {
+        "the airflow_api password": live_airflow.service_password,
+        "the S3 secret key": s3_endpoint.secret_key,
+    }
+    leaks = [
+        f"{what} in {where}"
+        for where, text in places.items()
+        for what, secret in secrets.items()
+        if secret in text
+    ]
     assert leaks == [], f"{len(leaks)} leaks in {len(places)} places:\n" + "\n".join(leaks[:40])

@@ -23,7 +23,10 @@ def pytest_collection_finish(session: pytest.Session) -> None:
     if any("mypy_result" in getattr(item, "fixturenames", ()) for item in session.items):
         handle, name = tempfile.mkstemp(prefix="ft-mypy-", suffix=".log")
         with open(handle, "wb") as out:
-            _background["mypy"] = (subprocess.Popen(MYPY, cwd=REPO, stdout=out, stderr=subprocess.STDOUT), Path(name))
+            _background["mypy"] = (
+                subprocess.Popen(MYPY, cwd=REPO, stdout=out, stderr=subprocess.STDOUT),
+                Path(name),
+            )
 
 
 def pytest_sessionfinish(session: pytest.Session) -> None:

@@ -53,9 +53,10 @@ class FakeAirflowApi:
         self.requests: list[tuple[str, str]] = []
         self.raw_paths: list[str] = []  # as sent on the request line, query and percent-encoding kept
         self.clears_applied: list[list[Any]] = []
-        self.instances = {key: {"task_id": key, "map_index": -1, "state": state, "try_number": 1,
-                                "id": str(uuid.uuid4())}
-                          for key, state in {"A": "success", "B": "success", "C": "failed", "D": "running"}.items()}
+        self.instances = {
+            key: {"task_id": key, "map_index": -1, "state": state, "try_number": 1, "id": str(uuid.uuid4())}
+            for key, state in {"A": "success", "B": "success", "C": "failed", "D": "running"}.items()
+        }
         self.drop: dict[str, int] = {}
         self.apply_before_drop = True
         self.status: dict[str, int] = {}
@@ -95,14 +96,18 @@ class FakeAirflowApi:
                     time.sleep(3)
                 if path == "/auth/token":
                     ok = body == {"username": "svc", "password": PASSWORD}
-                    return self._answer(201 if ok else 401, {"access_token": "t0k"} if ok else {"detail": "no"})
+                    return self._answer(
+                        201 if ok else 401, {"access_token": "t0k"} if ok else {"detail": "no"}
+                    )
                 if self.headers.get("Authorization") != "Bearer t0k":
                     return self._answer(401, {"detail": "not authenticated"})
                 drop = next((k for k in api.drop if name.startswith(k) and api.drop[k] > 0), None)
                 if path.endswith("/clearTaskInstances") and (drop is None or api.apply_before_drop):
                     api.clears_applied.append(body["task_ids"])
                     for task in body["task_ids"]:
-                        api.instances[task]["id"] = str(uuid.uuid4())  # as Airflow: a cleared TI gets a new id
+                        api.instances[task]["id"] = str(
+                            uuid.uuid4()
+                        )  # as Airflow: a cleared TI gets a new id
                 if drop is not None:
                     api.drop[drop] -= 1
                     self.close_connection = True
@@ -111,8 +116,13 @@ class FakeAirflowApi:
                 if (status := api.status.get(name)) is not None:
                     return self._answer(status, {"detail": "database is locked"})
                 if path.endswith("/clearTaskInstances"):
-                    return self._answer(200, {"task_instances": [api.instances[t] for t in body["task_ids"]],
-                                              "total_entries": len(body["task_ids"])})
+                    return self._answer(
+                        200,
+                        {
+                            "task_instances": [api.instances[t] for t in body["task_ids"]],
+                            "total_entries": len(body["task_ids"]),
+                        },
+                    )
                 listing = list(api.instances.values())
                 return self._answer(200, {"task_instances": listing, "total_entries": len(listing)})
 
@@ -150,16 +160,27 @@ def certificate(tmp_path_factory) -> tuple[Path, ssl.SSLContext]:
     key = ec.generate_private_key(ec.SECP256R1())
     name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
     now = datetime.datetime.now(datetime.timezone.utc)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
-            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
     folder = tmp_path_factory.mktemp("tls")
     (folder / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    (folder / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                                                       serialization.NoEncryption()))
+    (folder / "key.pem").write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+        )
+    )
     context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     context.load_cert_chain(folder / "cert.pem", folder / "key.pem")
     return folder / "cert.pem", context
@@ -184,8 +205,11 @@ def test_an_https_uri_is_used_with_https_and_the_ca_bundle_of_its_extra(monkeypa
     ca_bundle, server_tls = certificate
     api = FakeAirflowApi(tls=server_tls)
     try:
-        conn_id = connection(monkeypatch, "ft_api_https",
-                             f"https://svc:{PASSWORD}@127.0.0.1:{api.port}?verify={quote(str(ca_bundle), safe='')}")
+        conn_id = connection(
+            monkeypatch,
+            "ft_api_https",
+            f"https://svc:{PASSWORD}@127.0.0.1:{api.port}?verify={quote(str(ca_bundle), safe='')}",
+        )
         with AirflowApiHook(conn_id, timeout=5) as hook:
             assert hook.server.base_url == f"https://127.0.0.1:{api.port}"
             assert {t["task_id"] for t in hook.task_instances("seed002", "r1")} == {"A", "B", "C", "D"}
@@ -198,40 +222,70 @@ def test_a_certificate_that_is_not_trusted_is_refused_by_default(monkeypatch, ce
     _, server_tls = certificate
     api = FakeAirflowApi(tls=server_tls)
     try:
-        conn_id = connection(monkeypatch, "ft_api_untrusted", conn_type="http", host="127.0.0.1", port=api.port,
-                             schema="https", login="svc", password=PASSWORD)
+        conn_id = connection(
+            monkeypatch,
+            "ft_api_untrusted",
+            conn_type="http",
+            host="127.0.0.1",
+            port=api.port,
+            schema="https",
+            login="svc",
+            password=PASSWORD,
+        )
         with AirflowApiHook(conn_id, timeout=5) as hook, pytest.raises(AirflowApiUnreachable) as refused:
             hook.task_instances("seed002", "r1")
         assert "CERTIFICATE_VERIFY_FAILED" in str(refused.value)
         assert api.requests == []  # the password was never sent
         # verify=false (explicit) accepts it, with a warning in the log
-        conn_id = connection(monkeypatch, "ft_api_unverified", conn_type="http", host="127.0.0.1", port=api.port,
-                             schema="https", login="svc", password=PASSWORD, extra={"verify": False})
+        conn_id = connection(
+            monkeypatch,
+            "ft_api_unverified",
+            conn_type="http",
+            host="127.0.0.1",
+            port=api.port,
+            schema="https",
+            login="svc",
+            password=PASSWORD,
+            extra={"verify": False},
+        )
         with AirflowApiHook(conn_id, timeout=5) as hook:
             assert len(hook.task_instances("seed002", "r1")) == 4
     finally:
         api.close()
 
 
-@pytest.mark.parametrize(("fields", "base_url"), [
-    ({"host": "127.0.0.1", "port": 8080}, "http://127.0.0.1:8080"),
-    ({"host": "localhost", "port": 8080, "schema": "http"}, "http://localhost:8080"),
-    ({"host": "::1", "port": 8080}, "http://[::1]:8080"),
-    ({"host": "airflow-api", "port": 8080, "extra": {"allow_insecure_http": True}}, "http://airflow-api:8080"),
-    ({"host": "airflow-api", "port": 8443, "schema": "https"}, "https://airflow-api:8443"),
-    ({"host": "https://airflow.example.com/internal/"}, "https://airflow.example.com/internal"),
-], ids=["loopback", "localhost", "ipv6-loopback", "allowed-explicitly", "https-schema", "url-as-host"])
+@pytest.mark.parametrize(
+    ("fields", "base_url"),
+    [
+        ({"host": "127.0.0.1", "port": 8080}, "http://127.0.0.1:8080"),
+        ({"host": "localhost", "port": 8080, "schema": "http"}, "http://localhost:8080"),
+        ({"host": "::1", "port": 8080}, "http://[::1]:8080"),
+        (
+            {"host": "airflow-api", "port": 8080, "extra": {"allow_insecure_http": True}},
+            "http://airflow-api:8080",
+        ),
+        ({"host": "airflow-api", "port": 8443, "schema": "https"}, "https://airflow-api:8443"),
+        ({"host": "https://airflow.example.com/internal/"}, "https://airflow.example.com/internal"),
+    ],
+    ids=["loopback", "localhost", "ipv6-loopback", "allowed-explicitly", "https-schema", "url-as-host"],
+)
 def test_where_the_hook_connects(monkeypatch, fields, base_url):
-    conn_id = connection(monkeypatch, "ft_api_where", conn_type="http", login="svc", password=PASSWORD, **fields)
+    conn_id = connection(
+        monkeypatch, "ft_api_where", conn_type="http", login="svc", password=PASSWORD, **fields
+    )
     assert AirflowApiHook(conn_id).server.base_url == base_url
 
 
 def test_the_password_is_never_sent_over_plain_http_to_another_machine(monkeypatch):
     conn_id = connection(monkeypatch, "ft_api_remote", f"http://svc:{PASSWORD}@airflow-api.internal:8080")
-    with pytest.raises(ValueError, match="would send the password of 'svc' in clear text over http") as refused:
+    with pytest.raises(
+        ValueError, match="would send the password of 'svc' in clear text over http"
+    ) as refused:
         AirflowApiHook(conn_id).task_instances("seed002", "r1")
     assert PASSWORD not in str(refused.value) and "allow_insecure_http" in str(refused.value)
-    assert PASSWORD not in repr(AirflowApiHook(connection(monkeypatch, "ft_api_ok", f"https://svc:{PASSWORD}@h")).server)
+    assert PASSWORD not in repr(
+        AirflowApiHook(connection(monkeypatch, "ft_api_ok", f"https://svc:{PASSWORD}@h")).server
+    )
 
 
 @pytest.mark.parametrize("run_id", ["manual__a?b#c", "scheduled__x/y%2F z&limit=1"])
@@ -251,8 +305,13 @@ def test_every_path_segment_is_percent_encoded(monkeypatch, fake_api, run_id):
     assert listing == f"/api/v2/dags/seed002/dagRuns/{encoded}/taskInstances?limit=100&offset=0"
     assert one_try == f"/api/v2/dags/seed002/dagRuns/{encoded}/taskInstances/B%3F%23/3/tries/2"
     assert clear == "/api/v2/dags/seed002/clearTaskInstances"
-    assert [unquote(segment) for segment in one_try.split("/")[4:9]] == ["seed002", "dagRuns", run_id,
-                                                                         "taskInstances", "B?#"]
+    assert [unquote(segment) for segment in one_try.split("/")[4:9]] == [
+        "seed002",
+        "dagRuns",
+        run_id,
+        "taskInstances",
+        "B?#",
+    ]
 
 
 # -- timeouts and retries -------------------------------------------------------------------------
@@ -260,7 +319,10 @@ def test_every_call_has_a_timeout(monkeypatch, fake_api, no_waits):
     fake_api.hang = True
     conn_id = connection(monkeypatch, "ft_api_slow", f"http://svc:{PASSWORD}@127.0.0.1:{fake_api.port}")
     started = time.monotonic()
-    with AirflowApiHook(conn_id, timeout=0.3) as hook, pytest.raises(AirflowApiUnreachable, match="timed out"):
+    with (
+        AirflowApiHook(conn_id, timeout=0.3) as hook,
+        pytest.raises(AirflowApiUnreachable, match="timed out"),
+    ):
         hook.task_instances("seed002", "r1")
     assert time.monotonic() - started < 10  # 6 tries of a 0.3 s timeout, not 6 * 3 s
 
@@ -289,20 +351,28 @@ def test_a_clear_is_sent_once_even_when_its_answer_is_lost(monkeypatch, fake_api
 
 
 # -- region failover: a lost clear, masked causes, no lingering sockets --------------------------
-FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
-         "restart-strategy.fixed-delay.delay": "2 s"}
+FIXED = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 5,
+    "restart-strategy.fixed-delay.delay": "2 s",
+}
 
 
 @pytest.fixture
 def seed002(s3_bucket, monkeypatch, fake_api):
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/")
     connection(monkeypatch, "ft_api_failover", f"http://svc:{PASSWORD}@127.0.0.1:{fake_api.port}")
-    description = PipelineDescription("seed002", [
-        StageDeclaration("A", 1, (), (Output("a"),)),
-        StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
-        StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
-        StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
-    ], restart_config=FIXED, airflow_api_conn_id="ft_api_failover")
+    description = PipelineDescription(
+        "seed002",
+        [
+            StageDeclaration("A", 1, (), (Output("a"),)),
+            StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
+            StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
+            StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
+        ],
+        restart_config=FIXED,
+        airflow_api_conn_id="ft_api_failover",
+    )
     return RegionFailover(description, "r1", store=store, clock=ManualClock(1000.0))
 
 

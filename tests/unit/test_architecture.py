@@ -1,9 +1,10 @@
 """The shape of the package, checked: layers, no import cycles, module size, lint, format and types.
 
 The layers (pyproject.toml, ``[tool.importlinter]``), bottom to top: ``safe_json`` <- ``failover`` (the
-pure core) <- ``partitions`` <- ``model`` <- ``hooks | execution | faults | _compat`` <- ``recovery``
-<- ``run_end | retry_settings`` <- ``pipeline | triggers`` <- ``operators | sensors`` <- ``plugins | cli``. import-linter
-reads every import statement, function-level ones too, so a cycle cannot hide behind a late import.
+pure core) <- ``partitions`` <- ``model`` <- ``hooks | execution | faults | _compat`` <- ``recovery`` <-
+``run_end | retry_settings`` <- ``pipeline | triggers`` <- ``operators | sensors`` <- ``plugins | cli``.
+import-linter reads every import statement, function-level ones too, so a cycle cannot hide behind a
+late import.
 """
 
 from __future__ import annotations
@@ -50,10 +51,14 @@ def test_no_product_module_is_over_the_size_limit():
     assert {path: n for path, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
-def test_ruff_finds_nothing_and_the_package_is_formatted():
-    lint = run(tool("ruff"), "check", "airflow_ft_provider")
+# Every Python file of the repository: the package, and what tests, measures and shows it.
+LINTED = ("airflow_ft_provider", "tests", "bench", "ft_harness", "demo", "dags_examples")
+
+
+def test_ruff_finds_nothing_and_every_python_file_is_formatted():
+    lint = run(tool("ruff"), "check", *LINTED)
     assert lint.returncode == 0, lint.stdout + lint.stderr
-    formatted = run(tool("ruff"), "format", "--check", "airflow_ft_provider")
+    formatted = run(tool("ruff"), "format", "--check", *LINTED)
     assert formatted.returncode == 0, formatted.stdout + formatted.stderr
 
 

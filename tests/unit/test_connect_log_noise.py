@@ -26,9 +26,13 @@ def test_only_the_abandoned_release_warning_is_dropped():
     disabled, level = logger.disabled, logger.level
     logger.disabled, logger.level = False, logging.WARNING
     try:
-        logger.warning('ReleaseExecute failed with exception: <_InactiveRpcError ... details = "[INVALID_HANDLE.'
-                       'SESSION_CLOSED] The handle 539a is invalid. Session was closed. SQLSTATE: 08003" >.')
-        logger.warning("ReleaseExecute failed with exception: <_InactiveRpcError ... UNAVAILABLE: connection refused>.")
+        logger.warning(
+            'ReleaseExecute failed with exception: <_InactiveRpcError ... details = "[INVALID_HANDLE.'
+            'SESSION_CLOSED] The handle 539a is invalid. Session was closed. SQLSTATE: 08003" >.'
+        )
+        logger.warning(
+            "ReleaseExecute failed with exception: <_InactiveRpcError ... UNAVAILABLE: connection refused>."
+        )
         logger.warning("Retrying ExecutePlan after a transient error")
     finally:
         logger.removeHandler(seen)

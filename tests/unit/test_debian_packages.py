@@ -19,14 +19,22 @@ def run(tmp_path: Path, script: str, *, apt_rc: int = 0, uid: int = 0) -> tuple[
     for tool in bin_dir.iterdir():
         tool.chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "TMPDIR": str(tmp)}
-    done = subprocess.run(["bash", "-c", f"set -euo pipefail; source scripts/debian-packages.sh; {script}"],
-                          cwd=REPO, env=env, capture_output=True, text=True, timeout=60)
+    done = subprocess.run(
+        ["bash", "-c", f"set -euo pipefail; source scripts/debian-packages.sh; {script}"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     return done.returncode, done.stdout + done.stderr, sorted(p.name for p in tmp.iterdir())
 
 
 def test_only_the_packages_whose_probe_finds_nothing_are_missing(tmp_path):
-    rc, out, _ = run(tmp_path, 'missing_debs "a=/no/such/path*" "b=bash" "c=no-such-command" "d=/bin/sh"; '
-                               'echo "${MISSING_DEBS[*]}"')
+    rc, out, _ = run(
+        tmp_path,
+        'missing_debs "a=/no/such/path*" "b=bash" "c=no-such-command" "d=/bin/sh"; echo "${MISSING_DEBS[*]}"',
+    )
     assert (rc, out.strip()) == (0, "a c")
 
 

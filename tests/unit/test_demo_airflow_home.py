@@ -14,8 +14,13 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def demo(*argv: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(REPO / "demo" / "run_demo.py"), "--no-wait", *argv],
-                          capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, str(REPO / "demo" / "run_demo.py"), "--no-wait", *argv],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_a_home_with_files_is_refused_and_left_as_it_was(tmp_path):

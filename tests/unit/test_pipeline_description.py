@@ -4,23 +4,26 @@ import json
 
 import pytest
 
-from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.failover import DistributionPattern, ResultPartitionType
 from airflow_ft_provider.model.description import PipelineDescription, PipelineWiringError, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
 
 PIPELINED = ResultPartitionType.PIPELINED
 POINTWISE = DistributionPattern.POINTWISE
 
 
 def sharded() -> PipelineDescription:
-    #   read[0..2] --part (pointwise)--> enrich[0..2] ~~rich (pipelined, pointwise)~~> score[0..2] --scores--> merge
+    #   read[0..2] --part (pointwise)--> enrich[0..2] ~~rich (pipelined, pointwise)~~> score[0..2] --scores--> merge  # noqa: E501
     return PipelineDescription(
         "sharded",
         [
             StageDeclaration("read", 3, (), (Output("part"),), mapped=True),
-            StageDeclaration("enrich", 3, (Input("part", POINTWISE),), (Output("rich", PIPELINED),), mapped=True),
-            StageDeclaration("score", 3, (Input("rich", POINTWISE),), (Output("scores", compression="zstd"),),
-                             mapped=True),
+            StageDeclaration(
+                "enrich", 3, (Input("part", POINTWISE),), (Output("rich", PIPELINED),), mapped=True
+            ),
+            StageDeclaration(
+                "score", 3, (Input("rich", POINTWISE),), (Output("scores", compression="zstd"),), mapped=True
+            ),
             StageDeclaration("merge", 1, (Input("scores"),), ()),
         ],
         store="s3://lake/pipelines/",
@@ -36,7 +39,11 @@ def test_round_trip_keeps_graph_regions_settings_and_restart_sets():
     assert loaded.regions == original.regions
     assert frozenset({"enrich[1]", "score[1]"}) in loaded.regions
     assert loaded.failover_strategy().tasks_to_restart("score[1]", ["part[1]"]) == {
-        "read[1]", "enrich[1]", "score[1]", "merge"}
+        "read[1]",
+        "enrich[1]",
+        "score[1]",
+        "merge",
+    }
     assert (loaded.store, loaded.per_region_restarts) == ("s3://lake/pipelines/", True)
     assert repr(loaded.restart_strategy()) == "FixedDelay(attempts=2, delay=1 s)"
     assert loaded.stages["score"].outputs[0].compression == "zstd"
@@ -51,8 +58,14 @@ def test_round_trip_keeps_graph_regions_settings_and_restart_sets():
         (lambda d: d.update(version=99), "unsupported version 99"),
         (lambda d: d.pop("stages"), "'stages'"),
         (lambda d: d["stages"][0].update(task_id="../etc"), "invalid stage name '../etc'"),
-        (lambda d: d["stages"][1]["inputs"][0].update(pattern="sideways"), "'sideways' is not a valid DistributionPattern"),
-        (lambda d: d["stages"][3]["inputs"][0].update(result="nope"), "consumes result 'nope', which no stage"),
+        (
+            lambda d: d["stages"][1]["inputs"][0].update(pattern="sideways"),
+            "'sideways' is not a valid DistributionPattern",
+        ),
+        (
+            lambda d: d["stages"][3]["inputs"][0].update(result="nope"),
+            "consumes result 'nope', which no stage",
+        ),
         (lambda d: d.update(restart_config=["x"]), "restart_config must be an object"),
     ],
 )

@@ -24,17 +24,20 @@ from urllib.parse import quote
 
 import pytest
 
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
-from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, RecoveryJournal
 
 pytestmark = [pytest.mark.s3, pytest.mark.airflow]
 
 DAG, OTHER, OWN_CONN = "ft_sec_seed", "ft_sec_other", "ft_sec_own_conn"
-FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
-         "restart-strategy.fixed-delay.delay": "2 s"}
-DAG_FILE = '''
+FIXED = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 5,
+    "restart-strategy.fixed-delay.delay": "2 s",
+}
+DAG_FILE = """
 from datetime import datetime
 from airflow.sdk import DAG
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
@@ -54,7 +57,7 @@ with DAG("{own_conn}", schedule=None, start_date=datetime(2026, 1, 1), catchup=F
         SparkStageOperator(task_id="B", application="x.py", inputs=["a"], outputs=["b"])
         SparkStageOperator(task_id="C", application="x.py", inputs=["b"], outputs=["c"])
         SparkStageOperator(task_id="D", application="x.py", inputs=["b"], outputs=["d"])
-'''
+"""
 SECRET = "ft-test-jwt-secret-" + "x" * 64
 HOSTILE = "</script><script>alert('ft')</script>\"'&<!--"
 HOSTILE_ID = "\"><svg onload=alert(1)><script>alert('ft')<!--&amp;"  # no '/': an id is one path segment
@@ -82,8 +85,15 @@ class Airflow:
 
         return get_auth_manager().generate_jwt(SimpleAuthManagerUser(username=username, role=role))
 
-    def run(self, dag_id: str = DAG, *, run_id: str | None = None, states: dict[str, str] | None = None,
-            pointer: Any = "default", stored: PipelineDescription | None = None) -> str:
+    def run(
+        self,
+        dag_id: str = DAG,
+        *,
+        run_id: str | None = None,
+        states: dict[str, str] | None = None,
+        pointer: Any = "default",
+        stored: PipelineDescription | None = None,
+    ) -> str:
         from airflow.models.dagbag import DBDagBag
         from airflow.models.taskinstance import TaskInstance as TI
         from airflow.models.xcom import XComModel
@@ -95,18 +105,35 @@ class Airflow:
         run_id = run_id or f"manual__{uuid.uuid4().hex[:8]}"
         with create_session() as session:
             dag = DBDagBag().get_latest_version_of_dag(dag_id, session=session)
-            dag.create_dagrun(run_id=run_id, run_type=DagRunType.MANUAL, triggered_by=DagRunTriggeredByType.TEST,
-                              state=DagRunState.RUNNING, run_after=dag.start_date, session=session)
-            for task, state in (states or {"A": "success", "B": "success", "C": "failed", "D": "running"}).items():
-                session.execute(update(TI).where(TI.dag_id == dag_id, TI.run_id == run_id, TI.task_id == task)
-                                .values(state=state, try_number=1))
+            dag.create_dagrun(
+                run_id=run_id,
+                run_type=DagRunType.MANUAL,
+                triggered_by=DagRunTriggeredByType.TEST,
+                state=DagRunState.RUNNING,
+                run_after=dag.start_date,
+                session=session,
+            )
+            for task, state in (
+                states or {"A": "success", "B": "success", "C": "failed", "D": "running"}
+            ).items():
+                session.execute(
+                    update(TI)
+                    .where(TI.dag_id == dag_id, TI.run_id == run_id, TI.task_id == task)
+                    .values(state=state, try_number=1)
+                )
             if pointer == "default":
                 pointer = {"url": self.store_url, "aws_conn_id": "aws_default"}
             if pointer is not None:
-                XComModel.set(STORE_XCOM_KEY, pointer, dag_id=dag_id, task_id="A", run_id=run_id, session=session)
-            assert session.scalar(select(TI.id).where(TI.dag_id == dag_id, TI.run_id == run_id, TI.task_id == "B"))
+                XComModel.set(
+                    STORE_XCOM_KEY, pointer, dag_id=dag_id, task_id="A", run_id=run_id, session=session
+                )
+            assert session.scalar(
+                select(TI.id).where(TI.dag_id == dag_id, TI.run_id == run_id, TI.task_id == "B")
+            )
         if "/" not in run_id and run_id not in (".", ".."):
-            RecoveryJournal(self.store, RunRef(dag_id, run_id)).store_description(stored or description(dag_id))
+            RecoveryJournal(self.store, RunRef(dag_id, run_id)).store_description(
+                stored or description(dag_id)
+            )
         return run_id
 
     def tries(self, dag_id: str, run_id: str) -> dict[str, tuple[str | None, str]]:
@@ -115,7 +142,9 @@ class Airflow:
         from sqlalchemy import select
 
         with create_session() as session:
-            rows = session.execute(select(TI.task_id, TI.state, TI.id).where(TI.dag_id == dag_id, TI.run_id == run_id))
+            rows = session.execute(
+                select(TI.task_id, TI.state, TI.id).where(TI.dag_id == dag_id, TI.run_id == run_id)
+            )
             return {r.task_id: (r.state, str(r.id)) for r in rows}
 
     def audit(self, dag_id: str, run_id: str) -> list[tuple[str, str]]:
@@ -124,7 +153,9 @@ class Airflow:
         from sqlalchemy import select
 
         with create_session() as session:
-            rows = session.execute(select(Log.event, Log.owner).where(Log.dag_id == dag_id, Log.run_id == run_id))
+            rows = session.execute(
+                select(Log.event, Log.owner).where(Log.dag_id == dag_id, Log.run_id == run_id)
+            )
             return [(r.event, r.owner) for r in rows]
 
 
@@ -140,28 +171,55 @@ def airflow(s3_endpoint, tmp_path_factory) -> Iterator[Airflow]:
     s3_endpoint.client().create_bucket(Bucket=bucket)
     store_url = f"s3://{bucket}/pipelines/"
     (home / "dags").mkdir()
-    (home / "dags" / "ft_sec_dags.py").write_text(DAG_FILE.format(dag=DAG, other=OTHER, own_conn=OWN_CONN, fixed=FIXED))
+    (home / "dags" / "ft_sec_dags.py").write_text(
+        DAG_FILE.format(dag=DAG, other=OTHER, own_conn=OWN_CONN, fixed=FIXED)
+    )
     db_url = f"sqlite:///{home}/airflow.db"
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update(AIRFLOW_HOME=str(home), AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=db_url,
-               AIRFLOW__CORE__DAGS_FOLDER=str(home / "dags"), AIRFLOW__CORE__LOAD_EXAMPLES="False",
-               AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL=store_url)
+    env.update(
+        AIRFLOW_HOME=str(home),
+        AIRFLOW__DATABASE__SQL_ALCHEMY_CONN=db_url,
+        AIRFLOW__CORE__DAGS_FOLDER=str(home / "dags"),
+        AIRFLOW__CORE__LOAD_EXAMPLES="False",
+        AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL=store_url,
+    )
     airflow_bin = str(Path(sys.executable).with_name("airflow"))
     for argv in (["db", "migrate"], ["dags", "reserialize"]):
-        done = subprocess.run([airflow_bin, *argv], env=env, cwd=home, capture_output=True, text=True, timeout=300)
+        done = subprocess.run(
+            [airflow_bin, *argv], env=env, cwd=home, capture_output=True, text=True, timeout=300
+        )
         assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
 
-    settings_before = {(s, k): conf.get(s, k, fallback=None) for s, k in (
-        ("database", "sql_alchemy_conn"), ("api_auth", "jwt_secret"), ("core", "auth_manager"),
-        ("core", "simple_auth_manager_all_admins"), ("ft_provider", "partition_store_url"), ("api", "base_url"))}
-    aws = json.dumps({"conn_type": "aws", "login": s3_endpoint.access_key, "password": s3_endpoint.secret_key,
-                      "extra": {"endpoint_url": s3_endpoint.url, "region_name": s3_endpoint.region}})
+    settings_before = {
+        (s, k): conf.get(s, k, fallback=None)
+        for s, k in (
+            ("database", "sql_alchemy_conn"),
+            ("api_auth", "jwt_secret"),
+            ("core", "auth_manager"),
+            ("core", "simple_auth_manager_all_admins"),
+            ("ft_provider", "partition_store_url"),
+            ("api", "base_url"),
+        )
+    }
+    aws = json.dumps(
+        {
+            "conn_type": "aws",
+            "login": s3_endpoint.access_key,
+            "password": s3_endpoint.secret_key,
+            "extra": {"endpoint_url": s3_endpoint.url, "region_name": s3_endpoint.region},
+        }
+    )
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("AIRFLOW_CONN_AWS_DEFAULT", aws)
         for (section, key), value in {
-            ("database", "sql_alchemy_conn"): db_url, ("api_auth", "jwt_secret"): SECRET,
-            ("core", "auth_manager"): "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
-            ("core", "simple_auth_manager_all_admins"): "False", ("ft_provider", "partition_store_url"): "",
+            ("database", "sql_alchemy_conn"): db_url,
+            ("api_auth", "jwt_secret"): SECRET,
+            (
+                "core",
+                "auth_manager",
+            ): "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager",
+            ("core", "simple_auth_manager_all_admins"): "False",
+            ("ft_provider", "partition_store_url"): "",
             ("api", "base_url"): "http://airflow.example:8080/",
         }.items():
             conf.set(section, key, value)
@@ -207,12 +265,21 @@ def restart(web, run_id: str, *, dag_id: str = DAG, task: str = "B", **kwargs: A
 # -- who may do what -------------------------------------------------------------------------------
 def test_every_route_needs_a_login_and_the_dags_permissions(airflow, web):
     run_id = airflow.run()
-    routes = [("GET", "/"), ("GET", f"/runs/{DAG}/{run_id}"), ("GET", "/api/runs"),
-              ("GET", f"/api/runs/{DAG}/{run_id}"), ("POST", f"/api/runs/{DAG}/{run_id}/restart")]
+    routes = [
+        ("GET", "/"),
+        ("GET", f"/runs/{DAG}/{run_id}"),
+        ("GET", "/api/runs"),
+        ("GET", f"/api/runs/{DAG}/{run_id}"),
+        ("POST", f"/api/runs/{DAG}/{run_id}/restart"),
+    ]
     for method, path in routes:
         assert web.request(method, path, json={"task": "B"}).status_code == 401, path
-        assert web.request(method, path, json={"task": "B"}, headers=bearer("forged")).status_code == 403, path
-        nobody = web.request(method, path, json={"task": "B"}, headers=bearer(airflow.token("nobody", role=None)))
+        assert web.request(method, path, json={"task": "B"}, headers=bearer("forged")).status_code == 403, (
+            path
+        )
+        nobody = web.request(
+            method, path, json={"task": "B"}, headers=bearer(airflow.token("nobody", role=None))
+        )
         assert nobody.status_code == (200 if path == "/" else 403), (path, nobody.text)
     viewer = bearer(airflow.token("vera", role="viewer"))
     assert web.get(f"/api/runs/{DAG}/{run_id}", headers=viewer).status_code == 200
@@ -259,12 +326,21 @@ def test_a_cookie_authenticated_restart_must_come_from_this_origin(airflow, web)
     before = airflow.tries(DAG, run_id)
     web.cookies.set("_token", airflow.token("ada"))
     try:
-        for headers in ({}, {"Origin": "https://evil.example"}, {"Origin": "null"},
-                        {"Origin": "http://airflow.example:8080", "Sec-Fetch-Site": "cross-site"}):
+        for headers in (
+            {},
+            {"Origin": "https://evil.example"},
+            {"Origin": "null"},
+            {"Origin": "http://airflow.example:8080", "Sec-Fetch-Site": "cross-site"},
+        ):
             refused = restart(web, run_id, headers=headers)
-            assert refused.status_code == 403 and "cross-site request refused" in refused.text, (headers, refused.text)
+            assert refused.status_code == 403 and "cross-site request refused" in refused.text, (
+                headers,
+                refused.text,
+            )
         assert airflow.tries(DAG, run_id) == before
-        ok = restart(web, run_id, headers={"Origin": "http://airflow.example:8080", "Sec-Fetch-Site": "same-origin"})
+        ok = restart(
+            web, run_id, headers={"Origin": "http://airflow.example:8080", "Sec-Fetch-Site": "same-origin"}
+        )
         assert ok.status_code == 200, ok.text
     finally:
         web.cookies.clear()
@@ -273,7 +349,9 @@ def test_a_cookie_authenticated_restart_must_come_from_this_origin(airflow, web)
 def test_a_form_post_is_refused(airflow, web):
     run_id = airflow.run()
     before = airflow.tries(DAG, run_id)
-    form = web.post(f"/api/runs/{DAG}/{run_id}/restart", data={"task": "B"}, headers=bearer(airflow.token("ada")))
+    form = web.post(
+        f"/api/runs/{DAG}/{run_id}/restart", data={"task": "B"}, headers=bearer(airflow.token("ada"))
+    )
     assert form.status_code in (415, 422)
     assert airflow.tries(DAG, run_id) == before
 
@@ -304,7 +382,9 @@ class RecordingEndpoint:
 
         class Handler(BaseHTTPRequestHandler):
             def _record(self) -> None:
-                endpoint.requests.append(f"{self.command} {self.path} {self.headers.get('Authorization', '')[:40]}")
+                endpoint.requests.append(
+                    f"{self.command} {self.path} {self.headers.get('Authorization', '')[:40]}"
+                )
                 self.send_response(403)
                 self.send_header("Content-Length", "0")
                 self.end_headers()
@@ -327,17 +407,29 @@ class RecordingEndpoint:
 def privileged_endpoint(monkeypatch) -> Iterator[RecordingEndpoint]:
     """Connection ``ft_privileged`` (defined on the server, for another purpose) to a recording endpoint."""
     endpoint = RecordingEndpoint()
-    monkeypatch.setenv("AIRFLOW_CONN_FT_PRIVILEGED", json.dumps({
-        "conn_type": "aws", "login": "AKIAPRIVILEGED", "password": "privileged-secret",
-        "extra": {"endpoint_url": endpoint.url, "region_name": "us-east-1"}}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_PRIVILEGED",
+        json.dumps(
+            {
+                "conn_type": "aws",
+                "login": "AKIAPRIVILEGED",
+                "password": "privileged-secret",
+                "extra": {"endpoint_url": endpoint.url, "region_name": "us-east-1"},
+            }
+        ),
+    )
     yield endpoint
     endpoint.close()
 
 
-@pytest.mark.parametrize("pointer", [
-    {"url": "s3://attacker-bucket/x/", "aws_conn_id": "aws_default"},
-    "store_with_another_connection",
-], ids=["another-store", "another-connection"])
+@pytest.mark.parametrize(
+    "pointer",
+    [
+        {"url": "s3://attacker-bucket/x/", "aws_conn_id": "aws_default"},
+        "store_with_another_connection",
+    ],
+    ids=["another-store", "another-connection"],
+)
 def test_an_xcom_that_points_elsewhere_is_not_used(airflow, web, pointer, privileged_endpoint):
     if pointer == "store_with_another_connection":  # a connection the server has, for more than this store
         pointer = {"url": airflow.store_url, "aws_conn_id": "ft_privileged"}
@@ -355,9 +447,13 @@ def test_a_refusal_does_not_tell_whether_the_named_connection_exists(airflow, we
     ada = bearer(airflow.token("ada"))
     answers = []
     for conn_id in ("ft_privileged", "ft_no_such_connection"):
-        run_id = airflow.run(run_id=f"manual__probe_{conn_id}", pointer={"url": airflow.store_url,
-                                                                         "aws_conn_id": conn_id})
-        for response in (web.get(f"/api/runs/{DAG}/{run_id}", headers=ada), restart(web, run_id, headers=ada)):
+        run_id = airflow.run(
+            run_id=f"manual__probe_{conn_id}", pointer={"url": airflow.store_url, "aws_conn_id": conn_id}
+        )
+        for response in (
+            web.get(f"/api/runs/{DAG}/{run_id}", headers=ada),
+            restart(web, run_id, headers=ada),
+        ):
             assert response.status_code == 409, response.text
             answers.append(response.text.replace(conn_id, "<conn>").replace(run_id, "<run>"))
     assert answers[:2] == answers[2:]
@@ -369,22 +465,32 @@ def test_a_pipeline_with_its_own_connection_is_read_with_it(airflow, web, monkey
     """The DAG's partition Assets name its connection; the server reads the run with that one only."""
     monkeypatch.setenv("AIRFLOW_CONN_FT_SEC_STORE", os.environ["AIRFLOW_CONN_AWS_DEFAULT"])
     ada = bearer(airflow.token("ada"))
-    own = airflow.run(OWN_CONN, pointer={"url": airflow.store_url, "aws_conn_id": "ft_sec_store"},
-                      stored=description(OWN_CONN, aws_conn_id="ft_sec_store"))
+    own = airflow.run(
+        OWN_CONN,
+        pointer={"url": airflow.store_url, "aws_conn_id": "ft_sec_store"},
+        stored=description(OWN_CONN, aws_conn_id="ft_sec_store"),
+    )
     assert web.get(f"/api/runs/{OWN_CONN}/{own}", headers=ada).status_code == 200
-    default = airflow.run(OWN_CONN, pointer={"url": airflow.store_url, "aws_conn_id": "aws_default"},
-                          stored=description(OWN_CONN))
+    default = airflow.run(
+        OWN_CONN,
+        pointer={"url": airflow.store_url, "aws_conn_id": "aws_default"},
+        stored=description(OWN_CONN),
+    )
     refused = web.get(f"/api/runs/{OWN_CONN}/{default}", headers=ada)
     assert refused.status_code == 409 and "connection 'ft_sec_store'" in refused.text
 
 
 def test_a_huge_parallelism_in_a_stored_description_is_refused_quickly(airflow, web):
-    huge = PipelineDescription(DAG, [
-        StageDeclaration("A", 2_000_000, (), (Output("a"),), mapped=True),
-        StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
-        StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
-        StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
-    ], restart_config=FIXED)
+    huge = PipelineDescription(
+        DAG,
+        [
+            StageDeclaration("A", 2_000_000, (), (Output("a"),), mapped=True),
+            StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
+            StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
+            StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
+        ],
+        restart_config=FIXED,
+    )
     run_id = airflow.run(stored=huge)
     started = time.monotonic()
     response = web.get(f"/api/runs/{DAG}/{run_id}", headers=bearer(airflow.token("ada")))
@@ -395,10 +501,15 @@ def test_a_huge_parallelism_in_a_stored_description_is_refused_quickly(airflow, 
 def test_run_ids_the_store_cannot_hold_are_a_clear_4xx(airflow, web):
     airflow.run(run_id=".")  # Airflow accepts '.' as a run id ('..' it refuses itself)
     ada = bearer(airflow.token("ada"))
-    for response in (web.get(f"/api/runs/{DAG}/%2E", headers=ada),
-                     web.post(f"/api/runs/{DAG}/%2E/restart", headers=ada, json={"task": "B"})):
+    for response in (
+        web.get(f"/api/runs/{DAG}/%2E", headers=ada),
+        web.post(f"/api/runs/{DAG}/%2E/restart", headers=ada, json={"task": "B"}),
+    ):
         assert response.status_code == 400, response.text
-        assert "cannot be a failover pipeline run" in response.text and "must not be '.' or '..'" in response.text
+        assert (
+            "cannot be a failover pipeline run" in response.text
+            and "must not be '.' or '..'" in response.text
+        )
     missing = web.get(f"/api/runs/{DAG}/%2E%2E", headers=ada)
     assert missing.status_code == 404 and "has no run '..'" in missing.text
 
@@ -434,7 +545,10 @@ def test_the_pages_may_be_framed_by_this_origin_only(airflow, web):
         assert response.headers["X-Content-Type-Options"] == "nosniff", path
     page = web.get(f"/runs/{DAG}/{run_id}", headers=ada)
     nonce = page.headers["Content-Security-Policy"].split("'nonce-", 1)[1].split("'", 1)[0]
-    assert f'<script nonce="{nonce}">' in page.text and "script-src 'nonce-" in page.headers["Content-Security-Policy"]
+    assert (
+        f'<script nonce="{nonce}">' in page.text
+        and "script-src 'nonce-" in page.headers["Content-Security-Policy"]
+    )
 
 
 def test_causes_are_shown_masked_and_as_data(airflow, web):
@@ -443,9 +557,22 @@ def test_causes_are_shown_masked_and_as_data(airflow, web):
     secret = "leaked-" + uuid.uuid4().hex
     run_id = airflow.run()
     journal = RecoveryJournal(airflow.store, RunRef(DAG, run_id))
-    journal.record({"time": 1.0, "kind": "failover", "task": "C", "try_number": 1, "restart": True,
-                    "cause": f"RuntimeError: {HOSTILE} token={secret}", "regions": [["C"]], "tasks": ["C"],
-                    "cleared": [], "delay": 2.0, "reason": "restart", "strategy": "FixedDelay"})
+    journal.record(
+        {
+            "time": 1.0,
+            "kind": "failover",
+            "task": "C",
+            "try_number": 1,
+            "restart": True,
+            "cause": f"RuntimeError: {HOSTILE} token={secret}",
+            "regions": [["C"]],
+            "tasks": ["C"],
+            "cleared": [],
+            "delay": 2.0,
+            "reason": "restart",
+            "strategy": "FixedDelay",
+        }
+    )
     mask_secret(secret)  # as the API server's masker knows a connection's password once it has read it
     response = web.get(f"/api/runs/{DAG}/{run_id}", headers=bearer(airflow.token("ada")))
     assert response.status_code == 200, response.text
@@ -456,12 +583,14 @@ def test_causes_are_shown_masked_and_as_data(airflow, web):
 
 # -- a damaged recovery journal -------------------------------------------------------------------------
 DAMAGED_STATES = {
-    "not-json": b"{\"version\": 1, \"strategies\": ",
+    "not-json": b'{"version": 1, "strategies": ',
     "unknown-version": b'{"version": 7}',
     "budget-not-an-object": b'{"version": 1, "strategies": {"run": ["fixed-delay", 3]}}',
     # Passes the state's own schema; only the run's restart strategy can tell (the page used to 500 here
     # while a restart went through).
-    "budget-of-the-wrong-type": b'{"version": 1, "strategies": {"run": {"type": "fixed-delay", "failures": "3"}}}',
+    "budget-of-the-wrong-type": (
+        b'{"version": 1, "strategies": {"run": {"type": "fixed-delay", "failures": "3"}}}'
+    ),
     "budget-of-another-strategy": b'{"version": 1, "strategies": {"run": {"type": "failure-rate"}}}',
     "restart-time-not-a-number": b'{"version": 1, "not_before": {"C": "soon"}}',
 }
@@ -483,8 +612,12 @@ def test_a_damaged_recovery_state_is_shown_and_blocks_restarts(airflow, web, dam
     assert view["journal"]["damaged"] is True
     assert f"s3://{airflow.store.bucket}/{journal.state_key} is damaged" in view["journal"]["reason"]
     assert "repaired, or deleted" in view["journal"]["reason"]
-    assert {t["id"]: t["state"] for t in view["tasks"]} == {"A": "success", "B": "success", "C": "failed",
-                                                           "D": "running"}
+    assert {t["id"]: t["state"] for t in view["tasks"]} == {
+        "A": "success",
+        "B": "success",
+        "C": "failed",
+        "D": "running",
+    }
 
     refused = restart(web, run_id, headers=ada)
     assert refused.status_code == 409, refused.text
@@ -500,8 +633,13 @@ def test_a_sound_journal_is_not_marked_damaged_and_a_deleted_one_restarts(airflo
     ada = bearer(airflow.token("ada"))
     airflow.store.write_object(journal.state_key, DAMAGED_STATES["budget-of-the-wrong-type"])
     assert restart(web, run_id, headers=ada).status_code == 409
-    airflow.store.client.delete_object(Bucket=airflow.store.bucket, Key=journal.state_key)  # the documented fix
-    assert web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()["journal"] == {"damaged": False, "reason": ""}
+    airflow.store.client.delete_object(
+        Bucket=airflow.store.bucket, Key=journal.state_key
+    )  # the documented fix
+    assert web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()["journal"] == {
+        "damaged": False,
+        "reason": "",
+    }
     assert restart(web, run_id, headers=ada).json()["cleared"] == ["B", "C", "D"]
 
 
@@ -518,12 +656,21 @@ def test_the_json_routes_answer_the_fields_the_readme_documents(airflow, web):
     listing = web.get("/api/runs", headers=ada).json()
     view = web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()
     restarted = restart(web, run_id, headers=ada).json()
-    fields = {*listing, *listing["runs"][0], *view, *restarted, *view["strategy"], *view["strategy"]["scopes"][0],
-              *view["journal"]}
+    fields = {
+        *listing,
+        *listing["runs"][0],
+        *view,
+        *restarted,
+        *view["strategy"],
+        *view["strategy"]["scopes"][0],
+        *view["journal"],
+    }
     for section in ("stages", "tasks", "edges", "regions", "partitions"):
         fields |= set(view[section][0])
-    airflow.store.write_object(RecoveryJournal(airflow.store, RunRef(DAG, run_id)).events_prefix + "x.json",
-                               json.dumps({"time": 2.0, "kind": "manual", "task": "B"}).encode())
+    airflow.store.write_object(
+        RecoveryJournal(airflow.store, RunRef(DAG, run_id)).events_prefix + "x.json",
+        json.dumps({"time": 2.0, "kind": "manual", "task": "B"}).encode(),
+    )
     fields |= set(web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()["history"][0])
     documented = set(re.findall(r"`([a-z_]+)`", readme_json_routes()))
     assert {"runs", "journal", "damaged", "restart_not_before", "producer_try", "cleared"} <= fields

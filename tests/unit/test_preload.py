@@ -25,7 +25,11 @@ if child == 0:  # what a forked task process finds, and what its first S3 client
     from airflow_ft_provider.partitions.s3_models import boto3_session  # what the store's hook uses
     parsed = []
     load_file = botocore.loaders.JSONFileLoader.load_file
-    botocore.loaders.JSONFileLoader.load_file = lambda self, path: parsed.append(path) or load_file(self, path)
+    def recording(self, path):
+        parsed.append(path)
+        return load_file(self, path)
+
+    botocore.loaders.JSONFileLoader.load_file = recording
     session = boto3_session(aws_access_key_id="key", aws_secret_access_key="secret", region_name="eu-west-1")
     session.client("s3", endpoint_url="http://127.0.0.1:9").can_paginate("list_objects_v2")
     print(f"spark client {'loaded' if spark_client else 'not loaded'}, {len(parsed)} S3 data files parsed",
@@ -38,24 +42,31 @@ os.waitpid(child, 0)
 @pytest.mark.parametrize(("setting", "loaded"), [("False", False), ("True", True)])
 def test_the_clients_are_loaded_before_the_fork_only_when_asked(setting, loaded):
     env = {**os.environ, "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": setting}
-    result = subprocess.run([sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     found = result.stdout.strip().splitlines()[-1]
     if loaded:
         assert found == "spark client loaded, 0 S3 data files parsed", found
     else:
-        assert found.startswith("spark client not loaded, ") and not found.endswith(" 0 S3 data files parsed"), found
+        assert found.startswith("spark client not loaded, ") and not found.endswith(
+            " 0 S3 data files parsed"
+        ), found
 
 
-@pytest.mark.parametrize(("argv", "forks"), [
-    (["/venv/bin/airflow", "scheduler"], True),
-    (["airflow", "celery", "worker", "-q", "default"], True),
-    (["airflow", "api-server"], False),
-    (["airflow", "dag-processor"], False),
-    (["airflow", "triggerer"], False),
-    (["airflow", "db", "migrate"], False),
-    (["airflow", "celery", "flower"], False),
-])
+@pytest.mark.parametrize(
+    ("argv", "forks"),
+    [
+        (["/venv/bin/airflow", "scheduler"], True),
+        (["airflow", "celery", "worker", "-q", "default"], True),
+        (["airflow", "api-server"], False),
+        (["airflow", "dag-processor"], False),
+        (["airflow", "triggerer"], False),
+        (["airflow", "db", "migrate"], False),
+        (["airflow", "celery", "flower"], False),
+    ],
+)
 def test_only_the_components_that_fork_task_processes_preload(argv, forks):
     from airflow_ft_provider.execution.preload import forks_task_processes
 

@@ -62,7 +62,8 @@ def test_every_listed_module_imports_and_defines_its_kind():
             for module_name in entry["python-modules"]:
                 module = importlib.import_module(module_name)
                 defined = [
-                    name for name, obj in vars(module).items()
+                    name
+                    for name, obj in vars(module).items()
                     if inspect.isclass(obj) and issubclass(obj, base) and obj.__module__ == module_name
                 ]
                 assert defined, f"{module_name} (listed under {kind}) defines no {base.__name__} subclass"
@@ -93,8 +94,11 @@ def test_config_declares_every_partition_store_key_the_hook_reads():
     read = set(re.findall(r'(?:_config|_seconds|_flag)\(\s*"([a-z_]+)"', source))
     options = get_provider_info()["config"][CONFIG_SECTION]["options"]
     assert read == {
-        "partition_store_url", "partition_store_cache_dir", "partition_store_checksum",
-        "partition_store_retention", "partition_store_orphan_grace",
+        "partition_store_url",
+        "partition_store_cache_dir",
+        "partition_store_checksum",
+        "partition_store_retention",
+        "partition_store_orphan_grace",
         "partition_store_allow_unconditional_writes",
     }
     assert read <= set(options)
@@ -154,7 +158,8 @@ def test_airflow_registers_the_trigger_extra_link_and_config_defaults(tmp_path):
 def test_failover_core_imports_nothing_from_airflow():
     probe = (
         "import sys, airflow_ft_provider.failover as f; "
-        "bad = sorted(m for m in sys.modules if m == 'airflow' or m.startswith(('airflow.', 'pyspark', 'boto'))); "
+        "bad = sorted(m for m in sys.modules if m == 'airflow' or "
+        "m.startswith(('airflow.', 'pyspark', 'boto'))); "
         "print(bad); sys.exit(1 if bad else 0)"
     )
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True)
@@ -173,7 +178,10 @@ def test_config_declares_unconditional_writes_unsafe_and_off_by_default():
 
     option = get_provider_info()["config"][CONFIG_SECTION]["options"][ALLOW_UNCONDITIONAL_KEY]
     assert (ALLOW_UNCONDITIONAL_KEY, option["type"], option["default"]) == (
-        "partition_store_allow_unconditional_writes", "boolean", "False")
+        "partition_store_allow_unconditional_writes",
+        "boolean",
+        "False",
+    )
     assert option["description"].startswith("UNSAFE.")
 
 
@@ -182,5 +190,7 @@ def test_restart_option_descriptions_state_the_ranges_the_loader_enforces():
     for key, option in OPTIONS.items():
         assert options[key]["description"].endswith(f"Must be {option.requirement}."), key
     # Flink's checkArgument(backoffMultiplier > 1, ...), not "≥ 1"
-    assert options["restart-strategy.exponential-delay.backoff-multiplier"]["description"].endswith("Must be > 1.")
+    assert options["restart-strategy.exponential-delay.backoff-multiplier"]["description"].endswith(
+        "Must be > 1."
+    )
     assert "restart-strategy, is still read" in options["restart-strategy.type"]["description"]

@@ -1,49 +1,84 @@
 """The failover page's data, built from plain values (no Airflow, no S3)."""
 
-from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.failover import ManualClock, ResultPartitionType
 from airflow_ft_provider.failover.recovery import RecoveryState, handle_failure
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.manifest import FileEntry, Manifest, Producer
 from airflow_ft_provider.partitions.store import AvailabilityReport, UnavailablePartition
-from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.plugins.run_view import build_run_view
 
-FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 3,
-         "restart-strategy.fixed-delay.delay": "10 s"}
+FIXED = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 3,
+    "restart-strategy.fixed-delay.delay": "10 s",
+}
 
 
 def pipeline() -> PipelineDescription:
     #   extract --raw--> [ enrich ~~rich (pipelined)~~> score ] --scores--> report
     #                \--raw--> audit
-    return PipelineDescription("etl", [
-        StageDeclaration("extract", 1, (), (Output("raw"),)),
-        StageDeclaration("enrich", 1, (Input("raw"),), (Output("rich", ResultPartitionType.PIPELINED),)),
-        StageDeclaration("score", 1, (Input("rich"),), (Output("scores"),)),
-        StageDeclaration("report", 1, (Input("scores"),), ()),
-        StageDeclaration("audit", 1, (Input("raw"),), (Output("audited"),)),
-    ], restart_config=FIXED)
+    return PipelineDescription(
+        "etl",
+        [
+            StageDeclaration("extract", 1, (), (Output("raw"),)),
+            StageDeclaration("enrich", 1, (Input("raw"),), (Output("rich", ResultPartitionType.PIPELINED),)),
+            StageDeclaration("score", 1, (Input("rich"),), (Output("scores"),)),
+            StageDeclaration("report", 1, (Input("scores"),), ()),
+            StageDeclaration("audit", 1, (Input("raw"),), (Output("audited"),)),
+        ],
+        restart_config=FIXED,
+    )
 
 
 def manifest(result: str, try_number: int) -> Manifest:
-    return Manifest(pipeline="etl", run_id="r1", result=result, map_index=-1, kind="blocking",
-                    attempt_id=f"t{try_number}-abc", producer=Producer("extract", -1, try_number),
-                    files=(FileEntry("part-0.parquet", 1000, "crc32c:AAAAAA=="),
-                           FileEntry("part-1.parquet", 24, "crc32c:AAAAAA==")),
-                    format="parquet", compression="snappy", row_count=40, created_at=1_700_000_000.0)
+    return Manifest(
+        pipeline="etl",
+        run_id="r1",
+        result=result,
+        map_index=-1,
+        kind="blocking",
+        attempt_id=f"t{try_number}-abc",
+        producer=Producer("extract", -1, try_number),
+        files=(
+            FileEntry("part-0.parquet", 1000, "crc32c:AAAAAA=="),
+            FileEntry("part-1.parquet", 24, "crc32c:AAAAAA=="),
+        ),
+        format="parquet",
+        compression="snappy",
+        row_count=40,
+        created_at=1_700_000_000.0,
+    )
 
 
 def test_view_of_a_run_with_one_failover():
     description = pipeline()
     clock = ManualClock(1_700_000_100.0)
     state = RecoveryState()
-    decision = handle_failure(state, failover=description.failover_strategy(), restart_config=FIXED,
-                              failed_task="score", try_number=1, cause="RuntimeError: boom", clock=clock)
-    events = [{"time": clock.now(), "kind": "failover", "task": "score", **decision.summary(), "cleared": ["enrich"],
-               "strategy_state": state.strategies["run"]}]
+    decision = handle_failure(
+        state,
+        failover=description.failover_strategy(),
+        restart_config=FIXED,
+        failed_task="score",
+        try_number=1,
+        cause="RuntimeError: boom",
+        clock=clock,
+    )
+    events = [
+        {
+            "time": clock.now(),
+            "kind": "failover",
+            "task": "score",
+            **decision.summary(),
+            "cleared": ["enrich"],
+            "strategy_state": state.strategies["run"],
+        }
+    ]
     report = AvailabilityReport(
-        RunRef("etl", "r1"), available=frozenset({"raw"}),
+        RunRef("etl", "r1"),
+        available=frozenset({"raw"}),
         unavailable={
             "scores": UnavailablePartition("scores", Unavailable.MISSING_MANIFEST),
             "audited": UnavailablePartition("audited", Unavailable.CHECKSUM_MISMATCH, "part-0 has crc32c:x"),
@@ -57,8 +92,9 @@ def test_view_of_a_run_with_one_failover():
         {"task_id": "score", "map_index": -1, "state": "up_for_retry", "try_number": 1},
         {"task_id": "audit", "map_index": -1, "state": "success", "try_number": 1},
     ]
-    view = build_run_view(description, "r1", task_instances=instances, state=state, events=events, report=report,
-                          clock=clock)
+    view = build_run_view(
+        description, "r1", task_instances=instances, state=state, events=events, report=report, clock=clock
+    )
 
     assert [r["tasks"] for r in view["regions"]] == [["audit"], ["enrich", "score"], ["extract"], ["report"]]
     region = next(r for r in view["regions"] if r["id"] == "enrich")
@@ -67,46 +103,91 @@ def test_view_of_a_run_with_one_failover():
     tasks = {t["id"]: t for t in view["tasks"]}
     assert tasks["report"]["state"] == "no status" and tasks["score"]["region"] == "enrich"
     assert {(e["from"], e["to"], e["type"]) for e in view["edges"]} == {
-        ("extract", "enrich", "blocking"), ("enrich", "score", "pipelined"), ("score", "report", "blocking"),
-        ("extract", "audit", "blocking")}
+        ("extract", "enrich", "blocking"),
+        ("enrich", "score", "pipelined"),
+        ("score", "report", "blocking"),
+        ("extract", "audit", "blocking"),
+    }
 
     partitions = {p["id"]: p for p in view["partitions"]}
     assert partitions["raw"] | {"reason": ""} == partitions["raw"]
-    assert (partitions["raw"]["status"], partitions["raw"]["size"], partitions["raw"]["rows"],
-            partitions["raw"]["files"], partitions["raw"]["producer_try"]) == ("committed", 1024, 40, 2, 2)
+    assert (
+        partitions["raw"]["status"],
+        partitions["raw"]["size"],
+        partitions["raw"]["rows"],
+        partitions["raw"]["files"],
+        partitions["raw"]["producer_try"],
+    ) == ("committed", 1024, 40, 2, 2)
     assert partitions["scores"]["status"] == "pending"  # its producer has not succeeded: not lost
-    assert partitions["audited"]["status"] == "corrupt" and "part-0 has crc32c:x" in partitions["audited"]["reason"]
+    assert (
+        partitions["audited"]["status"] == "corrupt"
+        and "part-0 has crc32c:x" in partitions["audited"]["reason"]
+    )
     assert partitions["rich"]["status"] == "pipelined"
 
     [event] = view["history"]
     assert (event["task"], event["cause"], event["regions"], event["delay"], event["restart"]) == (
-        "score", "RuntimeError: boom", [["enrich", "score"], ["report"]], 10.0, True)
+        "score",
+        "RuntimeError: boom",
+        [["enrich", "score"], ["report"]],
+        10.0,
+        True,
+    )
     assert event["strategy_state"] == {"type": "fixed-delay", "failures": 1}
     assert view["strategy"]["restart_strategy"] == "FixedDelay(attempts=3, delay=10 s)"
     assert view["strategy"]["scopes"] == [
-        {"scope": "run", "budget": "2 of 3 restarts left (1 failures so far)", "state": {"type": "fixed-delay", "failures": 1}}]
+        {
+            "scope": "run",
+            "budget": "2 of 3 restarts left (1 failures so far)",
+            "state": {"type": "fixed-delay", "failures": 1},
+        }
+    ]
 
 
 def test_a_missing_manifest_after_success_is_lost_and_an_unreadable_store_is_said():
     description = pipeline()
     instances = [{"task_id": "extract", "map_index": -1, "state": "success", "try_number": 1}]
-    report = AvailabilityReport(RunRef("etl", "r1"), frozenset(),
-                                {"raw": UnavailablePartition("raw", Unavailable.MISSING_MANIFEST)})
-    view = build_run_view(description, "r1", task_instances=instances, state=RecoveryState(), events=[], report=report)
+    report = AvailabilityReport(
+        RunRef("etl", "r1"), frozenset(), {"raw": UnavailablePartition("raw", Unavailable.MISSING_MANIFEST)}
+    )
+    view = build_run_view(
+        description, "r1", task_instances=instances, state=RecoveryState(), events=[], report=report
+    )
     assert next(p for p in view["partitions"] if p["id"] == "raw")["status"] == "missing"
     assert view["strategy"]["scopes"][0]["budget"].startswith("3 of 3 restarts left")
 
-    blind = build_run_view(description, "r1", task_instances=instances, state=RecoveryState(), events=[], report=None)
+    blind = build_run_view(
+        description, "r1", task_instances=instances, state=RecoveryState(), events=[], report=None
+    )
     assert {p["status"] for p in blind["partitions"] if p["type"] == "blocking"} == {"unknown"}
     assert "could not be read" in blind["partitions"][0]["reason"]
 
 
 def test_manual_restart_events_show_who_and_why():
-    view = build_run_view(pipeline(), "r1", task_instances=[], state=RecoveryState(), report=None, events=[
-        {"time": 5.0, "kind": "manual", "task": "enrich", "reason": "restart region from the failover page by ada",
-         "regions": [["enrich", "score"], ["report"]], "tasks": ["enrich", "report", "score"],
-         "cleared": ["enrich", "score"], "user": "ada"}])
+    view = build_run_view(
+        pipeline(),
+        "r1",
+        task_instances=[],
+        state=RecoveryState(),
+        report=None,
+        events=[
+            {
+                "time": 5.0,
+                "kind": "manual",
+                "task": "enrich",
+                "reason": "restart region from the failover page by ada",
+                "regions": [["enrich", "score"], ["report"]],
+                "tasks": ["enrich", "report", "score"],
+                "cleared": ["enrich", "score"],
+                "user": "ada",
+            }
+        ],
+    )
     [event] = view["history"]
     assert (event["kind"], event["user"], event["delay"], event["regions"]) == (
-        "manual", "ada", 0.0, [["enrich", "score"], ["report"]])
+        "manual",
+        "ada",
+        0.0,
+        [["enrich", "score"], ["report"]],
+    )
     assert event["cause"] == "restart region from the failover page by ada"

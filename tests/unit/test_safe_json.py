@@ -8,8 +8,8 @@ import json
 import pytest
 
 from airflow_ft_provider.failover.recovery import RecoveryState
-from airflow_ft_provider.partitions.manifest import InvalidManifest, Manifest
 from airflow_ft_provider.model.description import PipelineDescription
+from airflow_ft_provider.partitions.manifest import InvalidManifest, Manifest
 from airflow_ft_provider.safe_json import InvalidJson, load_json
 
 DEEP = b"[" * 100_000 + b"]" * 100_000

@@ -14,14 +14,19 @@ from airflow.sdk import DAG
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
 
-APP = str(Path(os.environ.get("FT_E2E_APPS", Path(__file__).resolve().parents[2] / "e2e" / "apps")) / "stage.py")
+APP = str(
+    Path(os.environ.get("FT_E2E_APPS", Path(__file__).resolve().parents[2] / "e2e" / "apps")) / "stage.py"
+)
 SPARK = {"conf": {"spark.sql.shuffle.partitions": "1"}}
 COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False}
 
 
 def fixed_delay(seconds):
-    return {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 3,
-            "restart-strategy.fixed-delay.delay": f"{seconds} s"}
+    return {
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": 3,
+        "restart-strategy.fixed-delay.delay": f"{seconds} s",
+    }
 
 
 def stage(task_id, **kwargs):

@@ -10,7 +10,8 @@ a test can take the Spark Connect server away from a running stage).
 import sys
 import time
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from airflow_ft_provider.spark import stage_io
 
@@ -20,7 +21,10 @@ options = dict(arg.split("=", 1) for arg in sys.argv[1:] if "=" in arg)
 if "sleep_on_try" in options:
     on_try, seconds = options["sleep_on_try"].split(":")
     if io.spec.try_number == int(on_try):
-        print(f"stage {io.spec.stage} try {io.spec.try_number}: sleeping {seconds} s before its Spark work", flush=True)
+        print(
+            f"stage {io.spec.stage} try {io.spec.try_number}: sleeping {seconds} s before its Spark work",
+            flush=True,
+        )
         time.sleep(float(seconds))
 if io.spec.inputs:
     frames = [io.read(name) for name in sorted(io.spec.inputs)]
@@ -30,7 +34,11 @@ if io.spec.inputs:
     df = df.withColumn("value", F.col("value") + 1)
 else:
     shards = int(sys.argv[1]) if len(sys.argv) > 1 and "=" not in sys.argv[1] else 1
-    df = spark.range(io.map_index or 0, 40, shards).withColumnRenamed("id", "key").withColumn("value", F.col("key") * 10)
+    df = (
+        spark.range(io.map_index or 0, 40, shards)
+        .withColumnRenamed("id", "key")
+        .withColumn("value", F.col("key") * 10)
+    )
 for name in io.spec.outputs:
     io.write(name, df)
 spark.stop()

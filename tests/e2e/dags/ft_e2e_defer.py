@@ -28,8 +28,14 @@ class DeferUntilOperator(BaseOperator):
 
     def resume(self, context, event=None, target=None):
         xcom = context["ti"].xcom_pull(task_ids=self.task_id, key="before_defer")
-        record_ctx(context, "defer_resume", target=target, event=repr(event), xcom_before_defer=xcom,
-                   **process_info())
+        record_ctx(
+            context,
+            "defer_resume",
+            target=target,
+            event=repr(event),
+            xcom_before_defer=xcom,
+            **process_info(),
+        )
         return "resumed"
 
 

@@ -23,8 +23,11 @@ from airflow_ft_provider.pipeline import FailoverPipeline
 APP = str(Path(os.environ.get("FT_E2E_APPS", Path(__file__).resolve().parent.parent / "apps")) / "stage.py")
 SPARK = {"conf": {"spark.sql.shuffle.partitions": "1"}}
 # One budget per region: the run's components fail at once, each counts against its own region.
-RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 2,
-            "restart-strategy.fixed-delay.delay": "2 s"}
+RESTARTS = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 2,
+    "restart-strategy.fixed-delay.delay": "2 s",
+}
 
 SHAPES = {  # name: (exchange type, producers, consumers, pattern)
     f"{kind}_{name}": (kind, producers, consumers, pattern)
@@ -41,19 +44,26 @@ SHAPES = {  # name: (exchange type, producers, consumers, pattern)
 
 def stage(task_id, parallelism, **kwargs):
     if parallelism == 1:
-        return SparkStageOperator(task_id=task_id, application=APP, application_args=kwargs.pop("args", []),
-                                  **SPARK, **kwargs)
+        return SparkStageOperator(
+            task_id=task_id, application=APP, application_args=kwargs.pop("args", []), **SPARK, **kwargs
+        )
     args = kwargs.pop("args", [])
     return SparkStageOperator.partial(task_id=task_id, application=APP, **SPARK, **kwargs).expand(
-        application_args=[list(args) for _ in range(parallelism)])
+        application_args=[list(args) for _ in range(parallelism)]
+    )
 
 
 # max_active_tasks is per run: the two matrix runs hold at most 6 of the live fixture's 8 worker slots,
 # so the scenarios that time their restarts (tests/e2e/test_region_failover.py, priority_weight 100:
 # queued first) always find a slot within one matrix task. Their timings are measured up to the
 # queueing of a try, which the scheduler decides; the wait for a slot is the executor's.
-with DAG("ft_e2e_exchange_matrix", schedule=None, start_date=datetime(2026, 1, 1), catchup=False,
-         max_active_tasks=3):
+with DAG(
+    "ft_e2e_exchange_matrix",
+    schedule=None,
+    start_date=datetime(2026, 1, 1),
+    catchup=False,
+    max_active_tasks=3,
+):
     with FailoverPipeline(restart_strategy=RESTARTS, per_region_restarts=True):
         for shape, (kind, producers, consumers, pattern) in SHAPES.items():
             stage(f"P_{shape}", producers, outputs={f"x_{shape}": kind}, args=[str(producers)])

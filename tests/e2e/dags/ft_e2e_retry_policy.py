@@ -65,8 +65,9 @@ with DAG(
         record_ctx(context, "policy_fail_try")
         raise ValueError("ft-e2e: fatal failure")
 
-    @task(retries=1, retry_delay=timedelta(minutes=10),
-          retry_policy=RecordingPolicy(delay=timedelta(seconds=1)))
+    @task(
+        retries=1, retry_delay=timedelta(minutes=10), retry_policy=RecordingPolicy(delay=timedelta(seconds=1))
+    )
     def policy_capped(**context):
         record_ctx(context, "policy_capped_try")
         raise RuntimeError(f"ft-e2e: failure on try {context['ti'].try_number}")

@@ -15,15 +15,18 @@ from datetime import datetime
 from pathlib import Path
 
 from airflow.sdk import DAG, task
+from ft_e2e_common import run_dir
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
-from ft_e2e_common import run_dir
 
 APP = str(Path(os.environ.get("FT_E2E_APPS", Path(__file__).resolve().parent.parent / "apps")) / "stage.py")
 SPARK = {"conf": {"spark.sql.shuffle.partitions": "1"}}
-RESTARTS = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 4,
-            "restart-strategy.fixed-delay.delay": "5 s"}
+RESTARTS = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 4,
+    "restart-strategy.fixed-delay.delay": "5 s",
+}
 
 
 def stage(task_id, **kwargs):

@@ -23,8 +23,15 @@ class RecordingPolicy(RetryPolicy):
     def evaluate(self, exception, try_number, max_tries, context=None):
         ti = context["ti"] if context else None
         if ti is not None:
-            record(ti.dag_id, ti.run_id, "policy_evaluate", task_id=ti.task_id, try_number=try_number,
-                   exception=repr(exception), **process_info())
+            record(
+                ti.dag_id,
+                ti.run_id,
+                "policy_evaluate",
+                task_id=ti.task_id,
+                try_number=try_number,
+                exception=repr(exception),
+                **process_info(),
+            )
         return RetryDecision.retry(delay=timedelta(seconds=1), reason="ft-e2e sigkill policy")
 
 

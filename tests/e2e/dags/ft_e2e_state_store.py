@@ -22,8 +22,13 @@ with DAG(dag_id="ft_e2e_state_store", schedule=None, catchup=False, tags=["ft-e2
         store = context["task_state_store"]
         seen_store = {k: store.get(k) for k in KEYS}
         seen_xcom = {k: ti.xcom_pull(task_ids=ti.task_id, key=k) for k in KEYS}
-        record_ctx(context, "stateful_try", store=seen_store, xcom=seen_xcom,
-                   accessor=type(store).__module__ + "." + type(store).__qualname__)
+        record_ctx(
+            context,
+            "stateful_try",
+            store=seen_store,
+            xcom=seen_xcom,
+            accessor=type(store).__module__ + "." + type(store).__qualname__,
+        )
         key = f"k{ti.try_number}"
         store.set(key, {"written_by_try": ti.try_number})
         ti.xcom_push(key=key, value={"written_by_try": ti.try_number})

@@ -14,14 +14,23 @@ from airflow_ft_provider.pipeline import FailoverPipeline
 
 # The live-Airflow fixture copies DAG files into its own dags folder and names the apps folder.
 APP = str(Path(os.environ.get("FT_E2E_APPS", Path(__file__).resolve().parent.parent / "apps")) / "stage.py")
-SPARK = {"conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1", "spark.driver.memory": "512m"}}
-FAST_FIXED = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 5,
-              "restart-strategy.fixed-delay.delay": "2 s"}
+SPARK = {
+    "conf": {"spark.ui.enabled": "false", "spark.sql.shuffle.partitions": "1", "spark.driver.memory": "512m"}
+}
+FAST_FIXED = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 5,
+    "restart-strategy.fixed-delay.delay": "2 s",
+}
 # A restarted task waits longer than MIN_DEFERRAL_SECONDS (5 s) deferred: the mapped scenario checks it.
 SLOW_FIXED = {**FAST_FIXED, "restart-strategy.fixed-delay.delay": "40 s"}
 # Ahead of the exchange matrix's many tasks when worker slots are short: these scenarios time restarts.
-COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False,
-          "default_args": {"priority_weight": 100}}
+COMMON = {
+    "schedule": None,
+    "start_date": datetime(2026, 1, 1),
+    "catchup": False,
+    "default_args": {"priority_weight": 100},
+}
 
 
 def stage(task_id, **kwargs):
@@ -41,7 +50,10 @@ with DAG("ft_e2e_seed002", **COMMON):
 # ft_e2e_pipelined runs on spark-submit (the live fixture's spark_submit connection): it keeps submit
 # mode and pipelined partitions in S3 scratch covered live. ft_e2e_pipelined_connect is the same
 # pipeline on the Spark Connect server, where t1 is a view the server holds.
-for dag_id, spark_conn_id in (("ft_e2e_pipelined", "spark_submit"), ("ft_e2e_pipelined_connect", "spark_default")):
+for dag_id, spark_conn_id in (
+    ("ft_e2e_pipelined", "spark_submit"),
+    ("ft_e2e_pipelined_connect", "spark_default"),
+):
     with DAG(dag_id, **COMMON):
         with FailoverPipeline(restart_strategy=FAST_FIXED, spark_conn_id=spark_conn_id):
             stage("S", outputs=["s"])
@@ -60,9 +72,11 @@ with DAG("ft_e2e_run_end", **COMMON):
 with DAG("ft_e2e_mapped", **COMMON):
     with FailoverPipeline(restart_strategy=SLOW_FIXED):
         SparkStageOperator.partial(task_id="read", application=APP, outputs=["raw"], **SPARK).expand(
-            application_args=[["2"], ["2"]])
-        SparkStageOperator.partial(task_id="sink", application=APP, inputs={"raw": "pointwise"},
-                                   outputs=["sunk"], **SPARK).expand(application_args=[[], []])
+            application_args=[["2"], ["2"]]
+        )
+        SparkStageOperator.partial(
+            task_id="sink", application=APP, inputs={"raw": "pointwise"}, outputs=["sunk"], **SPARK
+        ).expand(application_args=[[], []])
 
 
 def always_failing(dag_id, restart_strategy):
@@ -74,16 +88,31 @@ def always_failing(dag_id, restart_strategy):
     return dag
 
 
-always_failing("ft_e2e_fixed_delay", {"restart-strategy.type": "fixed-delay",
-                                      "restart-strategy.fixed-delay.attempts": 2,
-                                      "restart-strategy.fixed-delay.delay": "6 s"})
-always_failing("ft_e2e_exponential", {"restart-strategy.type": "exponential-delay",
-                                      "restart-strategy.exponential-delay.initial-backoff": "3 s",
-                                      "restart-strategy.exponential-delay.backoff-multiplier": "2",
-                                      "restart-strategy.exponential-delay.max-backoff": "8 s",
-                                      "restart-strategy.exponential-delay.jitter-factor": "0",
-                                      "restart-strategy.exponential-delay.attempts-before-reset-backoff": "3"})
-always_failing("ft_e2e_failure_rate", {"restart-strategy.type": "failure-rate",
-                                       "restart-strategy.failure-rate.max-failures-per-interval": "2",
-                                       "restart-strategy.failure-rate.failure-rate-interval": "10 min",
-                                       "restart-strategy.failure-rate.delay": "1 s"})
+always_failing(
+    "ft_e2e_fixed_delay",
+    {
+        "restart-strategy.type": "fixed-delay",
+        "restart-strategy.fixed-delay.attempts": 2,
+        "restart-strategy.fixed-delay.delay": "6 s",
+    },
+)
+always_failing(
+    "ft_e2e_exponential",
+    {
+        "restart-strategy.type": "exponential-delay",
+        "restart-strategy.exponential-delay.initial-backoff": "3 s",
+        "restart-strategy.exponential-delay.backoff-multiplier": "2",
+        "restart-strategy.exponential-delay.max-backoff": "8 s",
+        "restart-strategy.exponential-delay.jitter-factor": "0",
+        "restart-strategy.exponential-delay.attempts-before-reset-backoff": "3",
+    },
+)
+always_failing(
+    "ft_e2e_failure_rate",
+    {
+        "restart-strategy.type": "failure-rate",
+        "restart-strategy.failure-rate.max-failures-per-interval": "2",
+        "restart-strategy.failure-rate.failure-rate-interval": "10 min",
+        "restart-strategy.failure-rate.delay": "1 s",
+    },
+)

@@ -3,7 +3,8 @@
 import os
 import sys
 
-from pyspark.sql import SparkSession, functions as F
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
 
 from airflow_ft_provider.spark import stage_io
 

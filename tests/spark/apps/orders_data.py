@@ -4,12 +4,14 @@
 def orders(shard: int = 0, shards: int = 1, count: int = 120) -> list[dict]:
     rows = []
     for i in range(shard, count, shards):
-        rows.append({
-            "order_id": i,
-            "customer": f"c{i % 7}",
-            "day": f"2026-11-{1 + i % 5:02d}",
-            "amount": (i * 37) % 100 + 1,
-        })
+        rows.append(
+            {
+                "order_id": i,
+                "customer": f"c{i % 7}",
+                "day": f"2026-11-{1 + i % 5:02d}",
+                "amount": (i * 37) % 100 + 1,
+            }
+        )
     return rows
 
 

@@ -11,7 +11,10 @@ print("RESULT rows_in", orders.count())
 print("RESULT map_index", io.map_index)
 totals = orders.groupBy("customer").sum("amount").withColumnRenamed("sum(amount)", "total")
 io.write("totals", totals)
-for attempt, action in (("undeclared", lambda: io.read("customers")), ("twice", lambda: io.write("totals", totals))):
+for attempt, action in (
+    ("undeclared", lambda: io.read("customers")),
+    ("twice", lambda: io.write("totals", totals)),
+):
     try:
         action()
         print("RESULT", attempt, "no-error")

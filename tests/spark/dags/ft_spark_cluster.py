@@ -34,7 +34,14 @@ NONE = {"restart-strategy.type": "none"}
 #   generate --orders--> revenue
 with DAG("ft_cluster_two_stages", schedule=None, start_date=datetime(2026, 1, 1)):
     with FailoverPipeline(store=STORE, restart_strategy=NONE):
-        SparkStageOperator(task_id="generate", application=str(APPS / "generate_orders.py"),
-                           outputs=["orders"], **CLUSTER)
-        SparkStageOperator(task_id="revenue", application=str(APPS / "daily_revenue.py"), inputs=["orders"],
-                           outputs=["revenue"], application_args=[MARKERS], **CLUSTER)
+        SparkStageOperator(
+            task_id="generate", application=str(APPS / "generate_orders.py"), outputs=["orders"], **CLUSTER
+        )
+        SparkStageOperator(
+            task_id="revenue",
+            application=str(APPS / "daily_revenue.py"),
+            inputs=["orders"],
+            outputs=["revenue"],
+            application_args=[MARKERS],
+            **CLUSTER,
+        )

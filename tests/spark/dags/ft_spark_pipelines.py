@@ -19,17 +19,32 @@ NONE = {"restart-strategy.type": "none"}
 #   generate --orders--> revenue
 with DAG("ft_two_stages", schedule=None, start_date=datetime(2026, 1, 1)):
     with FailoverPipeline(store=STORE, restart_strategy=NONE):
-        SparkStageOperator(task_id="generate", application=str(APPS / "generate_orders.py"), outputs=["orders"], **SPARK)
-        SparkStageOperator(task_id="revenue", application=str(APPS / "daily_revenue.py"), inputs=["orders"],
-                           outputs=["revenue"], application_args=[MARKERS], **SPARK)
+        SparkStageOperator(
+            task_id="generate", application=str(APPS / "generate_orders.py"), outputs=["orders"], **SPARK
+        )
+        SparkStageOperator(
+            task_id="revenue",
+            application=str(APPS / "daily_revenue.py"),
+            inputs=["orders"],
+            outputs=["revenue"],
+            application_args=[MARKERS],
+            **SPARK,
+        )
 
 #   generate --orders--> delete_orders (plain task) --> revenue: the input is gone when revenue starts
 with DAG("ft_missing_input", schedule=None, start_date=datetime(2026, 1, 1)):
     with FailoverPipeline(store=STORE, restart_strategy=NONE) as pipeline:
-        generate = SparkStageOperator(task_id="generate", application=str(APPS / "generate_orders.py"),
-                                      outputs=["orders"], **SPARK)
-        revenue = SparkStageOperator(task_id="revenue", application=str(APPS / "daily_revenue.py"),
-                                     inputs=["orders"], outputs=["revenue"], application_args=[MARKERS], **SPARK)
+        generate = SparkStageOperator(
+            task_id="generate", application=str(APPS / "generate_orders.py"), outputs=["orders"], **SPARK
+        )
+        revenue = SparkStageOperator(
+            task_id="revenue",
+            application=str(APPS / "daily_revenue.py"),
+            inputs=["orders"],
+            outputs=["revenue"],
+            application_args=[MARKERS],
+            **SPARK,
+        )
 
         @task
         def delete_orders(run_id=None):
@@ -37,43 +52,69 @@ with DAG("ft_missing_input", schedule=None, start_date=datetime(2026, 1, 1)):
             store = partition_store(pipeline.description)
             ref = store_run(run_id).parse("orders")
             entry = store.manifest(ref).files[0]
-            store.client.delete_object(Bucket=store.bucket, Key=store.layout.partition_prefix(ref) + entry.key)
+            store.client.delete_object(
+                Bucket=store.bucket, Key=store.layout.partition_prefix(ref) + entry.key
+            )
 
         generate >> delete_orders() >> revenue
 
 #   a stage whose application fails after writing one of its two outputs
 with DAG("ft_failing_app", schedule=None, start_date=datetime(2026, 1, 1)):
     with FailoverPipeline(store=STORE, restart_strategy=NONE):
-        SparkStageOperator(task_id="broken", application=str(APPS / "fail.py"), outputs=["first", "second"], **SPARK)
+        SparkStageOperator(
+            task_id="broken", application=str(APPS / "fail.py"), outputs=["first", "second"], **SPARK
+        )
 
 #   shard[0..2] --orders (pointwise)--> shard_revenue[0..2]
 #             \\--orders (all-to-all)--> total_revenue
 with DAG("ft_mapped", schedule=None, start_date=datetime(2026, 1, 1)):
     with FailoverPipeline(store=STORE, restart_strategy=NONE):
-        SparkStageOperator.partial(task_id="shard", application=str(APPS / "generate_orders.py"),
-                                   outputs=["orders"], **SPARK).expand(application_args=[["3"], ["3"], ["3"]])
-        SparkStageOperator.partial(task_id="shard_revenue", application=str(APPS / "daily_revenue.py"),
-                                   inputs={"orders": "pointwise"}, outputs=["revenue"], **SPARK
-                                   ).expand(application_args=[[MARKERS], [MARKERS], [MARKERS]])
-        SparkStageOperator(task_id="total_revenue", application=str(APPS / "daily_revenue.py"),
-                           inputs=["orders"], outputs=["revenue_total"], **SPARK)
+        SparkStageOperator.partial(
+            task_id="shard", application=str(APPS / "generate_orders.py"), outputs=["orders"], **SPARK
+        ).expand(application_args=[["3"], ["3"], ["3"]])
+        SparkStageOperator.partial(
+            task_id="shard_revenue",
+            application=str(APPS / "daily_revenue.py"),
+            inputs={"orders": "pointwise"},
+            outputs=["revenue"],
+            **SPARK,
+        ).expand(application_args=[[MARKERS], [MARKERS], [MARKERS]])
+        SparkStageOperator(
+            task_id="total_revenue",
+            application=str(APPS / "daily_revenue.py"),
+            inputs=["orders"],
+            outputs=["revenue_total"],
+            **SPARK,
+        )
 
 #   shard[i] ~~orders[i] (pipelined, pointwise)~~> shard_revenue[i], i = 0, 1   (spark-submit: S3 scratch)
 #   the shape that failed on every run while consumers looked for the producer's XCom at map index -1
 with DAG("ft_mapped_pipelined", schedule=None, start_date=datetime(2026, 1, 1)):
     with FailoverPipeline(store=STORE, restart_strategy=NONE):
-        SparkStageOperator.partial(task_id="shard", application=str(APPS / "generate_orders.py"),
-                                   outputs={"orders": "pipelined"}, **SPARK).expand(application_args=[["2"], ["2"]])
-        SparkStageOperator.partial(task_id="shard_revenue", application=str(APPS / "daily_revenue.py"),
-                                   inputs={"orders": "pointwise"}, outputs=["revenue"], **SPARK
-                                   ).expand(application_args=[[MARKERS], [MARKERS]])
+        SparkStageOperator.partial(
+            task_id="shard",
+            application=str(APPS / "generate_orders.py"),
+            outputs={"orders": "pipelined"},
+            **SPARK,
+        ).expand(application_args=[["2"], ["2"]])
+        SparkStageOperator.partial(
+            task_id="shard_revenue",
+            application=str(APPS / "daily_revenue.py"),
+            inputs={"orders": "pointwise"},
+            outputs=["revenue"],
+            **SPARK,
+        ).expand(application_args=[[MARKERS], [MARKERS]])
 
 
 def total_revenue(spark, io):
     """A stage as a Python callable (Spark Connect): the session and the stage's I/O are passed in."""
     from pyspark.sql import functions as F
 
-    totals = io.read("revenue").groupBy("day").agg(F.sum("revenue").alias("revenue"), F.sum("orders").alias("orders"))
+    totals = (
+        io.read("revenue")
+        .groupBy("day")
+        .agg(F.sum("revenue").alias("revenue"), F.sum("orders").alias("orders"))
+    )
     io.write("revenue_total", totals)
 
 
@@ -82,13 +123,26 @@ def total_revenue(spark, io):
 #   on a Spark Connect server: the pipelined orders stay in the server as views
 with DAG("ft_connect", schedule=None, start_date=datetime(2026, 1, 1)):
     with FailoverPipeline(store=STORE, restart_strategy=NONE, spark_conn_id="spark_connect_test"):
-        SparkStageOperator.partial(task_id="generate", application=str(APPS / "generate_orders.py"),
-                                   outputs={"orders": "pipelined"}, **SPARK).expand(application_args=[["2"], ["2"]])
-        SparkStageOperator.partial(task_id="revenue", application=str(APPS / "daily_revenue.py"),
-                                   inputs={"orders": "pointwise"}, outputs=["revenue"], **SPARK
-                                   ).expand(application_args=[[MARKERS], [MARKERS]])
-        SparkStageOperator(task_id="total", python_callable=total_revenue, inputs=["revenue"],
-                           outputs=["revenue_total"], **SPARK)
+        SparkStageOperator.partial(
+            task_id="generate",
+            application=str(APPS / "generate_orders.py"),
+            outputs={"orders": "pipelined"},
+            **SPARK,
+        ).expand(application_args=[["2"], ["2"]])
+        SparkStageOperator.partial(
+            task_id="revenue",
+            application=str(APPS / "daily_revenue.py"),
+            inputs={"orders": "pointwise"},
+            outputs=["revenue"],
+            **SPARK,
+        ).expand(application_args=[[MARKERS], [MARKERS]])
+        SparkStageOperator(
+            task_id="total",
+            python_callable=total_revenue,
+            inputs=["revenue"],
+            outputs=["revenue_total"],
+            **SPARK,
+        )
 
 
 def store_run(run_id):

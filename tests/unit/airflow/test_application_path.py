@@ -23,11 +23,19 @@ def test_a_relative_path_is_taken_from_the_dag_files_folder(monkeypatch, tmp_pat
     monkeypatch.chdir(tmp_path)  # what a worker's working directory happens to be
     assert stage(Path(__file__).name).resolved_application() == str(HERE / Path(__file__).name)
     assert stage(f"../airflow/{Path(__file__).name}").resolved_application() == os.path.join(
-        HERE, "..", "airflow", Path(__file__).name)
+        HERE, "..", "airflow", Path(__file__).name
+    )
 
 
-@pytest.mark.parametrize("application", ["/opt/jobs/clean.py", "local:///opt/jobs/clean.py",
-                                         "s3a://bucket/jobs/clean.py", "hdfs://nn/jobs/clean.py"])
+@pytest.mark.parametrize(
+    "application",
+    [
+        "/opt/jobs/clean.py",
+        "local:///opt/jobs/clean.py",
+        "s3a://bucket/jobs/clean.py",
+        "hdfs://nn/jobs/clean.py",
+    ],
+)
 def test_absolute_paths_and_uris_are_kept(application):
     assert stage(application).resolved_application() == application
 
@@ -35,5 +43,8 @@ def test_absolute_paths_and_uris_are_kept(application):
 def test_a_missing_file_is_a_clear_error_naming_where_it_was_looked_for():
     with pytest.raises(FileNotFoundError) as missing:
         stage("jobs/clean.py").resolved_application()
-    assert f"application 'jobs/clean.py' is not a file beside the DAG file ({HERE / 'jobs' / 'clean.py'})" \
-        in str(missing.value) and "resolved against the DAG file's folder" in str(missing.value)
+    assert (
+        f"application 'jobs/clean.py' is not a file beside the DAG file ({HERE / 'jobs' / 'clean.py'})"
+        in str(missing.value)
+        and "resolved against the DAG file's folder" in str(missing.value)
+    )

@@ -93,7 +93,7 @@ def test_added_outlets_are_kept_on_plain_and_mapped_tasks():
 def test_a_task_moves_from_the_root_group_into_a_task_group():
     with DAG("compat_group", schedule=None) as dag:
         a = plain("a")
-        b = plain("b")
+        plain("b")
     group = TaskGroup("region_a", dag=dag, parent_group=dag.task_group, prefix_group_id=False)
     _compat.move_into_group(a, group)
     assert a.task_group.group_id == "region_a" and "a" in group.children
@@ -120,4 +120,3 @@ def test_redact_secrets_masks_what_the_task_sdk_masker_knows():
 
     mask_secret("compat-secret-value-4711")
     assert _compat.redact_secrets("password is compat-secret-value-4711!") == "password is ***!"
-

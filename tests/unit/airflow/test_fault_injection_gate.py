@@ -13,16 +13,23 @@ from airflow_ft_provider.faults import FaultInjector, InjectedFailure, NoFaults,
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 
-GRAPH = PipelineDescription("ft_faults_gate", [
-    StageDeclaration("score", 1, (), (Output("scored"),)),
-    StageDeclaration("report", 1, (Input("scored"),), ()),
-    StageDeclaration("transform", 2, (), (Output("transformed"),), mapped=True),
-    StageDeclaration("other", 1, (), ()),
-]).graph
+GRAPH = PipelineDescription(
+    "ft_faults_gate",
+    [
+        StageDeclaration("score", 1, (), (Output("scored"),)),
+        StageDeclaration("report", 1, (Input("scored"),), ()),
+        StageDeclaration("transform", 2, (), (Output("transformed"),), mapped=True),
+        StageDeclaration("other", 1, (), ()),
+    ],
+).graph
 
 ALLOW = "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION"
-FAULTS = [{"task": "score", "mode": "raise"}, {"task": "score", "delete": ["scored"]},
-          {"task": "score", "mode": "kill"}, {"task": "report", "mode": "app"}]
+FAULTS = [
+    {"task": "score", "mode": "raise"},
+    {"task": "score", "delete": ["scored"]},
+    {"task": "score", "mode": "kill"},
+    {"task": "report", "mode": "app"},
+]
 
 
 class TryStub:
@@ -51,8 +58,14 @@ class RecordingLog:
 
 
 def injector(faults, task="score", log=None):
-    return injector_for(context(faults), task, graph=GRAPH, store=StoreThatMustNotBeTouched(), run=None,
-                        log=log or RecordingLog())
+    return injector_for(
+        context(faults),
+        task,
+        graph=GRAPH,
+        store=StoreThatMustNotBeTouched(),
+        run=None,
+        log=log or RecordingLog(),
+    )
 
 
 def test_faults_requested_while_off_are_a_logged_no_op(monkeypatch):
@@ -102,16 +115,26 @@ def test_on_a_malformed_request_fails_the_try_without_a_retry(monkeypatch):
         injector([{"task": "score", "times": "2"}])
 
 
-@pytest.mark.parametrize(("faults", "says"), [
-    ([{"task": "transfrom[1]"}], "the pipeline has no task 'transfrom[1]'; tasks: other, report, score, "
-                                 "transform[0], transform[1]"),
-    ([{"task": "transform"}], "the pipeline has no task 'transform'"),  # a mapped stage: name an index
-    ([{"task": "report", "delete": ["socred"]}], "the pipeline has no partition 'socred'; partitions: scored, "
-                                                 "transformed[0], transformed[1]"),
-    ([{"task": "report", "truncate": "scored"}], "truncate must be a list of partition ids"),
-], ids=["misspelt-task", "mapped-stage-without-index", "misspelt-partition", "partitions-not-a-list"])
-def test_a_request_naming_what_the_pipeline_lacks_fails_every_task_with_the_valid_names(monkeypatch, faults,
-                                                                                       says):
+@pytest.mark.parametrize(
+    ("faults", "says"),
+    [
+        (
+            [{"task": "transfrom[1]"}],
+            "the pipeline has no task 'transfrom[1]'; tasks: other, report, score, "
+            "transform[0], transform[1]",
+        ),
+        ([{"task": "transform"}], "the pipeline has no task 'transform'"),  # a mapped stage: name an index
+        (
+            [{"task": "report", "delete": ["socred"]}],
+            "the pipeline has no partition 'socred'; partitions: scored, transformed[0], transformed[1]",
+        ),
+        ([{"task": "report", "truncate": "scored"}], "truncate must be a list of partition ids"),
+    ],
+    ids=["misspelt-task", "mapped-stage-without-index", "misspelt-partition", "partitions-not-a-list"],
+)
+def test_a_request_naming_what_the_pipeline_lacks_fails_every_task_with_the_valid_names(
+    monkeypatch, faults, says
+):
     """Every task of the run checks the whole list, not only the entries naming it: a typo fails the
     run at its first try instead of letting it succeed without the fault (and look recovered)."""
     monkeypatch.setenv(ALLOW, "True")

@@ -24,7 +24,9 @@ def test_dependencies_are_derived_from_partitions_and_regions_become_task_groups
     assert dag.task_dict["report"].upstream_task_ids == {"score"}
     pipeline = pipeline_for("wiring_ok")
     assert set(pipeline.regions) == {
-        frozenset({"extract"}), frozenset({"enrich", "score"}), frozenset({"report"}),
+        frozenset({"extract"}),
+        frozenset({"enrich", "score"}),
+        frozenset({"report"}),
     }
     group = dag.task_dict["enrich"].task_group
     assert group.group_id == "region_enrich"
@@ -48,7 +50,11 @@ def test_mapped_stage_parallelism_comes_from_the_literal_expand_list():
     assert pipeline.graph.stages["shard_read"].parallelism == 3
     assert frozenset({"shard_clean[1]"}) in pipeline.regions
     strategy = pipeline.description.failover_strategy()
-    assert strategy.tasks_to_restart("shard_clean[1]", ["part[1]"]) == {"shard_read[1]", "shard_clean[1]", "merge"}
+    assert strategy.tasks_to_restart("shard_clean[1]", ["part[1]"]) == {
+        "shard_read[1]",
+        "shard_clean[1]",
+        "merge",
+    }
 
 
 def test_explicit_edge_that_matches_a_partition_is_accepted():
@@ -64,18 +70,31 @@ def test_explicit_edge_that_matches_a_partition_is_accepted():
     "build, message",
     [
         (
-            lambda: (stage("a", outputs=["x"]) >> stage("b", outputs=["y"])),
-            r"the edge a >> b contradicts the declared partitions: 'b' consumes none of the results of 'a' \(\['x'\]\)",
+            lambda: stage("a", outputs=["x"]) >> stage("b", outputs=["y"]),
+            r"the edge a >> b contradicts the declared partitions: "
+            r"'b' consumes none of the results of 'a' \(\['x'\]\)",
         ),
         (
             lambda: (stage("a", inputs=["y"], outputs=["x"]), stage("b", inputs=["x"], outputs=["y"])),
             r"form a cycle: a -> b -> a",
         ),
-        (lambda: stage("a", inputs=["nothing"]), r"consumes result 'nothing', which no stage of the pipeline produces"),
-        (lambda: (stage("a", outputs=["cleaned"]), stage("b", inputs=["claened"])), r"did you mean 'cleaned'"),
-        (lambda: (stage("a", outputs=["x"]), stage("b", outputs=["x"])), r"result 'x' is produced by both 'a' and 'b'"),
+        (
+            lambda: stage("a", inputs=["nothing"]),
+            r"consumes result 'nothing', which no stage of the pipeline produces",
+        ),
+        (
+            lambda: (stage("a", outputs=["cleaned"]), stage("b", inputs=["claened"])),
+            r"did you mean 'cleaned'",
+        ),
+        (
+            lambda: (stage("a", outputs=["x"]), stage("b", outputs=["x"])),
+            r"result 'x' is produced by both 'a' and 'b'",
+        ),
         (lambda: stage("a", inputs=["x"], outputs=["x"]), r"consumes its own output 'x'"),
-        (lambda: stage("a", outputs={"x": "streaming"}), r"output 'x': unknown value 'streaming'; use one of 'blocking', 'pipelined'"),
+        (
+            lambda: stage("a", outputs={"x": "streaming"}),
+            r"output 'x': unknown value 'streaming'; use one of 'blocking', 'pipelined'",
+        ),
         (lambda: stage("a", inputs={"x": "broadcast"}), r"input 'x': unknown value 'broadcast'"),
         (lambda: stage("a", outputs=["x", "x"]), r"output 'x' is declared twice"),
     ],
@@ -91,10 +110,12 @@ def test_invalid_restart_strategy_fails_at_parse_time():
     # Flink's checkArgument(backoffMultiplier > 1, ...): "≥ 1" was the old, non-Flink rule.
     with pytest.raises(ValueError, match=r"backoff-multiplier must be > 1, got 0.5"):
         with DAG("wiring_bad_strategy", schedule=None):
-            with FailoverPipeline(restart_strategy={
-                "restart-strategy.type": "exponential-delay",
-                "restart-strategy.exponential-delay.backoff-multiplier": 0.5,
-            }):
+            with FailoverPipeline(
+                restart_strategy={
+                    "restart-strategy.type": "exponential-delay",
+                    "restart-strategy.exponential-delay.backoff-multiplier": 0.5,
+                }
+            ):
                 stage("a")
 
 
@@ -103,6 +124,7 @@ def test_dynamic_mapping_is_refused_because_regions_need_parallelism():
 
     with pytest.raises(PipelineWiringError, match=r"must be known when the DAG is parsed"):
         with DAG("wiring_dynamic", schedule=None):
+
             @task
             def shards():
                 return [["a"], ["b"]]
@@ -134,11 +156,19 @@ def test_cluster_restart_strategy_from_airflow_cfg_is_overridden_key_by_key(clus
     with DAG("cluster_default", schedule=None):
         with FailoverPipeline(store="s3://bucket/prefix"):
             stage("a", outputs=["x"])
-    assert repr(pipeline_for("cluster_default").description.restart_strategy()) == "FixedDelay(attempts=7, delay=3 s)"
+    assert (
+        repr(pipeline_for("cluster_default").description.restart_strategy())
+        == "FixedDelay(attempts=7, delay=3 s)"
+    )
     with DAG("cluster_overridden", schedule=None):
-        with FailoverPipeline(store="s3://bucket/prefix", restart_strategy={"restart-strategy.fixed-delay.attempts": 2}):
+        with FailoverPipeline(
+            store="s3://bucket/prefix", restart_strategy={"restart-strategy.fixed-delay.attempts": 2}
+        ):
             stage("a", outputs=["x"])
-    assert repr(pipeline_for("cluster_overridden").description.restart_strategy()) == "FixedDelay(attempts=2, delay=3 s)"
+    assert (
+        repr(pipeline_for("cluster_overridden").description.restart_strategy())
+        == "FixedDelay(attempts=2, delay=3 s)"
+    )
 
 
 def test_a_bad_cluster_value_fails_the_parse_and_says_where_it_was_set(cluster_config):
@@ -147,7 +177,6 @@ def test_a_bad_cluster_value_fails_the_parse_and_says_where_it_was_set(cluster_c
         with DAG("cluster_bad", schedule=None):
             with FailoverPipeline(store="s3://bucket/prefix"):
                 stage("a", outputs=["x"])
-
 
 
 def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path):
@@ -165,7 +194,8 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
         "with DAG('parse_only', schedule=None):\n"
         "    with FailoverPipeline(store='s3://bucket/prefix'):\n"
         "        SparkStageOperator(task_id='a', application='a.py', outputs=['raw'])\n"
-        "        SparkStageOperator(task_id='b', application='b.py', inputs=['raw'], outputs={'x': 'pipelined'})\n"
+        "        SparkStageOperator(task_id='b', application='b.py', "
+        "inputs=['raw'], outputs={'x': 'pipelined'})\n"
         "        SparkStageOperator(task_id='c', application='c.py', inputs=['x'])\n"
     )
     probe = (
@@ -209,16 +239,39 @@ class OwnPolicy:
         ({}, lambda: stage("a", retries=0), r"stage 'a' sets retries=0 \(as an argument of the stage\)"),
         ({}, lambda: stage("a", retry_policy=OwnPolicy()), r"stage 'a' sets retry_policy=OwnPolicy\(\)"),
         # through default_args: the DAG's, or the task's own
-        ({"default_args": {"retries": 2}}, lambda: stage("a"), r"sets retries=2 \(from default_args of DAG 'own_retries_\d+'\)"),
-        ({"default_args": {"retry_policy": OwnPolicy()}}, lambda: stage("a"), r"sets retry_policy=OwnPolicy\(\) \(from default_args"),
+        (
+            {"default_args": {"retries": 2}},
+            lambda: stage("a"),
+            r"sets retries=2 \(from default_args of DAG 'own_retries_\d+'\)",
+        ),
+        (
+            {"default_args": {"retry_policy": OwnPolicy()}},
+            lambda: stage("a"),
+            r"sets retry_policy=OwnPolicy\(\) \(from default_args",
+        ),
         ({}, lambda: stage("a", default_args={"retries": 4}), r"stage 'a' sets retries=4"),
         # in .partial() of a mapped stage, directly or through default_args
-        ({}, lambda: SparkStageOperator.partial(task_id="m", application="m.py", retries=5).expand(
-            application_args=[["x"], ["y"]]), r"stage 'm' sets retries=5 \(as an argument of the stage or its .partial\(\)\)"),
-        ({}, lambda: SparkStageOperator.partial(task_id="m", application="m.py", retry_policy=OwnPolicy()).expand(
-            application_args=[["x"]]), r"stage 'm' sets retry_policy=OwnPolicy\(\)"),
-        ({"default_args": {"retries": 6}}, lambda: SparkStageOperator.partial(task_id="m", application="m.py").expand(
-            application_args=[["x"]]), r"stage 'm' sets retries=6 \(from default_args of DAG"),
+        (
+            {},
+            lambda: SparkStageOperator.partial(task_id="m", application="m.py", retries=5).expand(
+                application_args=[["x"], ["y"]]
+            ),
+            r"stage 'm' sets retries=5 \(as an argument of the stage or its .partial\(\)\)",
+        ),
+        (
+            {},
+            lambda: SparkStageOperator.partial(
+                task_id="m", application="m.py", retry_policy=OwnPolicy()
+            ).expand(application_args=[["x"]]),
+            r"stage 'm' sets retry_policy=OwnPolicy\(\)",
+        ),
+        (
+            {"default_args": {"retries": 6}},
+            lambda: SparkStageOperator.partial(task_id="m", application="m.py").expand(
+                application_args=[["x"]]
+            ),
+            r"stage 'm' sets retries=6 \(from default_args of DAG",
+        ),
     ],
 )
 def test_a_stages_own_retries_or_retry_policy_are_refused_at_parse_time(dag_args, build, message):
@@ -242,7 +295,8 @@ def test_airflows_defaults_and_other_tasks_retries_are_left_alone():
         with FailoverPipeline(store="s3://bucket/prefix"):
             a = stage("a", outputs=["x"])
             SparkStageOperator.partial(task_id="m", application="m.py", inputs=["x"]).expand(
-                application_args=[["x"], ["y"]])
+                application_args=[["x"], ["y"]]
+            )
         a >> notify
     assert dag.task_dict["a"].retries == RETRY_BUDGET
     assert dag.task_dict["m"].partial_kwargs["retries"] == RETRY_BUDGET
@@ -263,10 +317,14 @@ def test_without_a_partition_store_a_stage_keeps_airflows_own_retries():
 def test_dag_ids_the_store_rejects_are_refused_at_parse_time(dag_id):
     """Issue 18: Airflow accepts these DAG ids, the partition store does not: every stage used to fail
     at run time. Refused when the pipeline is declared, with the value and the allowed characters."""
-    with pytest.raises(PipelineWiringError, match=(
-        rf"DAG id {dag_id!r} cannot name a failover pipeline: invalid pipeline name {dag_id!r}: use letters, "
-        r"digits, '_', '.' or '-', starting with a letter, digit or '_'.*rename the DAG"
-    )):
+    with pytest.raises(
+        PipelineWiringError,
+        match=(
+            rf"DAG id {dag_id!r} cannot name a failover pipeline: "
+            rf"invalid pipeline name {dag_id!r}: use letters, "
+            r"digits, '_', '.' or '-', starting with a letter, digit or '_'.*rename the DAG"
+        ),
+    ):
         with DAG(dag_id, schedule=None):
             with FailoverPipeline():
                 stage("a")
@@ -285,9 +343,14 @@ def test_deprecated_restart_strategy_key_of_a_pipeline_is_honoured_with_a_warnin
     from airflow_ft_provider.failover.restart_config import DeprecatedConfigKeyWarning
 
     old_style = {"restart-strategy": "fixed-delay", "restart-strategy.fixed-delay.attempts": 4}
-    with pytest.warns(DeprecatedConfigKeyWarning, match=(
-        r"the key 'restart-strategy' in restart_strategy= of FailoverPipeline is deprecated \(as in Flink\) "
-        r"and read as 'restart-strategy.type': 'fixed-delay'; rename it")) as record:
+    with pytest.warns(
+        DeprecatedConfigKeyWarning,
+        match=(
+            r"the key 'restart-strategy' in restart_strategy= of FailoverPipeline "
+            r"is deprecated \(as in Flink\) "
+            r"and read as 'restart-strategy.type': 'fixed-delay'; rename it"
+        ),
+    ) as record:
         pipeline = one_stage_pipeline("deprecated_key", restart_strategy=old_style)
     assert record[0].filename == __file__  # points at the DAG author's line, not into the provider
     assert repr(pipeline.description.restart_strategy()) == "FixedDelay(attempts=4, delay=1 s)"
@@ -298,12 +361,15 @@ def test_deprecated_key_in_airflow_cfg_is_honoured_and_the_pipelines_key_still_w
     from airflow_ft_provider.failover.restart_config import DeprecatedConfigKeyWarning
 
     cluster_config("restart-strategy", "none")
-    with pytest.warns(DeprecatedConfigKeyWarning, match=r"'restart-strategy' in \[ft_provider\] of airflow.cfg"):
+    with pytest.warns(
+        DeprecatedConfigKeyWarning, match=r"'restart-strategy' in \[ft_provider\] of airflow.cfg"
+    ):
         pipeline = one_stage_pipeline("deprecated_cluster_key")
     assert repr(pipeline.description.restart_strategy()) == "NoRestart()"
     with pytest.warns(DeprecatedConfigKeyWarning):
-        pipeline = one_stage_pipeline("deprecated_cluster_key_overridden",
-                                      restart_strategy={"restart-strategy.type": "fixed-delay"})
+        pipeline = one_stage_pipeline(
+            "deprecated_cluster_key_overridden", restart_strategy={"restart-strategy.type": "fixed-delay"}
+        )
     assert repr(pipeline.description.restart_strategy()).startswith("FixedDelay")
 
 
@@ -331,7 +397,8 @@ def test_the_deprecation_warning_reaches_the_dag_processor(tmp_path):
         "from airflow_ft_provider.operators.spark_stage import SparkStageOperator\n"
         "from airflow_ft_provider.pipeline import FailoverPipeline\n"
         "with DAG('old_flink_key', schedule=None):\n"
-        "    with FailoverPipeline(store='s3://bucket/prefix', restart_strategy={'restart-strategy': 'fixeddelay'}):\n"
+        "    with FailoverPipeline(store='s3://bucket/prefix', "
+        "restart_strategy={'restart-strategy': 'fixeddelay'}):\n"
         "        SparkStageOperator(task_id='a', application='a.py')\n"
     )
     probe = (
@@ -344,12 +411,16 @@ def test_the_deprecation_warning_reaches_the_dag_processor(tmp_path):
         "                  'warnings': {k: list(v) for k, v in bag.captured_warnings.items()}}))\n"
     )
     env = {k: v for k, v in os.environ.items() if k != "PYTHONWARNINGS"}
-    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env, timeout=300)
+    out = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True, env=env, timeout=300
+    )
     parsed = json.loads(out.stdout.strip().splitlines()[-1])
     assert parsed["errors"] == {} and "old_flink_key" in parsed["dags"]
     recorded = parsed["warnings"].get(str(dag_file), [])
     assert len(recorded) == 1, f"the DAG processor recorded {recorded}"
-    assert recorded[0].startswith(f"{dag_file}:5: airflow_ft_provider.failover.restart_config.DeprecatedConfigKeyWarning")
+    assert recorded[0].startswith(
+        f"{dag_file}:5: airflow_ft_provider.failover.restart_config.DeprecatedConfigKeyWarning"
+    )
     assert "'restart-strategy'" in recorded[0] and "rename it to 'restart-strategy.type'" in recorded[0]
 
 

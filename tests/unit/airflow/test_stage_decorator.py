@@ -1,6 +1,6 @@
 """``@ft_stage`` builds the same SparkStageOperator tasks a DAG author would write by hand.
 
-    make[0..2] ~~raw (pipelined, pointwise)~~> tidy[0..2] --tidied--> report
+make[0..2] ~~raw (pipelined, pointwise)~~> tidy[0..2] --tidied--> report
 """
 
 from __future__ import annotations
@@ -39,7 +39,11 @@ def test_calls_and_partial_expand_make_the_pipeline_a_hand_written_one_would():
             tidy.expand(shard=[0, 1, 2])
             final = report.override(task_id="final_report", spark_conn_id="spark_connect_eu")()
     assert sorted(sorted(r) for r in pipeline_for("ft_decorated").regions) == [
-        ["final_report"], ["make[0]", "tidy[0]"], ["make[1]", "tidy[1]"], ["make[2]", "tidy[2]"]]
+        ["final_report"],
+        ["make[0]", "tidy[0]"],
+        ["make[1]", "tidy[1]"],
+        ["make[2]", "tidy[2]"],
+    ]
     mapped = dag.task_dict["make"]
     assert mapped.partial_kwargs["python_callable"] is make.function
     assert mapped.expand_input.value["application_args"] == [[0, 3, "x"], [1, 3, "x"], [2, 3, "x"]]
@@ -53,18 +57,34 @@ def test_a_plain_call_passes_its_arguments_in_the_functions_order():
     assert (one.task_id, one.application_args) == ("make", [0, 2, "eu"])
 
 
-@pytest.mark.parametrize(("build", "says"), [
-    (lambda: make(0), "needs its argument 'shards'"),
-    (lambda: make(0, 1, "x", "extra"), "takes 3 arguments after (spark, io)"),
-    (lambda: make(0, shard=1, shards=2), "got argument 'shard' twice"),
-    (lambda: make.partial(shards=2).expand(shard=[0], nope=[1]), "takes no argument 'nope'"),
-    (lambda: make.partial(shard=0).expand(shard=[1]), "'shard' is given to partial and expand"),
-    (lambda: make.partial(shards=2).expand(shard=range(2)), "must be a list written in the DAG file, got range"),
-    (lambda: ft_stage(lambda spark: None), "must take the Spark session and the stage's I/O first"),
-    (lambda: ft_stage(lambda spark, io, *rest: None), "no *args, **kwargs or keyword-only"),
-    (lambda: ft_stage(application="x.py")(lambda spark, io: None), "@ft_stage sets application itself"),
-], ids=["missing", "too-many", "twice", "unknown", "partial-and-expand", "not-a-list", "no-io", "star-args",
-        "application"])
+@pytest.mark.parametrize(
+    ("build", "says"),
+    [
+        (lambda: make(0), "needs its argument 'shards'"),
+        (lambda: make(0, 1, "x", "extra"), "takes 3 arguments after (spark, io)"),
+        (lambda: make(0, shard=1, shards=2), "got argument 'shard' twice"),
+        (lambda: make.partial(shards=2).expand(shard=[0], nope=[1]), "takes no argument 'nope'"),
+        (lambda: make.partial(shard=0).expand(shard=[1]), "'shard' is given to partial and expand"),
+        (
+            lambda: make.partial(shards=2).expand(shard=range(2)),
+            "must be a list written in the DAG file, got range",
+        ),
+        (lambda: ft_stage(lambda spark: None), "must take the Spark session and the stage's I/O first"),
+        (lambda: ft_stage(lambda spark, io, *rest: None), "no *args, **kwargs or keyword-only"),
+        (lambda: ft_stage(application="x.py")(lambda spark, io: None), "@ft_stage sets application itself"),
+    ],
+    ids=[
+        "missing",
+        "too-many",
+        "twice",
+        "unknown",
+        "partial-and-expand",
+        "not-a-list",
+        "no-io",
+        "star-args",
+        "application",
+    ],
+)
 def test_mistakes_are_clear_errors_when_the_dag_is_parsed(build, says):
     with DAG("ft_decorated_errors", schedule=None, start_date=datetime(2026, 1, 1)):
         with pytest.raises(TypeError) as wrong:

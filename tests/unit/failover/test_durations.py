@@ -20,9 +20,12 @@ def test_parse_duration_millis(text):
 @pytest.mark.parametrize(
     "text, seconds",
     [
-        ("667766s", 667766), ("667766 s", 667766),  # testParseDurationSeconds
-        ("7657623min", 7657623 * 60), ("7657623 min", 7657623 * 60),  # testParseDurationMinutes
-        ("987654h", 987654 * 3600), ("987654 h", 987654 * 3600),  # testParseDurationHours
+        ("667766s", 667766),
+        ("667766 s", 667766),  # testParseDurationSeconds
+        ("7657623min", 7657623 * 60),
+        ("7657623 min", 7657623 * 60),  # testParseDurationMinutes
+        ("987654h", 987654 * 3600),
+        ("987654 h", 987654 * 3600),  # testParseDurationHours
     ],
 )
 def test_parse_duration_larger_units(text, seconds):
@@ -62,7 +65,9 @@ def test_parse_duration_invalid(value, message):
 
 def test_parse_duration_number_overflow():
     # Flink: TimeUtilsTest.testParseDurationNumberOverflow -- the number does not fit a Java long
-    with pytest.raises(ValueError, match=r"the number in '1000000000000000000000000000000000 ms' does not fit a 64-bit"):
+    with pytest.raises(
+        ValueError, match=r"the number in '1000000000000000000000000000000000 ms' does not fit a 64-bit"
+    ):
         parse_duration("1000000000000000000000000000000000 ms")
 
 
@@ -77,7 +82,9 @@ def test_parse_duration_number_time_unit_overflow():
 def test_durations_beyond_about_1000_years_are_refused_at_parse_time(value):
     """Issue 18: "2000000000 d" used to pass parsing and overflow at run time (a timedelta or a
     restart date beyond year 9999). The bound is in the message, with the fix."""
-    with pytest.raises(ValueError, match=r"longer than the maximum of 365000 d \(about 1000 years\).*use a shorter"):
+    with pytest.raises(
+        ValueError, match=r"longer than the maximum of 365000 d \(about 1000 years\).*use a shorter"
+    ):
         parse_duration(value)
 
 
@@ -89,8 +96,11 @@ def test_the_longest_accepted_duration_still_makes_a_valid_restart_date():
 
 def test_overlong_restart_delay_names_the_key_when_the_dag_is_parsed():
     config = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "2000000000 d"}
-    with pytest.raises(ValueError, match=r"restart-strategy.fixed-delay.delay must be a duration ≥ 0, "
-                                         r"got '2000000000 d': .*longer than the maximum of 365000 d"):
+    with pytest.raises(
+        ValueError,
+        match=r"restart-strategy.fixed-delay.delay must be a duration ≥ 0, "
+        r"got '2000000000 d': .*longer than the maximum of 365000 d",
+    ):
         load_restart_strategy(config)
 
 

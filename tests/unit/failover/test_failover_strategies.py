@@ -19,8 +19,8 @@ POINTWISE = DistributionPattern.POINTWISE
 def seed_002():
     """Seed 002's backtracking example, every exchange blocking and all-to-all:
 
-        A --a--> B --b--> C
-                   \\--b--> D
+    A --a--> B --b--> C
+               \\--b--> D
     """
     graph = StageGraph()
     for stage in "ABCD":
@@ -134,7 +134,9 @@ def test_full_strategy_restarts_every_task(seed_002):
     assert RestartAllFailoverStrategy(graph).tasks_to_restart("B") == {"A[0]", "A[1]", "B"}
 
 
-@pytest.mark.parametrize("strategy_class", [RestartPipelinedRegionFailoverStrategy, RestartAllFailoverStrategy])
+@pytest.mark.parametrize(
+    "strategy_class", [RestartPipelinedRegionFailoverStrategy, RestartAllFailoverStrategy]
+)
 def test_unknown_task_or_partition_names_are_rejected(strategy_class):
     graph = StageGraph()
     graph.add_stage("A", 2)

@@ -41,7 +41,9 @@ def connect(*edges: tuple[str, str, ResultPartitionType], vertices: str = "") ->
     return graph
 
 
-def all_to_all(producers: str, consumers: str, kind: ResultPartitionType) -> list[tuple[str, str, ResultPartitionType]]:
+def all_to_all(
+    producers: str, consumers: str, kind: ResultPartitionType
+) -> list[tuple[str, str, ResultPartitionType]]:
     return [(p, c, kind) for p in producers.split() for c in consumers.split()]
 
 
@@ -100,8 +102,9 @@ def test_one_component_via_cascade_of_joins():
     #   (v3)--+       |
     #         +--(v6)-+
     #   (v4)--+
-    graph = connect(("v1", "v5", P), ("v2", "v5", P), ("v3", "v6", P), ("v4", "v6", P),
-                    ("v5", "v7", P), ("v6", "v7", P))
+    graph = connect(
+        ("v1", "v5", P), ("v2", "v5", P), ("v3", "v6", P), ("v4", "v6", P), ("v5", "v7", P), ("v6", "v7", P)
+    )
     assert regions(graph) == sets("v1 v2 v3 v4 v5 v6 v7")
 
 
@@ -114,8 +117,9 @@ def test_one_component_instance_from_one_source():
     #         |       +--(v6)
     #         +--(v3)-+
     #                 +--(v7)
-    graph = connect(("v1", "v2", P), ("v1", "v3", P), ("v2", "v4", P), ("v2", "v5", P),
-                    ("v3", "v6", P), ("v3", "v7", P))
+    graph = connect(
+        ("v1", "v2", P), ("v1", "v3", P), ("v2", "v4", P), ("v2", "v5", P), ("v3", "v6", P), ("v3", "v7", P)
+    )
     assert regions(graph) == sets("v1 v2 v3 v4 v5 v6 v7")
 
 
@@ -146,8 +150,9 @@ def test_multiple_components_via_cascade_of_joins():
     #   (3)--+       |
     #        +--(6)==+
     #   (4)--+
-    graph = connect(("v1", "v5", P), ("v2", "v5", P), ("v3", "v6", P), ("v4", "v6", P),
-                    ("v5", "v7", B), ("v6", "v7", B))
+    graph = connect(
+        ("v1", "v5", P), ("v2", "v5", P), ("v3", "v6", P), ("v4", "v6", P), ("v5", "v7", B), ("v6", "v7", B)
+    )
     assert regions(graph) == sets("v1 v2 v5", "v3 v4 v6", "v7")
 
 
@@ -178,11 +183,11 @@ def test_cyclic_dependent_regions_are_merged():
 def crossed_blocking():
     """Flink's topology of testRegionFailoverForRegionInternalErrors / ...DataConsumptionErrors:
 
-        (v1) =+=> (v4)
-              X
-        (v2) =+=> (v5)
+    (v1) =+=> (v4)
+          X
+    (v2) =+=> (v5)
 
-        (v3) ===> (v6)          every vertex its own region
+    (v3) ===> (v6)          every vertex its own region
     """
     graph = connect(("v1", "v4", B), ("v1", "v5", B), ("v2", "v4", B), ("v2", "v5", B), ("v3", "v6", B))
     return RestartPipelinedRegionFailoverStrategy(graph)

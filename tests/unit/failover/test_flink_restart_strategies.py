@@ -34,11 +34,17 @@ def backoff_ms(strategy) -> int:
 
 
 def exponential(clock, initial, maximum, multiplier, reset, jitter, attempts=float("inf"), rng=None):
-    """Flink's constructor order: (clock, initialBackoffMS, maxBackoffMS, multiplier, resetMS, jitter, attempts)."""
+    """Flink's constructor order:
+    (clock, initialBackoffMS, maxBackoffMS, multiplier, resetMS, jitter, attempts)."""
     return ExponentialDelayRestartStrategy(
-        initial_backoff=ms(initial), max_backoff=ms(maximum), backoff_multiplier=multiplier,
-        reset_backoff_threshold=ms(reset), jitter_factor=jitter, attempts_before_reset_backoff=attempts,
-        clock=clock, rng=rng if rng is not None else random.Random(0),
+        initial_backoff=ms(initial),
+        max_backoff=ms(maximum),
+        backoff_multiplier=multiplier,
+        reset_backoff_threshold=ms(reset),
+        jitter_factor=jitter,
+        attempts_before_reset_backoff=attempts,
+        clock=clock,
+        rng=rng if rng is not None else random.Random(0),
     )
 
 
@@ -59,7 +65,9 @@ def test_max_attempts():
 def test_backoff_before_any_failure_is_an_error():
     # Flink: ExponentialDelayRestartBackoffTimeStrategyTest.testNotCallNotifyFailure
     strategy = exponential(ManualClock(), 42, 45, 2.0, 8, 0, attempts=10)
-    with pytest.raises(RuntimeError, match=r"call notify_failure\(\) first \(Flink: 'Please call notifyFailure first.'\)"):
+    with pytest.raises(
+        RuntimeError, match=r"call notify_failure\(\) first \(Flink: 'Please call notifyFailure first.'\)"
+    ):
         strategy.backoff_seconds()
 
 
@@ -234,7 +242,9 @@ def test_jitter_offset_is_a_whole_number_of_milliseconds():
     seen = set()
     for seed in range(400):
         clock = ManualClock()
-        strategy = load_restart_strategy(config, clock=clock, rng=random.Random(seed), partitions_persisted=True)
+        strategy = load_restart_strategy(
+            config, clock=clock, rng=random.Random(seed), partitions_persisted=True
+        )
         for _ in range(5):
             strategy.notify_failure()
             delay = strategy.backoff_seconds()
@@ -268,9 +278,13 @@ def test_huge_attempt_counts_saturate_like_java_and_still_clamp():
 
 def test_sub_millisecond_durations_truncate_like_duration_to_millis():
     # Flink's factories read every duration with Duration.toMillis(): 1500 µs is 1 ms.
-    fixed = load_restart_strategy({"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "1500 us"})
+    fixed = load_restart_strategy(
+        {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "1500 us"}
+    )
     assert fixed.backoff_seconds() == 0.001
-    rate = load_restart_strategy({"restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.delay": "2.9 ms"})
+    rate = load_restart_strategy(
+        {"restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.delay": "2.9 ms"}
+    )
     assert rate.backoff_seconds() == 0.002
 
 
@@ -286,9 +300,16 @@ def test_sub_millisecond_durations_truncate_like_duration_to_millis():
 )
 def test_constructor_checks_flinks_arguments(kwargs, message):
     # Flink: the checkArgument calls of ExponentialDelayRestartBackoffTimeStrategy's constructor.
-    arguments = {"initial_backoff": ms(2), "max_backoff": ms(10), "backoff_multiplier": 2.0,
-                 "reset_backoff_threshold": ms(8), "jitter_factor": 0.1, "attempts_before_reset_backoff": 5,
-                 "clock": ManualClock(), "rng": random.Random()}
+    arguments = {
+        "initial_backoff": ms(2),
+        "max_backoff": ms(10),
+        "backoff_multiplier": 2.0,
+        "reset_backoff_threshold": ms(8),
+        "jitter_factor": 0.1,
+        "attempts_before_reset_backoff": 5,
+        "clock": ManualClock(),
+        "rng": random.Random(),
+    }
     with pytest.raises(ValueError, match=message):
         ExponentialDelayRestartStrategy(**{**arguments, **kwargs})
 
@@ -309,7 +330,9 @@ def test_many_failures_within_rate():
 
 def test_failures_exceeding_rate():
     # Flink: FailureRateRestartBackoffTimeStrategyTest.testFailuresExceedingRate
-    strategy = FailureRateRestartStrategy(max_failures_per_interval=3, interval=ms(10_000), delay=0, clock=ManualClock())
+    strategy = FailureRateRestartStrategy(
+        max_failures_per_interval=3, interval=ms(10_000), delay=0, clock=ManualClock()
+    )
     for _ in range(3):
         strategy.notify_failure()
         assert strategy.can_restart()
@@ -331,7 +354,9 @@ def test_failure_rate_interval_is_exclusive_in_whole_milliseconds():
 
 def test_failure_rate_backoff_time():
     # Flink: FailureRateRestartBackoffTimeStrategyTest.testBackoffTime (asked before any failure)
-    strategy = FailureRateRestartStrategy(max_failures_per_interval=1, interval=ms(1), delay=ms(10_000), clock=ManualClock())
+    strategy = FailureRateRestartStrategy(
+        max_failures_per_interval=1, interval=ms(1), delay=ms(10_000), clock=ManualClock()
+    )
     assert strategy.backoff_seconds() == 10.0
 
 

@@ -33,9 +33,9 @@ from hypothesis import strategies as st
 
 from airflow_ft_provider.failover import (
     DistributionPattern,
-    ResultPartitionType,
     RestartAllFailoverStrategy,
     RestartPipelinedRegionFailoverStrategy,
+    ResultPartitionType,
     StageGraph,
     pipelined_regions,
 )
@@ -312,7 +312,7 @@ def test_oracle_pointwise_rule_is_a_union_of_stars(sources: int, targets: int) -
     fan = {}
     for s, t in pairs:
         fan.setdefault(s, []).append(t)
-    for s, ts in fan.items():  # the smaller side's peers are contiguous, in order
+    for ts in fan.values():  # the smaller side's peers are contiguous, in order
         assert ts == list(range(ts[0], ts[-1] + 1))
 
 
@@ -332,7 +332,12 @@ def test_oracle_regions_of_hand_picked_graphs() -> None:
     }
     hub = Oracle(HUB)
     assert hub.tasks_of(hub.restart_regions("s0[0]", frozenset({"r1[1]"}))) == {
-        "s0[0]", "s2[0]", "s2[1]", "s3[0]", "s3[1]", "s1[1]"
+        "s0[0]",
+        "s2[0]",
+        "s2[1]",
+        "s3[0]",
+        "s3[1]",
+        "s1[1]",
     }
 
 

@@ -8,8 +8,11 @@ from airflow_ft_provider.failover import ManualClock, ResultPartitionType, Stage
 from airflow_ft_provider.failover.failover_strategies import RestartPipelinedRegionFailoverStrategy
 from airflow_ft_provider.failover.recovery import RecoveryState, handle_failure
 
-FIXED_2 = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 2,
-           "restart-strategy.fixed-delay.delay": "10 s"}
+FIXED_2 = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 2,
+    "restart-strategy.fixed-delay.delay": "10 s",
+}
 
 
 @pytest.fixture
@@ -30,8 +33,15 @@ def fail(state, failover, task, try_number, clock, config=FIXED_2, **kwargs):
     """Simulates one worker: load the stored JSON, decide, store it back."""
     loaded = RecoveryState.from_json(state.to_json())
     decision = handle_failure(
-        loaded, failover=failover, restart_config=config, failed_task=task, try_number=try_number,
-        cause="RuntimeError: boom", clock=clock, rng=random.Random(1), **kwargs,
+        loaded,
+        failover=failover,
+        restart_config=config,
+        failed_task=task,
+        try_number=try_number,
+        cause="RuntimeError: boom",
+        clock=clock,
+        rng=random.Random(1),
+        **kwargs,
     )
     return decision, loaded
 
@@ -85,8 +95,11 @@ def test_the_same_failure_handled_twice_counts_once(seed_002):
 
 
 def test_merged_exponential_failures_share_one_restart_time(seed_002):
-    config = {"restart-strategy.type": "exponential-delay", "restart-strategy.exponential-delay.initial-backoff": "4 s",
-              "restart-strategy.exponential-delay.jitter-factor": 0}
+    config = {
+        "restart-strategy.type": "exponential-delay",
+        "restart-strategy.exponential-delay.initial-backoff": "4 s",
+        "restart-strategy.exponential-delay.jitter-factor": 0,
+    }
     clock = ManualClock(1000)
     state = RecoveryState()
     first, state = fail(state, seed_002, "C", 1, clock, config=config)
@@ -137,10 +150,20 @@ def test_a_failure_of_a_try_a_pending_restart_is_about_to_end_is_not_a_new_failu
 
 def test_unfinished_restarts_survive_the_round_trip_and_malformed_ones_are_refused():
     state = RecoveryState()
-    state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0, "ended": {"B": 1}, "abandoned": True, "claimed_at": None}
+    state.unfinished["C#1"] = {
+        "tasks": ["B", "D"],
+        "decided_at": 1000.0,
+        "ended": {"B": 1},
+        "abandoned": True,
+        "claimed_at": None,
+    }
     assert RecoveryState.from_json(state.to_json()).unfinished == state.unfinished
-    for bad in ({"tasks": "B", "decided_at": 1.0}, {"tasks": ["B"], "decided_at": "soon"},
-                {"tasks": ["B"], "decided_at": 1.0, "ended": {"B": -1}}, ["B"]):
+    for bad in (
+        {"tasks": "B", "decided_at": 1.0},
+        {"tasks": ["B"], "decided_at": "soon"},
+        {"tasks": ["B"], "decided_at": 1.0, "ended": {"B": -1}},
+        ["B"],
+    ):
         state.unfinished["C#1"] = bad
         with pytest.raises(ValueError, match=r"malformed recovery state: unfinished\['C#1'\]"):
             RecoveryState.from_json(state.to_json())

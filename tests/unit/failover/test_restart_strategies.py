@@ -76,7 +76,11 @@ def test_seed_000_attempts_before_reset_backoff_8_fails_on_the_9th_attempt():
 
 
 def test_seed_000_reset_after_6_min_without_failure():
-    config = {**SEED_000_EXAMPLE, ED + "reset-backoff-threshold": "6 min", ED + "attempts-before-reset-backoff": 8}
+    config = {
+        **SEED_000_EXAMPLE,
+        ED + "reset-backoff-threshold": "6 min",
+        ED + "attempts-before-reset-backoff": 8,
+    }
     clock = ManualClock()
     strategy = load_restart_strategy(config, clock=clock)
     assert [fail_after_restart(strategy, clock) for _ in range(4)] == [1, 2, 4, 8]
@@ -117,7 +121,9 @@ def test_huge_attempt_counts_do_not_overflow():
     config = {**SEED_000_EXAMPLE, ED + "backoff-multiplier": "1000"}
     clock = ManualClock()
     strategy = load_restart_strategy(config, clock=clock)
-    strategy.restore_state({**strategy.export_state(), "attempt": 10_000, "restart_at": 0.0, "failed_at": 0.0})
+    strategy.restore_state(
+        {**strategy.export_state(), "attempt": 10_000, "restart_at": 0.0, "failed_at": 0.0}
+    )
     clock.advance(1)
     strategy.notify_failure()
     assert strategy.backoff_seconds() == 10.0
@@ -125,8 +131,11 @@ def test_huge_attempt_counts_do_not_overflow():
 
 def test_fixed_delay_counts_failures():
     strategy = load_restart_strategy(
-        {"restart-strategy.type": "fixeddelay", "restart-strategy.fixed-delay.attempts": 3,
-         "restart-strategy.fixed-delay.delay": "10 s"}
+        {
+            "restart-strategy.type": "fixeddelay",
+            "restart-strategy.fixed-delay.attempts": 3,
+            "restart-strategy.fixed-delay.delay": "10 s",
+        }
     )
     assert isinstance(strategy, FixedDelayRestartStrategy)
     allowed = []
@@ -167,8 +176,11 @@ def test_failure_rate_refuses_the_max_plus_first_failure_inside_the_interval():
 def test_failure_rate_window_slides():
     clock = ManualClock()
     strategy = load_restart_strategy(
-        {"restart-strategy.type": "failurerate", "restart-strategy.failure-rate.max-failures-per-interval": 2,
-         "restart-strategy.failure-rate.failure-rate-interval": "1 min"},
+        {
+            "restart-strategy.type": "failurerate",
+            "restart-strategy.failure-rate.max-failures-per-interval": 2,
+            "restart-strategy.failure-rate.failure-rate-interval": "1 min",
+        },
         clock=clock,
     )
     for gap in (0, 31, 31, 31, 31):  # never 3 failures within 60 s
@@ -202,7 +214,10 @@ def test_unset_type_defaults_on_whether_partitions_are_persisted():
     [
         {"restart-strategy.type": "none"},
         {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.attempts": 2},
-        {"restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.max-failures-per-interval": 2},
+        {
+            "restart-strategy.type": "failure-rate",
+            "restart-strategy.failure-rate.max-failures-per-interval": 2,
+        },
         {**SEED_000_EXAMPLE, ED + "jitter-factor": "0.3"},
     ],
 )
