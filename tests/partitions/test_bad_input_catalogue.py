@@ -21,6 +21,7 @@ Categories (the first part of every row id):
     airflow-api         undefined or incomplete airflow_api connection, wrong login, unreachable,
                         plain http to another machine, a verify that is no CA bundle
     spark               undefined spark connection
+    faults              a run's ft_faults naming a task or partition the pipeline lacks, or a bad 'times'
     name                pipeline/run/result/consumer/execution/attempt/file names with '..', '/',
                         control characters, overlong names, bad bucket names and map indexes,
                         file names another writer uploaded that readers would reject
@@ -45,7 +46,7 @@ from typing import Any
 
 import pytest
 from airflow.sdk import DAG
-from airflow.sdk.exceptions import AirflowNotFoundException
+from airflow.sdk.exceptions import AirflowFailException, AirflowNotFoundException
 
 from airflow_ft_provider.hooks.airflow_api import AirflowApiError, AirflowApiUnreachable
 from airflow_ft_provider.model.description import PipelineWiringError
@@ -512,6 +513,44 @@ def spark_submit_with_undefined_connection(env: Env) -> object:
     from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 
     return SparkStageOperator(task_id="s", application="s.py").spark_hook(conn_id="ft_spark_never_defined")
+
+
+def faults_in_run_conf(faults: object) -> Callable[[Env], object]:
+    """A run's conf asking for faults on a deployment that allows injection (a stage try's first step).
+
+    extract[0..1] --orders--> report"""
+
+    def provoke(env: Env) -> object:
+        import logging
+        from types import SimpleNamespace
+
+        from airflow_ft_provider.faults import injector_for
+        from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+        from airflow_ft_provider.model.exchanges import Input, Output
+
+        env.monkeypatch.setenv("AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION", "True")
+        graph = PipelineDescription(
+            "etl",
+            [
+                StageDeclaration("extract", 2, (), (Output("orders"),), mapped=True),
+                StageDeclaration("report", 1, (Input("orders"),), ()),
+            ],
+        ).graph
+        context = {
+            "dag_run": SimpleNamespace(conf={"ft_faults": faults}),
+            "params": {},
+            "ti": SimpleNamespace(try_number=1),
+        }
+        return injector_for(
+            context,
+            "report",
+            graph=graph,
+            store=env.store,
+            run=RunRef("etl", RUN_ID),
+            log=logging.getLogger("ft.catalogue"),
+        )
+
+    return provoke
 
 
 # -- names --------------------------------------------------------------------------------------
@@ -1128,6 +1167,28 @@ CATALOGUE = [
         "spark connection 'ft_spark_never_defined' is not defined",
         "AIRFLOW_CONN_FT_SPARK_NEVER_DEFINED",
         "spark_conn_id=",
+    ),
+    # -- faults: a run's ft_faults that names what the pipeline lacks (a typo looked like a recovery)
+    row(
+        "faults/misspelt-task",
+        faults_in_run_conf([{"task": "extrct[1]"}]),
+        AirflowFailException,
+        "invalid ft_faults in the run's conf",
+        "no task 'extrct[1]'",
+        "tasks: extract[0], extract[1], report",
+    ),
+    row(
+        "faults/misspelt-partition",
+        faults_in_run_conf([{"task": "report", "delete": ["order[0]"]}]),
+        AirflowFailException,
+        "no partition 'order[0]'",
+        "partitions: orders[0], orders[1]",
+    ),
+    row(
+        "faults/times-not-a-number",
+        faults_in_run_conf([{"task": "report", "times": "2"}]),
+        AirflowFailException,
+        "times must be an integer ≥ 1, got '2'",
     ),
     # -- name ---------------------------------------------------------------------------------------
     row(
