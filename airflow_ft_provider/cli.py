@@ -28,7 +28,10 @@ import logging
 import os
 import sys
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_ft_provider.partitions import S3PartitionStore
 
 EPILOG = """results: stdout (JSON lines for history, partitions, show, restart-region); logs, errors: stderr.
 exit status: 0 done, 1 refused or failed (the reason on stderr), 2 usage error."""
@@ -49,7 +52,7 @@ def _task_argument(value: str) -> str:
     return value
 
 
-def _store(args: argparse.Namespace):
+def _store(args: argparse.Namespace) -> S3PartitionStore:
     """The store ``--store`` and ``--aws-conn-id`` name (default: ``[ft_provider] partition_store_url``
     and ``partition_store_conn_id``)."""
     from airflow.sdk import conf

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import timedelta
+from types import TracebackType
 from typing import Any
 
 from airflow.sdk import Asset, TaskGroup
@@ -169,7 +170,9 @@ class FailoverPipeline:
         self._tasks_before = set(self.dag.task_dict)
         return self
 
-    def __exit__(self, exc_type, exc, tb) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if exc_type is None:
             self.build([t for tid, t in self.dag.task_dict.items() if tid not in self._tasks_before])
 

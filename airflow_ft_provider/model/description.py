@@ -25,7 +25,9 @@ from airflow_ft_provider.failover import (
     load_restart_strategy,
     pipelined_regions,
 )
+from airflow_ft_provider.failover.failover_strategies import FailoverStrategy
 from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName, all_indexed, indexed
+from airflow_ft_provider.failover.restart_strategies import RestartStrategy
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.safe_json import load_json
 
@@ -176,14 +178,14 @@ class PipelineDescription:
     def regions(self) -> list[frozenset[str]]:
         return pipelined_regions(self.graph)
 
-    def failover_strategy(self):
+    def failover_strategy(self) -> FailoverStrategy:
         return load_failover_strategy(self.restart_config, self.graph)
 
     def check_failover_strategy(self) -> None:
         """Fail at parse time on an unknown failover strategy, without building the strategy."""
         failover_strategy_name(self.restart_config)
 
-    def restart_strategy(self, **kwargs: Any):
+    def restart_strategy(self, **kwargs: Any) -> RestartStrategy:
         return load_restart_strategy(self.restart_config, partitions_persisted=True, **kwargs)
 
     def airflow_key(self, core_task: str) -> tuple[str, int]:

@@ -9,11 +9,14 @@ outputs=[Output("cleaned", compression="zstd")]
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from airflow_ft_provider.failover import DistributionPattern, ResultPartitionType
+
+E = TypeVar("E", bound=enum.Enum)
 
 COMPRESSIONS = ("snappy", "zstd", "gzip", "none")
 
@@ -38,7 +41,7 @@ class Output:
             )
 
 
-def _enum_value(enum_type, value, what: str, name: str):
+def _enum_value(enum_type: type[E], value: object, what: str, name: str) -> E:
     if isinstance(value, enum_type):
         return value
     if isinstance(value, str):
@@ -49,7 +52,7 @@ def _enum_value(enum_type, value, what: str, name: str):
     raise ValueError(f"{what} {name!r}: unknown value {value!r}; use one of {choices}")
 
 
-def _entries(value, what: str) -> Iterable[tuple[object, object]]:
+def _entries(value: object, what: str) -> Iterable[tuple[object, object]]:
     if value is None:
         return []
     if isinstance(value, (str, Input, Output)):
@@ -61,7 +64,9 @@ def _entries(value, what: str) -> Iterable[tuple[object, object]]:
     raise ValueError(f"{what}s must be a name, a list of names or a mapping of name to kind, got {value!r}")
 
 
-def _normalize(value: object, what: str, declared_type: type, kind_type: type, default_kind) -> tuple:
+def _normalize(
+    value: object, what: str, declared_type: type, kind_type: type[enum.Enum], default_kind: enum.Enum
+) -> tuple[Any, ...]:
     """One declaration per name: an ``Input``/``Output`` as given, or a name with an optional kind."""
     declared: list[Any] = []
     for name, kind in _entries(value, what):

@@ -8,12 +8,20 @@ import time
 import urllib.parse
 from collections.abc import Callable, Sequence
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator, BaseOperatorLink
 
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
+
+if TYPE_CHECKING:
+    from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from airflow.sdk.types import TaskInstanceKey
+
+    from airflow_ft_provider.model.description import PipelineDescription
+    from airflow_ft_provider.partitions import S3PartitionStore
+    from airflow_ft_provider.pipeline import FailoverPipeline
 
 FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
 # Shorter restart waits are slept in the worker: a deferral costs seconds by itself, and when the
@@ -36,7 +44,7 @@ def failover_page_url(dag_id: str, run_id: str, *, task: str | None = None, sect
     return f"{path}{query}{'#' + section if section else ''}"
 
 
-def _core_task(ti_key) -> str:
+def _core_task(ti_key: TaskInstanceKey) -> str:
     return str(IndexedName.from_airflow(ti_key.task_id, ti_key.map_index))
 
 
@@ -45,7 +53,7 @@ class RegionLink(BaseOperatorLink):
 
     name = "Failover region"
 
-    def get_link(self, operator: BaseOperator, *, ti_key) -> str:
+    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         return failover_page_url(ti_key.dag_id, ti_key.run_id, task=_core_task(ti_key), section="regions")
 
 
@@ -54,7 +62,7 @@ class PartitionsLink(BaseOperatorLink):
 
     name = "Partitions"
 
-    def get_link(self, operator: BaseOperator, *, ti_key) -> str:
+    def get_link(self, operator: BaseOperator, *, ti_key: TaskInstanceKey) -> str:
         return failover_page_url(ti_key.dag_id, ti_key.run_id, task=_core_task(ti_key), section="partitions")
 
 
@@ -153,22 +161,24 @@ class SparkStageOperator(BaseOperator):
 
     # -- collaborators ------------------------------------------------------------------------------
     @cached_property
-    def pipeline(self):
+    def pipeline(self) -> FailoverPipeline:
         from airflow_ft_provider.pipeline import pipeline_for
 
         return pipeline_for(self.dag_id)
 
     @cached_property
-    def description(self):
-        return self.pipeline.description
+    def description(self) -> PipelineDescription:
+        if (description := self.pipeline.description) is None:  # built when the pipeline's block closes
+            raise RuntimeError(f"stage {self.task_id!r}: its FailoverPipeline block did not complete")
+        return description
 
     @cached_property
-    def store(self):
+    def store(self) -> S3PartitionStore:
         from airflow_ft_provider.recovery.locator import partition_store
 
         return partition_store(self.description)
 
-    def spark_hook(self, **kwargs: Any):
+    def spark_hook(self, **kwargs: Any) -> SparkSubmitHook:
         """The SparkSubmitHook a try submits with (a seam: tests wrap it)."""
         from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
 

@@ -22,9 +22,10 @@ from __future__ import annotations
 import json
 import logging
 import secrets
+from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
@@ -32,7 +33,7 @@ from airflow.api_fastapi.common.db.common import SessionDep
 from airflow.api_fastapi.core_api.security import GetUserDep, requires_access_dag
 from airflow.api_fastapi.logging.decorators import action_logging
 from fastapi import Depends, FastAPI, HTTPException, Request, status
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
@@ -49,6 +50,12 @@ from airflow_ft_provider.plugins.trust import (
 )
 from airflow_ft_provider.recovery.coordinator import RegionFailover, mask_secrets
 from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, DamagedJournal, RecoveryJournal
+
+if TYPE_CHECKING:
+    from airflow.models.dagrun import DagRun
+    from sqlalchemy.orm import Session
+
+    from airflow_ft_provider.model.description import PipelineDescription
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).with_name("static") / "failover.html"
@@ -108,7 +115,7 @@ def same_origin_if_cookie(request: Request) -> None:
         )
 
 
-def _store_pointer(session, dag_id: str, run_id: str) -> object:
+def _store_pointer(session: Session, dag_id: str, run_id: str) -> object:
     """What the run's stage tries pushed as the ``ft_store`` XCom (None: no stage started); unverified."""
     from airflow.models.xcom import XComModel
 
@@ -127,7 +134,7 @@ def _store_pointer(session, dag_id: str, run_id: str) -> object:
     return value
 
 
-def _dag_run(session, dag_id: str, run_id: str):
+def _dag_run(session: Session, dag_id: str, run_id: str) -> DagRun:
     from airflow.models.dagrun import DagRun
 
     run = session.scalar(select(DagRun).where(DagRun.dag_id == dag_id, DagRun.run_id == run_id))
@@ -150,7 +157,7 @@ def _server_store(conf: Any) -> StorePointer | None:
     return StorePointer(url, conn_id) if url else None
 
 
-def _verified(session, run) -> tuple[RecoveryJournal, Any]:
+def _verified(session: Session, run: DagRun) -> tuple[RecoveryJournal, PipelineDescription]:
     """The run's journal and description, checked against its DAG's configuration (plugins/trust.py)."""
     from airflow.configuration import conf
     from airflow.models.dagbag import DBDagBag
@@ -192,7 +199,7 @@ def _verified(session, run) -> tuple[RecoveryJournal, Any]:
         ) from None
 
 
-def _task_instances(session, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+def _task_instances(session: Session, dag_id: str, run_id: str) -> list[dict[str, Any]]:
     from airflow.models.taskinstance import TaskInstance as TI
 
     rows = session.execute(
@@ -243,7 +250,9 @@ def create_app() -> FastAPI:
     app = FastAPI(title="Failover (airflow-ft-provider)", docs_url=None, redoc_url=None, openapi_url=None)
 
     @app.middleware("http")
-    async def security_headers(request: Request, call_next):
+    async def security_headers(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
         response = await call_next(request)
         for name, value in FRAMING.items():
             response.headers.setdefault(name, value)

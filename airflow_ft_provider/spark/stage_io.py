@@ -26,7 +26,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .spec import ENV_VAR, INJECT_FAILURE_CONF, OUTPUT_MARKER, SPARK_CONF_KEY, VIEW_PREFIX, StageSpec
+from .spec import (
+    ENV_VAR,
+    INJECT_FAILURE_CONF,
+    OUTPUT_MARKER,
+    SPARK_CONF_KEY,
+    VIEW_PREFIX,
+    InputSpec,
+    StageSpec,
+)
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -74,7 +82,7 @@ class StageIO:
     def map_index(self) -> int | None:
         return self.spec.map_index
 
-    def _input(self, name: str):
+    def _input(self, name: str) -> InputSpec:
         if name not in self.spec.inputs:
             raise StageIOError(
                 f"stage {self.spec.stage!r} reads input {name!r}, which it did not declare; declared inputs: "
