@@ -27,7 +27,6 @@ import json
 import logging
 import os
 import sys
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -55,18 +54,18 @@ def _task_argument(value: str) -> str:
 def _store(args: argparse.Namespace) -> S3PartitionStore:
     """The store ``--store`` and ``--aws-conn-id`` name (default: ``[ft_provider] partition_store_url``
     and ``partition_store_conn_id``)."""
-    from airflow.sdk import conf
-
     from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+    from airflow_ft_provider.pipeline import cluster_store_conn_id
 
-    conn_id = args.aws_conn_id or conf.get("ft_provider", "partition_store_conn_id", fallback=None)
-    return PartitionStoreHook(conn_id or "aws_default", url=args.store).get_store()
+    return PartitionStoreHook(args.aws_conn_id or cluster_store_conn_id(), url=args.store).get_store()
 
 
 def iso_times(event: dict[str, Any]) -> dict[str, Any]:
     """An event with its epoch-second times as ISO-8601 (UTC), for people and ``jq`` alike."""
+    from airflow_ft_provider.run_results import iso_time
+
     return {
-        key: datetime.fromtimestamp(value, tz=timezone.utc).isoformat()
+        key: iso_time(value)
         if key in TIME_FIELDS and isinstance(value, (int, float)) and not isinstance(value, bool)
         else value
         for key, value in event.items()

@@ -92,8 +92,10 @@ def stage_declaration(task: Any) -> StageDeclaration | None:
     return StageDeclaration(task.task_id, 1, tuple(task.inputs), tuple(task.outputs))
 
 
-def _cluster_store_conn_id() -> str:
-    """``[ft_provider] partition_store_conn_id``: the connection of the cluster's default store."""
+def cluster_store_conn_id() -> str:
+    """``[ft_provider] partition_store_conn_id``: the connection of the cluster's default store, used by
+    pipelines that name none, by ``airflow-ft`` and by the API server (read here, not in the store's
+    hook module, which a DAG parse does not import)."""
     from airflow.sdk import conf
 
     return conf.get("ft_provider", "partition_store_conn_id", fallback=None) or "aws_default"
@@ -115,7 +117,7 @@ class FailoverPipeline:
         group_regions: bool = True,
     ) -> None:
         self.store = store
-        self.aws_conn_id = aws_conn_id or _cluster_store_conn_id()
+        self.aws_conn_id = aws_conn_id or cluster_store_conn_id()
         self.spark_conn_id = spark_conn_id
         # Flink's layering: the cluster's [ft_provider] keys, overridden key by key by the pipeline's.
         # The deprecated 'restart-strategy' is resolved within each layer, so a pipeline's old key

@@ -17,8 +17,6 @@ from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
 
-CORRUPT = {Unavailable.INVALID_MANIFEST, Unavailable.SIZE_MISMATCH, Unavailable.CHECKSUM_MISMATCH}
-
 
 @dataclass(frozen=True)
 class PartitionLine:
@@ -40,8 +38,9 @@ class PartitionLine:
     reason: str
 
 
-def _iso(seconds: float | None) -> str | None:
-    return None if seconds is None else datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
+def iso_time(seconds: float) -> str:
+    """Seconds since the epoch as ISO-8601 in UTC, as the command line prints every time."""
+    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
 
 
 def list_partitions(
@@ -63,7 +62,7 @@ def list_partitions(
         for index, partition_id in enumerate(graph.partition_ids(result.name)):
             manifest = report.manifests.get(partition_id)
             problem = report.unavailable.get(partition_id)
-            reason = f"{problem.reason}{': ' + problem.detail if problem.detail else ''}" if problem else ""
+            reason = problem.explanation if problem else ""
             if not result.result_type.is_reconsumable:
                 state, reason = "pipelined", "ephemeral: lives for one execution of its region"
             elif manifest is not None and problem is None:
@@ -75,7 +74,7 @@ def list_partitions(
                     state = "committed"
             elif problem is not None and problem.reason is Unavailable.RELEASED:
                 state = "released"
-            elif problem is not None and problem.reason in CORRUPT:
+            elif problem is not None and problem.reason.corrupt:
                 state = "corrupt"
             else:
                 state = "missing"
@@ -91,7 +90,7 @@ def list_partitions(
                     bytes=manifest.total_size if manifest else None,
                     files=len(manifest.files) if manifest else None,
                     attempt=manifest.attempt_id if manifest else None,
-                    committed_at=_iso(manifest.created_at) if manifest else None,
+                    committed_at=iso_time(manifest.created_at) if manifest else None,
                     reason=reason,
                 )
             )

@@ -34,6 +34,11 @@ class UnavailablePartition:
     reason: Unavailable
     detail: str = ""
 
+    @property
+    def explanation(self) -> str:
+        """Why, in words: the reason and, when there is one, its detail."""
+        return f"{self.reason}: {self.detail}" if self.detail else str(self.reason)
+
     def error(self, run: RunRef | None = None) -> PartitionNotFound:
         return PartitionNotFound(self.partition_id, self.reason, self.detail, run=str(run or ""))
 

@@ -26,6 +26,15 @@ class Unavailable(str, enum.Enum):
     def __str__(self) -> str:
         return self.value
 
+    @property
+    def corrupt(self) -> bool:
+        """Its objects are there but wrong (a damaged manifest or data), rather than missing or released."""
+        return self in (
+            Unavailable.INVALID_MANIFEST,
+            Unavailable.SIZE_MISMATCH,
+            Unavailable.CHECKSUM_MISMATCH,
+        )
+
 
 class PartitionNotFound(Exception):
     """An input partition is missing, incomplete or failed its integrity check.

@@ -42,7 +42,6 @@ from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.plugins.run_view import build_run_view
 from airflow_ft_provider.plugins.trust import (
-    DEFAULT_AWS_CONN_ID,
     RunNotReady,
     StorePointer,
     UntrustedRun,
@@ -152,9 +151,10 @@ def _dag_run(session: Session, dag_id: str, run_id: str) -> DagRun:
 
 def _server_store(conf: Any) -> StorePointer | None:
     """The API server's own default store and connection, for DAGs whose configuration names none."""
+    from airflow_ft_provider.pipeline import cluster_store_conn_id
+
     url = conf.get("ft_provider", "partition_store_url", fallback=None)
-    conn_id = conf.get("ft_provider", "partition_store_conn_id", fallback=None) or DEFAULT_AWS_CONN_ID
-    return StorePointer(url, conn_id) if url else None
+    return StorePointer(url, cluster_store_conn_id()) if url else None
 
 
 def _verified(session: Session, run: DagRun) -> tuple[RecoveryJournal, PipelineDescription]:

@@ -17,7 +17,6 @@ from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.store import AvailabilityReport
 
-CORRUPT = {Unavailable.INVALID_MANIFEST, Unavailable.SIZE_MISMATCH, Unavailable.CHECKSUM_MISMATCH}
 SUCCESS = "success"
 
 
@@ -77,12 +76,12 @@ def _partition_rows(
             elif partition_id in report.available:
                 row["status"] = "committed"
             elif (problem := report.unavailable.get(partition_id)) is not None:
-                row["reason"] = f"{problem.reason}{': ' + problem.detail if problem.detail else ''}"
+                row["reason"] = problem.explanation
                 if problem.reason is Unavailable.MISSING_MANIFEST:
                     row["status"] = "missing" if tasks[producer]["state"] == SUCCESS else "pending"
                 elif problem.reason is Unavailable.RELEASED:
                     row["status"] = "released"
-                elif problem.reason in CORRUPT:
+                elif problem.reason.corrupt:
                     row["status"] = "corrupt"
                 else:
                     row["status"] = "missing"

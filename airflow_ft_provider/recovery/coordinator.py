@@ -364,12 +364,12 @@ class RegionFailover:
         Refused with :class:`DamagedJournal` before anything is cleared when the run's recovery state
         cannot be trusted: the restart writes it, and the next failure's decision reads it."""
         named = self.pipeline.tasks_named(task)  # a clear error for a name that is not in the pipeline
-        self.journal.load_checked(self.pipeline)
         failover, unavailable = self.pipeline.failover_strategy(), self.unavailable_partitions()
         regions = list(dict.fromkeys(r for t in named for r in failover.regions_to_restart(t, unavailable)))
         tasks = set().union(*regions)
 
         def no_waiting(state: RecoveryState) -> None:
+            self.journal.check_budgets(state, self.pipeline)  # raises before anything is written
             for name in tasks:
                 state.not_before.pop(name, None)
 

@@ -106,12 +106,16 @@ class RecoveryJournal:
         """The stored state, with every restart budget in it restorable by the run's restart strategy:
         what the next failover decision will read. :class:`DamagedJournal` otherwise."""
         state = self.load()
+        self.check_budgets(state, description)
+        return state
+
+    def check_budgets(self, state: RecoveryState, description: PipelineDescription) -> None:
+        """:class:`DamagedJournal` unless the run's restart strategy can restore every budget in ``state``."""
         for scope, saved in sorted(state.strategies.items()):
             try:
                 description.restart_strategy(clock=SystemClock()).restore_state(saved)
             except ValueError as err:
                 raise self._damaged(f"restart budget {scope!r}: {err}") from None
-        return state
 
     def _parsed(self, raw: bytes | None) -> RecoveryState:
         try:
