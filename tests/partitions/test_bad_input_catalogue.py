@@ -483,6 +483,15 @@ def setting(name: str, value: str) -> Callable[[Env], object]:
     return provoke
 
 
+def cluster_store_connection(env: Env) -> object:
+    """``[ft_provider] partition_store_conn_id`` names a connection nobody defined; a pipeline that names
+    none (and airflow-ft without --aws-conn-id) builds its store with it."""
+    from airflow_ft_provider.pipeline import cluster_store_conn_id
+
+    env.monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE_CONN_ID", "ft_cluster_store_never_defined")
+    return hook_store(env, cluster_store_conn_id()).fetch(SEEDED, env.dest)
+
+
 def store_without_url(env: Env) -> object:
     from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
 
@@ -1071,6 +1080,13 @@ CATALOGUE = [
         ValueError,
         "[ft_provider] partition_store_allow_unconditional_writes",
         "must be True or False, got 'maybe'",
+    ),
+    row(
+        "store-config/partition_store_conn_id=undefined-connection",
+        cluster_store_connection,
+        AirflowNotFoundException,
+        "the partition store's connection 'ft_cluster_store_never_defined' is not defined",
+        "AIRFLOW_CONN_FT_CLUSTER_STORE_NEVER_DEFINED",
     ),
     row(
         "store-config/partition_store_checksum=md5",
