@@ -165,22 +165,21 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
         AirflowApiUnreachable,
     )
     from airflow_ft_provider.partitions.errors import PartitionNotFound, PartitionStoreError
-    from airflow_ft_provider.recovery.coordinator import RegionFailover
-    from airflow_ft_provider.recovery.locator import stored_run_pipeline
+    from airflow_ft_provider.recovery.run_recovery import RunNotReady, RunRecovery
 
     try:
         # The run's own pipeline, as its first stage try stored it: no DAG file is parsed here.
         store = _store(args)
-        journal, description = stored_run_pipeline(store, args.dag_id, args.run_id)
-        if description is None:
+        try:
+            recovery = RunRecovery.for_reader(store, args.dag_id, args.run_id)
+        except RunNotReady as err:
             raise ValueError(
-                f"run {args.run_id!r} of DAG {args.dag_id!r} has no stored pipeline in {store.layout.url}: "
-                "no stage try of it has started, or the pipeline has its own store (pass --store)"
-            )
+                f"{err}: no stage try of it has started, or the pipeline has its own store (pass --store)"
+            ) from None
+        journal, description = recovery.journal, recovery.pipeline
         if args.command == "restart-region":
             description.tasks_named(args.task)  # a clear error for a name the pipeline lacks
-            failover = RegionFailover(description, args.run_id, store=store)
-            cleared = failover.restart_regions(args.task, reason="airflow-ft restart-region")
+            cleared = recovery.restart_regions(args.task, reason="airflow-ft restart-region")
             print(json.dumps({"task": args.task, "restarted": cleared}), file=out)  # []: nothing had started
         elif args.command == "partitions":
             from airflow_ft_provider.run_results import as_json, list_partitions

@@ -48,17 +48,19 @@ from airflow_ft_provider.model.description import (
     StageDeclaration,
 )
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
-from airflow_ft_provider.model.registry import parsed_pipeline, register
+from airflow_ft_provider.model.parsed import attach, attached, parsed_description
 from airflow_ft_provider.partitions.naming import check_name
 from airflow_ft_provider.retry_settings import cluster_restart_config, own_retry_settings, where_set
 
-_PIPELINES: dict[str, FailoverPipeline] = {}
-__all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_for", "stage_declaration"]
+__all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_of", "stage_declaration"]
 
 
-def pipeline_for(dag_id: str) -> FailoverPipeline:
-    parsed_pipeline(dag_id)  # says what is wrong when the DAG has none
-    return _PIPELINES[dag_id]
+def pipeline_of(dag: Any) -> FailoverPipeline:
+    """The FailoverPipeline declared in ``dag`` (which carries it); PipelineWiringError if none."""
+    parsed_description(dag)  # says what is wrong when the DAG has none
+    pipeline = attached(dag)
+    assert isinstance(pipeline, FailoverPipeline)
+    return pipeline
 
 
 def stage_declaration(task: Any) -> StageDeclaration | None:
@@ -156,7 +158,7 @@ class FailoverPipeline:
         self.dag = current_dag()
         if self.dag is None:
             raise PipelineWiringError("FailoverPipeline must be used inside a DAG: 'with DAG(...):' first")
-        if self.dag.dag_id in _PIPELINES and _PIPELINES[self.dag.dag_id].dag is self.dag:
+        if attached(self.dag) is not None:
             raise PipelineWiringError(
                 f"DAG {self.dag.dag_id!r} already has a FailoverPipeline; use one per DAG"
             )
@@ -219,8 +221,7 @@ class FailoverPipeline:
         if self.store_url:
             self._install_retry_policy(tasks_by_id)
             self._add_run_end_callbacks()
-        _PIPELINES[self.dag.dag_id] = self
-        register(self.description)  # how this process's tries and retry policies find it
+        attach(self.dag, self)  # how this process's tries, retry policies and callbacks find it
 
     def _spark_connection(self, task: Any) -> str:
         own = given_arguments(task).get("spark_conn_id") if is_mapped(task) else task.spark_conn_id

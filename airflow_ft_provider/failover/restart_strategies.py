@@ -16,6 +16,9 @@ from typing import Any, Protocol
 from .clock import Clock, now_millis
 from .durations import JAVA_LONG_MAX, format_duration, whole_millis
 
+StrategyState = dict[str, object]
+"""A restart strategy's mutable state as JSON-compatible data (its ``type`` and counters)."""
+
 
 class RestartStrategy(Protocol):
     type_name: str
@@ -29,7 +32,7 @@ class RestartStrategy(Protocol):
     def backoff_seconds(self) -> float:
         """How long to wait, from now, before restarting."""
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self) -> StrategyState:
         """The strategy's mutable state as JSON-compatible data."""
 
     def restore_state(self, state: Mapping[str, Any]) -> None:
@@ -68,7 +71,7 @@ class NoRestartStrategy:
     def backoff_seconds(self) -> float:
         return 0.0
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self) -> StrategyState:
         return {"type": self.type_name}
 
     def restore_state(self, state: Mapping[str, Any]) -> None:
@@ -102,7 +105,7 @@ class FixedDelayRestartStrategy:
     def backoff_seconds(self) -> float:
         return self._delay_ms / 1000
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self) -> StrategyState:
         return {"type": self.type_name, "failures": self._failures}
 
     def restore_state(self, state: Mapping[str, Any]) -> None:
@@ -146,7 +149,7 @@ class FailureRateRestartStrategy:
     def backoff_seconds(self) -> float:
         return self._delay_ms / 1000
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self) -> StrategyState:
         return {"type": self.type_name, "failure_times": [t / 1000 for t in self._failures]}
 
     def restore_state(self, state: Mapping[str, Any]) -> None:
@@ -268,7 +271,7 @@ class ExponentialDelayRestartStrategy:
             )
         return max(0, self._restart_at_ms - now_millis(self._clock)) / 1000
 
-    def export_state(self) -> dict[str, Any]:
+    def export_state(self) -> StrategyState:
         return {
             "type": self.type_name,
             "attempt": self._attempt,

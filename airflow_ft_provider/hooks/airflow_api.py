@@ -23,7 +23,7 @@ from __future__ import annotations
 import ipaddress
 import os
 import ssl
-from collections.abc import Collection, Iterable
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
@@ -32,6 +32,8 @@ from urllib.parse import quote
 import httpx
 import tenacity
 from airflow.sdk import BaseHook
+
+from airflow_ft_provider.hooks.task_instances import TaskInstanceRow
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 TOKEN_PATH = "/auth/token"
@@ -109,10 +111,10 @@ def _flag(value: object, *, what: str) -> bool | None:
 
 
 def _is_loopback(host: str) -> bool:
-    if host.lower() in ("localhost", "localhost."):
-        return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return (
+            host.lower() in ("localhost", "localhost.") or ipaddress.ip_address(host.strip("[]")).is_loopback
+        )
     except ValueError:
         return False
 
@@ -351,17 +353,6 @@ class AirflowApiHook(BaseHook):
         ``map_index``, ``state``, ``try_number``, ``id``, ...)."""
         return self.paged(api_path("dags", dag_id, "dagRuns", run_id, "taskInstances"), "task_instances")
 
-    def task_instance_try(
-        self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
-    ) -> dict:
-        index = (map_index,) if map_index >= 0 else ()
-        return self.request(
-            "GET",
-            api_path(
-                "dags", dag_id, "dagRuns", run_id, "taskInstances", task_id, *index, "tries", try_number
-            ),
-        )
-
     def clear(
         self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]
     ) -> list[dict[str, Any]]:
@@ -381,6 +372,24 @@ class AirflowApiHook(BaseHook):
             "include_upstream": False,
             "reset_dag_runs": True,
         }
-        return self.request("POST", api_path("dags", dag_id, "clearTaskInstances"), json=body)[
-            "task_instances"
-        ]
+        answer = self.request("POST", api_path("dags", dag_id, "clearTaskInstances"), json=body)
+        return answer["task_instances"]
+
+    def instances(self, dag_id: str, run_id: str) -> list[TaskInstanceRow]:
+        """The ``TaskInstanceApi`` of region failover (hooks/task_instances.py): typed rows."""
+        return [TaskInstanceRow.from_api(item) for item in self.task_instances(dag_id, run_id)]
+
+    def clear_instances(
+        self, dag_id: str, run_id: str, keys: Sequence[tuple[str, int]]
+    ) -> list[TaskInstanceRow]:
+        return [TaskInstanceRow.from_api(item) for item in self.clear(dag_id, run_id, keys)]
+
+    def try_state(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
+    ) -> str | None:
+        index = (map_index,) if map_index >= 0 else ()
+        path = api_path(
+            "dags", dag_id, "dagRuns", run_id, "taskInstances", task_id, *index, "tries", try_number
+        )
+        state = self.request("GET", path).get("state")
+        return state if isinstance(state, str) else None

@@ -162,9 +162,9 @@ class SparkStageOperator(BaseOperator):
     # -- collaborators ------------------------------------------------------------------------------
     @cached_property
     def pipeline(self) -> FailoverPipeline:
-        from airflow_ft_provider.pipeline import pipeline_for
+        from airflow_ft_provider.pipeline import pipeline_of
 
-        return pipeline_for(self.dag_id)
+        return pipeline_of(self.dag)
 
     @cached_property
     def description(self) -> PipelineDescription:
@@ -219,19 +219,17 @@ class SparkStageOperator(BaseOperator):
 
     def _wait_for_restart_time(self, context: Any, map_index: int | None, *, resumed: bool) -> None:
         """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
-        from airflow_ft_provider.recovery.coordinator import RegionFailover
         from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY
-        from airflow_ft_provider.recovery.locator import settle_run_pipeline
+        from airflow_ft_provider.recovery.run_recovery import RunRecovery
         from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
 
-        ti, run_id = context["ti"], context["run_id"]
+        ti = context["ti"]
         # The pipeline the run's recovery follows: stored by the run's first try (the UI plugin and
         # airflow-ft read it there), and found through the XCom.
-        description = settle_run_pipeline(self.description, self.store, run_id, now=time.time())
-        failover = RegionFailover(description, run_id, store=self.store)
+        recovery = RunRecovery.for_worker(context, store=self.store, settle=True)
         if not resumed:  # once per try: a resumed deferral is the same try, its XCom stands
-            ti.xcom_push(key=STORE_XCOM_KEY, value=failover.journal.store_pointer(description.aws_conn_id))
-        start = failover.before_work(self.task_id, map_index, ti.try_number)
+            ti.xcom_push(key=STORE_XCOM_KEY, value=recovery.store_pointer())
+        start = recovery.before_try(self.task_id, map_index, ti.try_number)
         match start:
             case Proceed():
                 return

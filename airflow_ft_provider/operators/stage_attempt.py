@@ -16,7 +16,6 @@ from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
-from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.faults import injector_for
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer, RunRef, Unavailable
@@ -27,6 +26,7 @@ from airflow_ft_provider.partitions.pipelined import (
     execution_id,
 )
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.spark.spec import VIEW_PREFIX, InputPartition, InputSpec, OutputSpec, StageSpec
 
 PARTITIONS_XCOM_KEY = "ft_partitions"
@@ -130,7 +130,7 @@ class StageAttempt:
         inputs: dict[str, InputSpec] = {}
         engine_inputs: list[tuple[PartitionRef, PipelinedHandle]] = []
         graph = self.description.graph
-        journal_state: RecoveryState | None = None
+        journal_state: RunState | None = None
         for result, partition_ids in self.description.consumed_partitions(
             self.stage.task_id, self.map_index
         ).items():

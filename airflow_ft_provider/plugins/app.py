@@ -37,7 +37,6 @@ from fastapi.responses import HTMLResponse, Response
 from pydantic import BaseModel, Field
 from sqlalchemy import select
 
-from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.plugins.run_view import build_run_view
@@ -45,16 +44,18 @@ from airflow_ft_provider.plugins.trust import (
     RunNotReady,
     StorePointer,
     UntrustedRun,
-    run_journal,
+    trusted_run,
 )
-from airflow_ft_provider.recovery.coordinator import RegionFailover, mask_secrets
-from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, DamagedJournal, RecoveryJournal
+from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, DamagedJournal
+from airflow_ft_provider.recovery.pending import RunState
+from airflow_ft_provider.recovery.run_recovery import RunRecovery
+from airflow_ft_provider.recovery.wording import mask_secrets
 
 if TYPE_CHECKING:
     from airflow.models.dagrun import DagRun
     from sqlalchemy.orm import Session
 
-    from airflow_ft_provider.model.description import PipelineDescription
+    from airflow_ft_provider.hooks.task_instances import TaskInstanceApi
 
 log = logging.getLogger(__name__)
 PAGE = Path(__file__).with_name("static") / "failover.html"
@@ -157,8 +158,9 @@ def _server_store(conf: Any) -> StorePointer | None:
     return StorePointer(url, cluster_store_conn_id()) if url else None
 
 
-def _verified(session: Session, run: DagRun) -> tuple[RecoveryJournal, PipelineDescription]:
-    """The run's journal and description, checked against its DAG's configuration (plugins/trust.py)."""
+def _verified(session: Session, run: DagRun, *, api: TaskInstanceApi | None = None) -> RunRecovery:
+    """The run's recovery, its store and stored pipeline checked against its DAG's configuration
+    (plugins/trust.py); a restart clears through ``api``."""
     from airflow.configuration import conf
     from airflow.models.dagbag import DBDagBag
     from airflow.sdk.exceptions import AirflowNotFoundException
@@ -171,13 +173,14 @@ def _verified(session: Session, run: DagRun) -> tuple[RecoveryJournal, PipelineD
             status.HTTP_404_NOT_FOUND, f"DAG {run.dag_id!r} is not in the metadata DB (not parsed)"
         )
     try:
-        return run_journal(
+        return trusted_run(
             dag=dag,
             run_id=run.run_id,
             pointer=_store_pointer(session, run.dag_id, run.run_id),
             default=_server_store(conf),
             max_parallelism=conf.getint("core", "max_map_length", fallback=1024),
             store_factory=lambda conn_id, url: PartitionStoreHook(conn_id, url=url).get_store(),
+            api=api,
         )
     except RunNotReady as err:
         raise HTTPException(status.HTTP_404_NOT_FOUND, str(err)) from None
@@ -302,7 +305,8 @@ def create_app() -> FastAPI:
     @app.get("/api/runs/{dag_id}/{run_id}", dependencies=[can_read_runs, can_read_task_instances])
     def run_data(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
         run = _dag_run(session, dag_id, run_id)
-        journal, description = _verified(session, run)
+        recovery = _verified(session, run)
+        journal, description = recovery.journal, recovery.pipeline
         try:
             report = journal.store.check_graph(description.graph, dag_id, run_id)
         except Exception as err:  # the page still shows states and history without the store
@@ -311,7 +315,7 @@ def create_app() -> FastAPI:
         try:
             state, damaged = journal.load_checked(description), ""
         except DamagedJournal as err:  # shown as such: the run's states and history still help
-            state, damaged = RecoveryState(), str(err)
+            state, damaged = RunState(), str(err)
         try:
             events = journal.events()
         except PartitionStoreError as err:
@@ -355,17 +359,16 @@ def create_app() -> FastAPI:
                 status.HTTP_415_UNSUPPORTED_MEDIA_TYPE, "send the request body as application/json"
             )
         run = _dag_run(session, dag_id, run_id)
-        journal, description = _verified(session, run)
+        # Cleared by this process as the caller, never with the airflow_api connection's account.
+        caller = CallerClears(session=session, user=user, dag_id=dag_id, run_id=run_id)
+        recovery = _verified(session, run, api=caller)
         try:
-            description.tasks_named(body.task)
+            recovery.pipeline.tasks_named(body.task)
         except ValueError as err:
             raise HTTPException(status.HTTP_400_BAD_REQUEST, str(err)) from None
         name = user.get_name()
-        # Cleared by this process as the caller, never with the airflow_api connection's account.
-        caller = CallerClears(session=session, user=user, dag_id=dag_id, run_id=run_id)
-        failover = RegionFailover(description, run_id, store=journal.store, api=caller)
         try:
-            cleared = failover.restart_regions(
+            cleared = recovery.restart_regions(
                 body.task, reason=f"restart region from the failover page by {name}", user=name
             )
         except DamagedJournal as err:  # raised before anything is cleared or written

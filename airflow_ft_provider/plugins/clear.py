@@ -10,14 +10,16 @@ writes the audit log entry under the user's name.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import select
 
+from airflow_ft_provider.hooks.task_instances import TaskInstanceRow
+
 
 class CallerClears:
-    """The REST client interface RegionFailover uses (task_instances, clear), bound to one run.
+    """The ``TaskInstanceApi`` a manual restart clears through, bound to one run.
 
     :param session: the request's DB session.
     :param user: the authenticated caller (``GetUserDep``), already checked for clearing this DAG.
@@ -35,7 +37,7 @@ class CallerClears:
                 f"refusing to act on {dag_id}/{run_id} in a request for {self.dag_id}/{self.run_id}"
             )
 
-    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    def instances(self, dag_id: str, run_id: str) -> list[TaskInstanceRow]:
         from airflow.models.taskinstance import TaskInstance as TI
 
         self._check(dag_id, run_id)
@@ -44,20 +46,11 @@ class CallerClears:
                 TI.dag_id == dag_id, TI.run_id == run_id
             )
         ).all()
-        return [
-            {
-                "task_id": r.task_id,
-                "map_index": r.map_index,
-                "state": r.state,
-                "try_number": r.try_number,
-                "id": str(r.id),
-            }
-            for r in rows
-        ]
+        return [TaskInstanceRow(r.task_id, r.map_index, r.try_number, r.state, str(r.id)) for r in rows]
 
-    def clear(
-        self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]
-    ) -> list[dict[str, Any]]:
+    def clear_instances(
+        self, dag_id: str, run_id: str, task_instances: Sequence[tuple[str, int]]
+    ) -> list[TaskInstanceRow]:
         from airflow.api_fastapi.core_api.datamodels.task_instances import ClearTaskInstancesBody
         from airflow.api_fastapi.core_api.routes.public.task_instances import post_clear_task_instances
         from airflow.models.dagbag import DBDagBag
@@ -78,10 +71,9 @@ class CallerClears:
             dag_id=dag_id, dag_bag=DBDagBag(), body=body, session=self.session, user=self.user
         )
         self.session.commit()  # now, not when the request ends: the journal records it as done
-        return [
-            {"task_id": ti.task_id, "map_index": ti.map_index, "try_number": ti.try_number}
-            for ti in response.task_instances
-        ]
+        return [TaskInstanceRow(ti.task_id, ti.map_index, ti.try_number) for ti in response.task_instances]
 
-    def task_instance_try(self, *args: Any) -> dict[str, Any]:
+    def try_state(
+        self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
+    ) -> str | None:
         raise NotImplementedError("the failover page restarts regions; it does not reconcile killed tries")

@@ -26,11 +26,11 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from airflow_ft_provider.hooks.task_instances import TaskInstanceApi
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.naming import StoreLayout
-from airflow_ft_provider.recovery.journal import RecoveryJournal
-from airflow_ft_provider.recovery.locator import stored_run_pipeline
+from airflow_ft_provider.recovery.run_recovery import RunNotReady, RunRecovery
 
 PARTITION_ASSET_GROUP = "ft-partitions"
 ASSET_CONN_KEY = "aws_conn_id"  # in a partition Asset's extra: the connection its store is reached through
@@ -40,10 +40,6 @@ _CONN_ID = re.compile(r"^[A-Za-z0-9_.-]{1,250}\Z")
 
 class UntrustedRun(ValueError):
     """The run's stored pointers disagree with its DAG's configuration: nothing was read or changed."""
-
-
-class RunNotReady(LookupError):
-    """The run has nothing to show yet (no stage started, or no description stored)."""
 
 
 @dataclass(frozen=True)
@@ -166,7 +162,7 @@ def check_description(
     return description
 
 
-def run_journal(
+def trusted_run(
     *,
     dag: Any,
     run_id: str,
@@ -174,18 +170,21 @@ def run_journal(
     default: StorePointer | None,
     max_parallelism: int,
     store_factory: Callable[[str, str], S3PartitionStore],
-) -> tuple[RecoveryJournal, PipelineDescription]:
-    """The run's journal and description, from the store the DAG's configuration names, checked.
+    api: TaskInstanceApi | None = None,
+) -> RunRecovery:
+    """The run's recovery, from the store the DAG's configuration names, its stored pipeline checked.
 
-    ``store_factory(aws_conn_id, url)`` builds the store; :class:`UntrustedRun`, :class:`RunNotReady` or
-    a ``ValueError`` (an unusable run id, a damaged description) say why not.
+    ``store_factory(aws_conn_id, url)`` builds the store; ``api`` is what a restart clears through.
+    :class:`UntrustedRun`, :class:`RunNotReady` or a ``ValueError`` (an unusable run id, a damaged
+    description) say why not.
     """
     checked = check_pointer(
         pointer, dag_id=dag.dag_id, run_id=run_id, trusted=configured_store(dag, default=default)
     )
-    journal, description = stored_run_pipeline(
-        store_factory(checked.aws_conn_id, checked.url), dag.dag_id, run_id
-    )
-    if description is None:
-        raise RunNotReady("the run has no stored pipeline description yet")
-    return journal, check_description(description, dag=dag, pointer=checked, max_parallelism=max_parallelism)
+    store = store_factory(checked.aws_conn_id, checked.url)
+    try:
+        recovery = RunRecovery.for_reader(store, dag.dag_id, run_id, api=api)
+    except RunNotReady:
+        raise RunNotReady("the run has no stored pipeline description yet") from None
+    check_description(recovery.pipeline, dag=dag, pointer=checked, max_parallelism=max_parallelism)
+    return recovery

@@ -8,17 +8,21 @@ explained), and a clear whose answer was lost is looked up before it is sent aga
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from contextlib import AbstractContextManager
-from typing import Any
 
 import tenacity
 
-from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName
-from airflow_ft_provider.failover.recovery import RecoveryState
+from airflow_ft_provider.failover.decision import TryKey
+from airflow_ft_provider.failover.indexed_name import IndexedName
+from airflow_ft_provider.hooks.task_instances import TaskInstanceApi, TaskInstanceRow
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.pending import RunState
+
+RestApi = Callable[[], AbstractContextManager[TaskInstanceApi]]
+"""Opens the task-instance API for one operation (a REST client is closed afterwards)."""
 
 log = logging.getLogger(__name__)
 
@@ -36,7 +40,7 @@ class RestartClears:
         pipeline: PipelineDescription,
         run: RunRef,
         journal: RecoveryJournal,
-        rest: Callable[[], AbstractContextManager[Any]],
+        rest: RestApi,
     ) -> None:
         self.pipeline = pipeline
         self.run = run
@@ -44,7 +48,7 @@ class RestartClears:
         self._rest = rest
 
     def clear_started(
-        self, tasks: Iterable[str], *, unfinished: str | None = None, ended: dict[str, int] | None = None
+        self, tasks: Iterable[str], *, pending: TryKey | None = None, ended: Mapping[str, int] | None = None
     ) -> list[str]:
         """Clear the tasks of the restart set that have started; the others will simply run later.
 
@@ -55,34 +59,30 @@ class RestartClears:
             return []
         ended = ended or {}
         with self._rest() as api:
-            instances = api.task_instances(self.run.pipeline, self.run.run_id)
             listed = [
                 ti
-                for ti in instances
-                if (key := (ti["task_id"], ti["map_index"])) in wanted
-                and ti.get("state") not in NOT_STARTED
-                and ti["try_number"] <= ended.get(wanted[key], ti["try_number"])
+                for ti in api.instances(self.run.pipeline, self.run.run_id)
+                if ti.key in wanted
+                and ti.state not in NOT_STARTED
+                and ti.try_number <= ended.get(wanted[ti.key], ti.try_number)
             ]
-            started = {(ti["task_id"], ti["map_index"]): ti["try_number"] for ti in listed}
+            started = {ti.key: ti.try_number for ti in listed}
             if not started:
                 return []
 
-            def remember(state: RecoveryState) -> None:
+            def remember(state: RunState) -> None:
                 for key, try_number in started.items():
                     task = wanted[key]
-                    state.superseded[task] = max(state.superseded.get(task, 0), try_number)
-                    if unfinished is not None and unfinished in state.unfinished:
-                        state.unfinished[unfinished].setdefault("ended", {})[task] = try_number
+                    state.mark_superseded(task, try_number)
+                    if pending is not None and pending in state.pending:
+                        state.pending[pending] = state.pending[pending].ending(task, try_number)
 
             self.journal.update(remember)  # before the clear: the new tries must find it
-            cleared = self._clear_once(api, {(ti["task_id"], ti["map_index"]): ti.get("id") for ti in listed})
+            cleared = self._clear_once(api, {ti.key: ti.id for ti in listed})
         # The listing may be stale: another failover may have restarted a task in between, so the try
         # this clear ended can be newer than the one seen above. The clear's answer names it.
         newer = {
-            key: ti["try_number"]
-            for ti in cleared or ()
-            if (key := (ti["task_id"], ti.get("map_index", UNMAPPED))) in started
-            and ti.get("try_number", 0) > started[key]
+            ti.key: ti.try_number for ti in cleared if ti.key in started and ti.try_number > started[ti.key]
         }
         if newer:
             started.update(newer)
@@ -91,7 +91,9 @@ class RestartClears:
         log.warning("restarted %s (cleared through the Airflow REST API)", ", ".join(names))
         return names
 
-    def _clear_once(self, api: Any, ids: dict[tuple[str, int], str | None]) -> list[dict[str, Any]]:
+    def _clear_once(
+        self, api: TaskInstanceApi, ids: dict[tuple[str, int], str | None]
+    ) -> list[TaskInstanceRow]:
         """Clear these instances (key -> the id listed) once, never twice.
 
         A clear is not idempotent: sent again after it worked, it stops the try it started. So when its
@@ -101,7 +103,7 @@ class RestartClears:
         instances (seen: two task-instance history rows for the same try, as a task ended while being
         cleared); its transaction was rolled back, and it is sent again the same way.
         """
-        pending = sorted(ids)
+        remaining = sorted(ids)
         for attempt in tenacity.Retrying(
             retry=tenacity.retry_if_exception(_worth_another_look),
             wait=CLEAR_WAIT,
@@ -110,21 +112,18 @@ class RestartClears:
         ):
             with attempt:
                 if attempt.retry_state.attempt_number > 1:
-                    now = {
-                        (ti["task_id"], ti["map_index"]): ti.get("id")
-                        for ti in api.task_instances(self.run.pipeline, self.run.run_id)
-                    }
-                    done = [key for key in pending if ids[key] is None or now.get(key) != ids[key]]
+                    now = {ti.key: ti.id for ti in api.instances(self.run.pipeline, self.run.run_id)}
+                    done = [key for key in remaining if ids[key] is None or now.get(key) != ids[key]]
                     if done:
                         log.warning(
                             "%s moved on since the listing (the lost clear reached it, or a new try started)",
                             ", ".join(str(IndexedName.from_airflow(t, m)) for t, m in done),
                         )
-                    pending = [key for key in pending if key not in done]
-                    if not pending:
+                    remaining = [key for key in remaining if key not in done]
+                    if not remaining:
                         return []
                 try:
-                    return api.clear(self.run.pipeline, self.run.run_id, pending)
+                    return api.clear_instances(self.run.pipeline, self.run.run_id, remaining)
                 except Exception as err:
                     if _worth_another_look(err):
                         log.warning("%s; reading the task instances again before another clear", err)

@@ -1,6 +1,6 @@
 """A run's recovery state and decision history, stored beside its partitions in S3.
 
-    <pipeline>/<run>/_failover/state.json                 RecoveryState, updated by compare-and-swap
+    <pipeline>/<run>/_failover/state.json                 RunState (journal_schema.py), by compare-and-swap
     <pipeline>/<run>/_failover/events/<time>-<task>.json  one object per decision or manual restart
     <pipeline>/<run>/_failover/pipeline.json              the PipelineDescription the run executes
 
@@ -22,9 +22,10 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from airflow_ft_provider.failover.clock import SystemClock
-from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.model.description import MAX_DESCRIPTION_BYTES, PipelineDescription
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.recovery import journal_schema
+from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.safe_json import is_finite_number, load_json
 
 T = TypeVar("T")
@@ -97,19 +98,19 @@ class RecoveryJournal:
         raw = self._descriptions.get_bytes(self.description_key)
         return None if raw is None else PipelineDescription.from_json(raw.value)
 
-    def load(self) -> RecoveryState:
+    def load(self) -> RunState:
         """The stored state (empty before the first failure); :class:`DamagedJournal` if it is invalid."""
         current = self.store.json_objects.get_bytes(self.state_key)
         return self._parsed(None if current is None else current.value)
 
-    def load_checked(self, description: PipelineDescription) -> RecoveryState:
+    def load_checked(self, description: PipelineDescription) -> RunState:
         """The stored state, with every restart budget in it restorable by the run's restart strategy:
         what the next failover decision will read. :class:`DamagedJournal` otherwise."""
         state = self.load()
         self.check_budgets(state, description)
         return state
 
-    def check_budgets(self, state: RecoveryState, description: PipelineDescription) -> None:
+    def check_budgets(self, state: RunState, description: PipelineDescription) -> None:
         """:class:`DamagedJournal` unless the run's restart strategy can restore every budget in ``state``."""
         for scope, saved in sorted(state.strategies.items()):
             try:
@@ -117,9 +118,9 @@ class RecoveryJournal:
             except ValueError as err:
                 raise self._damaged(f"restart budget {scope!r}: {err}") from None
 
-    def _parsed(self, raw: bytes | None) -> RecoveryState:
+    def _parsed(self, raw: bytes | None) -> RunState:
         try:
-            return RecoveryState.from_json(raw)
+            return journal_schema.decode(raw)
         except ValueError as err:
             raise self._damaged(str(err)) from None
 
@@ -130,14 +131,14 @@ class RecoveryJournal:
             "repaired, or deleted to count the run's restarts afresh"
         )
 
-    def update(self, change: Callable[[RecoveryState], T]) -> T:
+    def update(self, change: Callable[[RunState], T]) -> T:
         """Apply ``change`` to the stored state atomically; it may run again after a lost race."""
         outcome: list[T] = []
 
         def apply(raw: bytes | None) -> bytes:
             state = self._parsed(raw)
             outcome[:] = [change(state)]
-            return state.to_json()
+            return journal_schema.encode(state)
 
         self.store.json_objects.update_raw(self.state_key, apply)
         return outcome[0]

@@ -1,20 +1,18 @@
-"""Where a run's pipeline and store are: one answer for workers, the DAG processor, the UI and the CLI.
+"""Where a run's pipeline and store are (used through ``run_recovery.RunRecovery``).
 
 A run's recovery follows the pipeline stored with the run (``_failover/pipeline.json``), not whatever
 the DAG file says now: the first stage try of a run stores the description it parsed (a conditional
 create). A later try that parsed a different description (the DAG file was edited) replaces the
 stored one only while no restart is pending; during a recovery the graph the decisions were made on
 stays, and the try says so in its log. Components that never parse DAG files (the UI plugin,
-``airflow-ft``) only ever read the stored description.
+``airflow-ft``) only ever read the stored description (``RunRecovery.for_reader``).
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from airflow_ft_provider.model.description import PipelineDescription
-from airflow_ft_provider.model.registry import parsed_pipeline
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 
@@ -45,19 +43,3 @@ def settle_run_pipeline(
             run_id,
         )
     return kept
-
-
-def run_pipeline(dag_id: str, run_id: str) -> tuple[PipelineDescription, S3PartitionStore]:
-    """In a process that parsed the DAG (a worker): the pipeline the run's recovery follows -- the stored
-    one, or the parsed one before the first try stored it -- and its store."""
-    parsed = parsed_pipeline(dag_id)
-    store = partition_store(parsed)
-    stored = RecoveryJournal(store, RunRef(dag_id, run_id)).description()
-    return (stored if stored is not None else parsed), store
-
-
-def stored_run_pipeline(store: S3PartitionStore, dag_id: str, run_id: str) -> tuple[RecoveryJournal, Any]:
-    """Where no DAG file is parsed (UI, CLI): the run's journal and stored pipeline (None before the first
-    stage try)."""
-    journal = RecoveryJournal(store, RunRef(dag_id, run_id))
-    return journal, journal.description()

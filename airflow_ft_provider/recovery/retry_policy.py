@@ -34,22 +34,22 @@ class FailoverRetryPolicy(RetryPolicy):
     def evaluate(
         self, exception: BaseException, try_number: int, max_tries: int, context: Any = None
     ) -> RetryDecision:
-        from airflow_ft_provider.failover.recovery import Outcome
-        from airflow_ft_provider.recovery.coordinator import RegionFailover
-        from airflow_ft_provider.recovery.locator import run_pipeline
+        # Imported here: a DAG parse installs this policy but needs none of the recovery machinery.
+        from airflow_ft_provider.recovery.run_recovery import RunRecovery
+        from airflow_ft_provider.recovery.wording import decision_reason
 
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         try:
-            description, store = run_pipeline(ti.dag_id, ti.run_id)
-            failover = RegionFailover(description, ti.run_id, store=store)
-            decision = failover.handle_failure(ti.task_id, map_index, try_number, exception)
+            decision = RunRecovery.for_worker(context).handle_failure(
+                ti.task_id, map_index, try_number, exception
+            )
         except Exception as err:  # never let recovery bookkeeping turn a retryable failure into a crash
             log.exception("region failover could not record this failure (%s); the next try will", err)
             return unrecorded_retry(try_number, err)
-        if decision.outcome is Outcome.SUPPRESSED:
-            return RetryDecision.fail(reason=decision.reason)
-        return RetryDecision.retry(delay=timedelta(seconds=decision.delay), reason=decision.reason)
+        if not decision.restart:
+            return RetryDecision.fail(reason=decision_reason(decision))
+        return RetryDecision.retry(delay=timedelta(seconds=decision.delay), reason=decision_reason(decision))
 
     def serialize(self) -> dict[str, Any]:
         return {}

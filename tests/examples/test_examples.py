@@ -58,11 +58,11 @@ _PARSE = """
 import json
 from pathlib import Path
 from airflow.dag_processing.dagbag import BundleDagBag  # the folder on sys.path, as in the DAG processor
-from airflow_ft_provider.pipeline import pipeline_for
+from airflow_ft_provider.pipeline import pipeline_of
 bag = BundleDagBag(dag_folder={folder!r}, bundle_path=Path({folder!r}))
 out = {{"errors": {{k: v for k, v in bag.import_errors.items()}}, "dags": {{}}}}
 for dag_id, dag in bag.dags.items():
-    p = pipeline_for(dag_id)
+    p = pipeline_of(dag)
     out["dags"][dag_id] = {{
         "regions": sorted(sorted(r) for r in p.regions),
         "groups": sorted(p.region_groups),

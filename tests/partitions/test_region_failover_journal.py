@@ -1,4 +1,4 @@
-"""RegionFailover's bookkeeping against a real S3 endpoint, with a scripted REST API.
+"""RunRecovery's bookkeeping against a real S3 endpoint, with a scripted REST API.
 
 The scheduler-dependent behaviour is tested in a live Airflow (tests/e2e); this file pins down the
 races between two failovers that a live run hits only by chance.
@@ -9,20 +9,21 @@ races between two failovers that a live run hits only by chance.
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from airflow_ft_provider.failover import ManualClock
+from airflow_ft_provider.failover.decision import TryKey
 from airflow_ft_provider.hooks.airflow_api import AirflowApiUnreachable
+from airflow_ft_provider.hooks.task_instances import TaskInstanceRow
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.recovery.coordinator import (
-    PENDING_CLEARS_WAIT,
-    RECONCILE_RETRY,
-    UNFINISHED_GRACE,
-    RegionFailover,
-)
+from airflow_ft_provider.recovery.gate import PENDING_CLEARS_WAIT, RECONCILE_RETRY
+from airflow_ft_provider.recovery.pending import UNFINISHED_GRACE, PendingRestart
+from airflow_ft_provider.recovery.run_recovery import RunRecovery
 from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
 
 pytestmark = pytest.mark.s3
@@ -42,17 +43,15 @@ class ScriptedApi:
         self.cleared_tries = cleared_tries
         self.clears = []
 
-    def task_instances(self, dag_id, run_id):
-        return [
-            {"task_id": t, "map_index": -1, "state": s, "try_number": n} for t, (s, n) in self.listing.items()
-        ]
+    def instances(self, dag_id, run_id):
+        return [TaskInstanceRow(t, -1, n, s) for t, (s, n) in self.listing.items()]
 
-    def clear(self, dag_id, run_id, keys):
+    def clear_instances(self, dag_id, run_id, keys):
         self.clears.append(sorted(keys))
-        return [{"task_id": t, "map_index": m, "try_number": self.cleared_tries[t]} for t, m in keys]
+        return [TaskInstanceRow(t, m, self.cleared_tries[t]) for t, m in keys]
 
-    def task_instance_try(self, dag_id, run_id, task_id, map_index, try_number):
-        return {"state": "failed"}
+    def try_state(self, dag_id, run_id, task_id, map_index, try_number):
+        return "failed"
 
 
 @pytest.fixture
@@ -79,14 +78,14 @@ def test_a_clear_that_ends_a_newer_try_than_listed_supersedes_that_try(seed002):
         cleared_tries={"B": 2, "D": 1},
     )
     clock = ManualClock(1000.0)
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+    failover = RunRecovery(description, "r1", store, api=api, clock=clock)
     decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert decision.tasks == {"B", "C", "D"}
     assert api.clears == [[("B", -1), ("D", -1)]]
     state = failover.journal.load()
     assert state.superseded == {"B": 2, "D": 1}
     # B's next try (3) finds try 2 explained: no second, phantom "killed" failover is decided.
-    assert failover.before_work("B", None, 3) == WaitUntil(1002.0)
+    assert failover.before_try("B", None, 3) == WaitUntil(1002.0)
     assert [e["task"] for e in failover.journal.events()] == ["C"]
 
 
@@ -96,17 +95,17 @@ def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
         {"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
         cleared_tries={},
     )
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
     # C's try 1 was killed before its policy ran: try 2 applies the failover, exactly once.
-    assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
-    assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
+    assert failover.before_try("C", None, 2) == WaitUntil(1002.0)
+    assert failover.before_try("C", None, 2) == WaitUntil(1002.0)
     [event] = failover.journal.events()
     assert (event["task"], event["try_number"], event["regions"]) == ("C", 1, [["C"]])
     assert "process was killed" in event["cause"]
 
 
 class OutageApi(ScriptedApi):
-    """The REST API, unreachable for the listed calls ("task_instances", "clear") until ``restore()``."""
+    """The REST API, unreachable for the listed calls ("instances", "clear_instances") until ``restore()``."""
 
     def __init__(self, listing, cleared_tries, down_for=()):
         super().__init__(listing, cleared_tries)
@@ -117,20 +116,20 @@ class OutageApi(ScriptedApi):
         if listing is not None:
             self.listing = listing
 
-    def task_instances(self, dag_id, run_id):
-        if "task_instances" in self.down_for:
+    def instances(self, dag_id, run_id):
+        if "instances" in self.down_for:
             raise AirflowApiUnreachable("the API server did not answer")
-        return super().task_instances(dag_id, run_id)
+        return super().instances(dag_id, run_id)
 
-    def clear(self, dag_id, run_id, keys):
-        if "clear" in self.down_for:
+    def clear_instances(self, dag_id, run_id, keys):
+        if "clear_instances" in self.down_for:
             raise AirflowApiUnreachable("the API server did not answer")
-        return super().clear(dag_id, run_id, keys)
+        return super().clear_instances(dag_id, run_id, keys)
 
-    def task_instance_try(self, dag_id, run_id, task_id, map_index, try_number):
-        if "task_instance_try" in self.down_for:
+    def try_state(self, dag_id, run_id, task_id, map_index, try_number):
+        if "try_state" in self.down_for:
             raise AirflowApiUnreachable("the API server did not answer")
-        return super().task_instance_try(dag_id, run_id, task_id, map_index, try_number)
+        return super().try_state(dag_id, run_id, task_id, map_index, try_number)
 
 
 def test_a_restart_whose_clears_met_an_api_outage_is_finished_by_the_next_try(seed002):
@@ -138,29 +137,29 @@ def test_a_restart_whose_clears_met_an_api_outage_is_finished_by_the_next_try(se
     api = OutageApi(
         {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
         cleared_tries={"B": 2, "C": 2, "D": 2},
-        down_for={"task_instances", "clear"},
+        down_for={"instances", "clear_instances"},
     )
     clock = ManualClock(1000.0)
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+    failover = RunRecovery(description, "r1", store, api=api, clock=clock)
     # The decision is saved and stands (C retries after the strategy's delay); its clears are not done.
     decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert decision.restart and decision.delay == 2 and decision.tasks == {"B", "C", "D"}
     state = failover.journal.load()
-    assert state.handled == {"C": 1} and state.unfinished["C#1"]["tasks"] == ["B", "D"]
-    assert state.unfinished["C#1"]["abandoned"] and api.clears == []
+    assert state.handled == {"C": 1} and state.pending[TryKey("C", 1)].tasks == ("B", "D")
+    assert state.pending[TryKey("C", 1)].abandoned and api.clears == []
     # C's next try, still in the outage: it waits (deferred) and looks again -- no failure, no count.
     clock.advance(2)
-    start = failover.before_work("C", None, 2)
+    start = failover.before_try("C", None, 2)
     assert start == WaitUntil(1002.0 + RECONCILE_RETRY, reason=start.reason) and "unreachable" in start.reason
     assert failover.journal.load().handled == {"C": 1}
     # The API is back: the next look finishes the restart, once. B (C's producer) restarts, so this try
     # of C does no work: it is cleared too, and runs again after B.
     api.restore()
     clock.advance(RECONCILE_RETRY)
-    assert failover.before_work("C", None, 2) == Superseded("C restarts after B")
+    assert failover.before_try("C", None, 2) == Superseded("C restarts after B")
     assert api.clears == [[("B", -1), ("D", -1)], [("C", -1)]]
-    assert failover.journal.load().unfinished == {}
-    assert failover.before_work("D", None, 2) == Proceed()  # its restart time (1002) has passed
+    assert failover.journal.load().pending == {}
+    assert failover.before_try("D", None, 2) == Proceed()  # its restart time (1002) has passed
     assert api.clears == [[("B", -1), ("D", -1)], [("C", -1)]]  # nothing cleared twice
     kinds = [(e["kind"], e["task"], e.get("cleared")) for e in failover.journal.events()]
     assert ("failover", "C", []) in kinds and ("reconciled", "C", ["B", "D"]) in kinds
@@ -172,13 +171,13 @@ def test_a_killed_try_found_during_an_api_outage_is_handled_once_the_api_answers
     api = OutageApi(
         {"A": ("success", 1), "B": ("success", 1), "C": ("up_for_retry", 1), "D": ("success", 1)},
         cleared_tries={},
-        down_for={"task_instances", "clear", "task_instance_try"},
+        down_for={"instances", "clear_instances", "try_state"},
     )
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
-    assert failover.before_work("C", None, 2).at == 1000.0 + RECONCILE_RETRY
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
+    assert failover.before_try("C", None, 2).at == 1000.0 + RECONCILE_RETRY
     assert failover.journal.events() == []  # nothing decided on a guess
     api.restore()
-    assert failover.before_work("C", None, 2) == WaitUntil(1002.0)
+    assert failover.before_try("C", None, 2) == WaitUntil(1002.0)
     [event] = failover.journal.events()
     assert (event["task"], event["try_number"]) == ("C", 1)
 
@@ -189,16 +188,16 @@ def test_finishing_a_restart_leaves_alone_a_task_its_lost_clear_did_restart(seed
     api = OutageApi(
         {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("success", 1)},
         cleared_tries={"B": 2, "D": 2},
-        down_for={"clear"},
+        down_for={"clear_instances"},
     )
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
     failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
-    assert failover.journal.load().unfinished["C#1"]["ended"] == {"B": 1, "D": 1}
+    assert failover.journal.load().pending[TryKey("C", 1)].ended == {"B": 1, "D": 1}
     api.restore({"A": ("success", 1), "B": ("running", 2), "C": ("up_for_retry", 1), "D": ("success", 1)})
     # Whichever try of the run starts first finishes it: here B's new try.
-    assert failover.before_work("B", None, 2) == WaitUntil(1002.0)
+    assert failover.before_try("B", None, 2) == WaitUntil(1002.0)
     assert api.clears == [[("D", -1)]]  # B already runs its new try: only D is cleared
-    assert failover.journal.load().unfinished == {}
+    assert failover.journal.load().pending == {}
 
 
 def test_a_restart_still_in_its_handlers_hands_is_not_raced_and_a_stale_one_is_finished(seed002):
@@ -209,19 +208,19 @@ def test_a_restart_still_in_its_handlers_hands_is_not_raced_and_a_stale_one_is_f
         cleared_tries={"B": 2, "D": 2},
     )
     clock = ManualClock(1000.0)
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+    failover = RunRecovery(description, "r1", store, api=api, clock=clock)
 
     def decided_not_cleared(state):
-        state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0}
+        state.pending[TryKey("C", 1)] = PendingRestart(("B", "D"), decided_at=1000.0)
         state.handled["C"] = 1
 
     failover.journal.update(decided_not_cleared)
     clock.advance(30)
-    failover.before_work("A", None, 1)
-    assert api.clears == [] and "C#1" in failover.journal.load().unfinished  # its handler's to finish
+    failover.before_try("A", None, 1)
+    assert api.clears == [] and TryKey("C", 1) in failover.journal.load().pending  # its handler's to finish
     clock.advance(UNFINISHED_GRACE)
-    failover.before_work("A", None, 1)  # nobody finished it in the grace period: this try does
-    assert api.clears == [[("B", -1), ("D", -1)]] and failover.journal.load().unfinished == {}
+    failover.before_try("A", None, 1)  # nobody finished it in the grace period: this try does
+    assert api.clears == [[("B", -1), ("D", -1)]] and failover.journal.load().pending == {}
 
 
 def test_a_restart_another_try_has_taken_over_is_left_to_it(seed002):
@@ -231,17 +230,19 @@ def test_a_restart_another_try_has_taken_over_is_left_to_it(seed002):
         cleared_tries={"B": 2, "D": 2},
     )
     clock = ManualClock(2000.0)
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+    failover = RunRecovery(description, "r1", store, api=api, clock=clock)
 
     def taken_over(state):  # abandoned by its handler, then claimed by another try at 1990
-        state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0, "claimed_at": 1990.0}
+        state.pending[TryKey("C", 1)] = PendingRestart(("B", "D"), decided_at=1000.0, claimed_at=1990.0)
 
     failover.journal.update(taken_over)
-    failover.before_work("A", None, 1)
+    failover.before_try("A", None, 1)
     assert api.clears == []  # one taker at a time: its clears must not be repeated
-    failover.journal.update(lambda state: state.unfinished["C#1"].update(abandoned=True))  # it gave up
-    failover.before_work("A", None, 1)
-    assert api.clears == [[("B", -1), ("D", -1)]] and failover.journal.load().unfinished == {}
+    failover.journal.update(
+        lambda state: state.pending.update({TryKey("C", 1): state.pending[TryKey("C", 1)].abandon()})
+    )  # gave up
+    failover.before_try("A", None, 1)
+    assert api.clears == [[("B", -1), ("D", -1)]] and failover.journal.load().pending == {}
 
 
 def commit_b(store, tmp_path, try_number):
@@ -259,26 +260,26 @@ def test_a_try_waits_while_a_restart_clears_its_producers_and_then_runs_after_th
         cleared_tries={"B": 2, "D": 3},
     )
     clock = ManualClock(1000.0)
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=clock)
+    failover = RunRecovery(description, "r1", store, api=api, clock=clock)
 
     def decided_not_cleared(state):  # C's handler decided to restart B (and D) and is still clearing
-        state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 1000.0}
+        state.pending[TryKey("C", 1)] = PendingRestart(("B", "D"), decided_at=1000.0)
         state.handled["C"] = 1
         state.superseded["D"] = 1  # D's try 1 ended on the same lost data; its try 2 starts at once
 
     failover.journal.update(decided_not_cleared)
-    start = failover.before_work("D", None, 2)
+    start = failover.before_try("D", None, 2)
     assert start.at == 1000.0 + PENDING_CLEARS_WAIT and "C#1" in start.reason  # it would read the old b
     assert api.clears == []
     # The handler is done: B restarts. b is still B's try 1 output, which that restart ended: D's try 2
     # lets itself go, and Airflow runs the next one after B.
-    failover.journal.update(lambda state: (state.unfinished.pop("C#1"), state.superseded.update(B=1)))
-    assert failover.before_work("D", None, 2) == Superseded("D restarts after B")
+    failover.journal.update(lambda state: (state.pending.pop(TryKey("C", 1)), state.superseded.update(B=1)))
+    assert failover.before_try("D", None, 2) == Superseded("D restarts after B")
     assert api.clears == [[("D", -1)]]
     # Once B's try 2 has committed b, D's next try proceeds.
     commit_b(store, tmp_path, 2)
     failover.journal.update(lambda state: state.superseded.update(D=2))
-    assert failover.before_work("D", None, 3) == Proceed()
+    assert failover.before_try("D", None, 3) == Proceed()
 
 
 def test_a_clear_refused_for_a_concurrent_change_is_sent_again(seed002, monkeypatch):
@@ -293,23 +294,25 @@ def test_a_clear_refused_for_a_concurrent_change_is_sent_again(seed002, monkeypa
     description, store = seed002
 
     class ConflictOnce(ScriptedApi):
-        def task_instances(self, dag_id, run_id):
-            return [{**ti, "id": f"id-{ti['task_id']}"} for ti in super().task_instances(dag_id, run_id)]
+        def instances(self, dag_id, run_id):
+            return [
+                dataclasses.replace(ti, id=f"id-{ti.task_id}") for ti in super().instances(dag_id, run_id)
+            ]
 
-        def clear(self, dag_id, run_id, keys):
+        def clear_instances(self, dag_id, run_id, keys):
             if not self.clears:
                 self.clears.append("refused")
                 raise AirflowApiError("POST", "/clearTaskInstances", 409, "Unique constraint violation")
-            return super().clear(dag_id, run_id, keys)
+            return super().clear_instances(dag_id, run_id, keys)
 
     api = ConflictOnce(
         {"A": ("success", 1), "B": ("success", 1), "C": ("failed", 1), "D": ("running", 1)},
         cleared_tries={"B": 2, "D": 2},
     )
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
     decision = failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
     assert decision.restart and api.clears == ["refused", [("B", -1), ("D", -1)]]
-    assert failover.journal.load().unfinished == {}
+    assert failover.journal.load().pending == {}
 
 
 def test_a_handler_terminated_while_clearing_leaves_its_restart_to_the_next_try(seed002):
@@ -321,27 +324,23 @@ def test_a_handler_terminated_while_clearing_leaves_its_restart_to_the_next_try(
         pass
 
     class TerminatedWhileClearing(ScriptedApi):
-        def task_instances(self, dag_id, run_id):
+        def instances(self, dag_id, run_id):
             raise Terminated()
 
     api = TerminatedWhileClearing({}, cleared_tries={})
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
     with pytest.raises(Terminated):
         failover.handle_failure("C", None, 1, PartitionNotFound("b", Unavailable.MISSING_OBJECT))
-    assert failover.journal.load().unfinished["C#1"]["abandoned"] is True
+    assert failover.journal.load().pending[TryKey("C", 1)].abandoned is True
 
 
 class MappedApi(ScriptedApi):
-    def task_instances(self, dag_id, run_id):
-        return [
-            {"task_id": t, "map_index": m, "state": "success", "try_number": 1}
-            for t in ("read", "sink")
-            for m in (0, 1)
-        ]
+    def instances(self, dag_id, run_id):
+        return [TaskInstanceRow(t, m, 1, "success") for t in ("read", "sink") for m in (0, 1)]
 
-    def clear(self, dag_id, run_id, keys):
+    def clear_instances(self, dag_id, run_id, keys):
         self.clears.append(sorted(keys))
-        return [{"task_id": t, "map_index": m, "try_number": 1} for t, m in keys]
+        return [TaskInstanceRow(t, m, 1) for t, m in keys]
 
 
 def test_a_mapped_stage_named_without_an_index_restarts_the_regions_of_all_its_indexes(s3_bucket):
@@ -359,7 +358,7 @@ def test_a_mapped_stage_named_without_an_index_restarts_the_regions_of_all_its_i
         restart_config=FIXED,
     )
     api = MappedApi({}, {})
-    failover = RegionFailover(description, "r1", api=api, store=store, clock=ManualClock(1000.0))
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
     assert failover.restart_regions("read[1]") == ["read[1]", "sink[1]"]
     assert failover.restart_regions("read") == ["read[0]", "read[1]", "sink[0]", "sink[1]"]
     assert api.clears[-1] == [("read", 0), ("read", 1), ("sink", 0), ("sink", 1)]

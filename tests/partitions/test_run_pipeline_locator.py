@@ -11,7 +11,8 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from airflow_ft_provider.recovery.locator import settle_run_pipeline, stored_run_pipeline
+from airflow_ft_provider.recovery.locator import settle_run_pipeline
+from airflow_ft_provider.recovery.run_recovery import RunRecovery
 
 pytestmark = pytest.mark.s3
 
@@ -31,7 +32,7 @@ def store(s3_bucket):
 
 
 def stored(store):
-    return stored_run_pipeline(store, "locator", RUN)[1]
+    return RunRecovery.for_reader(store, "locator", RUN).pipeline
 
 
 def test_the_first_try_stores_the_pipeline_and_the_same_one_writes_nothing(store, s3_bucket, caplog):

@@ -37,7 +37,8 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.recovery.coordinator import RegionFailover
+from airflow_ft_provider.recovery import journal_schema
+from airflow_ft_provider.recovery.run_recovery import RunRecovery
 
 PASSWORD = "svc-password-5f0c1d"
 
@@ -298,7 +299,7 @@ def test_every_path_segment_is_percent_encoded(monkeypatch, fake_api, run_id):
     fake_api.instances = {"B?#": {**fake_api.instances["B"], "task_id": "B?#"}}
     with AirflowApiHook(conn_id, timeout=5) as hook:
         hook.task_instances("seed002", run_id)
-        hook.task_instance_try("seed002", run_id, "B?#", 3, 2)
+        hook.try_state("seed002", run_id, "B?#", 3, 2)
         hook.clear("seed002", run_id, [("B?#", -1)])
     listing, one_try, clear = [p for p in fake_api.raw_paths if p != "/auth/token"]
     encoded = quote(run_id, safe="")
@@ -373,7 +374,7 @@ def seed002(s3_bucket, monkeypatch, fake_api):
         restart_config=FIXED,
         airflow_api_conn_id="ft_api_failover",
     )
-    return RegionFailover(description, "r1", store=store, clock=ManualClock(1000.0))
+    return RunRecovery(description, "r1", store, clock=ManualClock(1000.0))
 
 
 def lost_b():
@@ -414,4 +415,4 @@ def test_a_cause_is_recorded_with_the_secrets_airflow_masks(seed002):
     seed002.handle_failure("C", None, 1, RuntimeError(f"S3 said no to key {secret} (signature mismatch)"))
     [event] = seed002.journal.events()
     assert secret not in json.dumps(event) and "***" in event["cause"]
-    assert secret not in seed002.journal.load().to_json().decode()
+    assert secret not in journal_schema.encode(seed002.journal.load()).decode()

@@ -9,6 +9,8 @@ from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.manifest import FileEntry, Manifest, Producer
 from airflow_ft_provider.partitions.store import AvailabilityReport, UnavailablePartition
 from airflow_ft_provider.plugins.run_view import build_run_view
+from airflow_ft_provider.recovery.journal_schema import decision_fields
+from airflow_ft_provider.recovery.wording import decision_reason
 
 FIXED = {
     "restart-strategy.type": "fixed-delay",
@@ -71,7 +73,8 @@ def test_view_of_a_run_with_one_failover():
             "time": clock.now(),
             "kind": "failover",
             "task": "score",
-            **decision.summary(),
+            **decision_fields(decision),
+            "reason": decision_reason(decision),
             "cleared": ["enrich"],
             "strategy_state": state.strategies["run"],
         }

@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from airflow_ft_provider.failover.recovery import RecoveryState
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.manifest import InvalidManifest, Manifest
+from airflow_ft_provider.recovery import journal_schema
 from airflow_ft_provider.safe_json import InvalidJson, load_json
 
 DEEP = b"[" * 100_000 + b"]" * 100_000
@@ -69,7 +69,7 @@ def test_a_hostile_manifest_is_an_invalid_manifest():
 )
 def test_a_hostile_recovery_state_is_a_clear_value_error(data, error, says):
     with pytest.raises(ValueError) as excinfo:
-        RecoveryState.from_json(data)
+        journal_schema.decode(data)
     assert type(excinfo.value) is error
     assert says in str(excinfo.value)
     assert len(str(excinfo.value)) < 300  # a hostile value is not echoed whole

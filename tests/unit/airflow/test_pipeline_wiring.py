@@ -4,7 +4,7 @@ import pytest
 from airflow.sdk import DAG
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
-from airflow_ft_provider.pipeline import FailoverPipeline, PipelineWiringError, pipeline_for
+from airflow_ft_provider.pipeline import FailoverPipeline, PipelineWiringError, pipeline_of
 
 
 def stage(task_id, **kwargs):
@@ -22,7 +22,7 @@ def test_dependencies_are_derived_from_partitions_and_regions_become_task_groups
     assert dag.task_dict["enrich"].upstream_task_ids == {"extract"}
     assert dag.task_dict["score"].upstream_task_ids == {"enrich"}
     assert dag.task_dict["report"].upstream_task_ids == {"score"}
-    pipeline = pipeline_for("wiring_ok")
+    pipeline = pipeline_of(dag)
     assert set(pipeline.regions) == {
         frozenset({"extract"}),
         frozenset({"enrich", "score"}),
@@ -37,7 +37,7 @@ def test_dependencies_are_derived_from_partitions_and_regions_become_task_groups
 
 def test_mapped_stage_parallelism_comes_from_the_literal_expand_list():
     #   shard_read[0..2] --part (pointwise)--> shard_clean[0..2] --clean (all-to-all)--> merge
-    with DAG("wiring_mapped", schedule=None):
+    with DAG("wiring_mapped", schedule=None) as dag:
         with FailoverPipeline(store="s3://bucket/prefix"):
             SparkStageOperator.partial(task_id="shard_read", application="r.py", outputs=["part"]).expand(
                 application_args=[["a"], ["b"], ["c"]]
@@ -46,7 +46,7 @@ def test_mapped_stage_parallelism_comes_from_the_literal_expand_list():
                 task_id="shard_clean", application="c.py", inputs={"part": "pointwise"}, outputs=["clean"]
             ).expand(application_args=[["a"], ["b"], ["c"]])
             stage("merge", inputs=["clean"])
-    pipeline = pipeline_for("wiring_mapped")
+    pipeline = pipeline_of(dag)
     assert pipeline.graph.stages["shard_read"].parallelism == 3
     assert frozenset({"shard_clean[1]"}) in pipeline.regions
     strategy = pipeline.description.failover_strategy()
@@ -153,20 +153,19 @@ def test_cluster_restart_strategy_from_airflow_cfg_is_overridden_key_by_key(clus
     cluster_config("restart-strategy.type", "fixed-delay")
     cluster_config("restart-strategy.fixed-delay.attempts", "7")
     cluster_config("restart-strategy.fixed-delay.delay", "3 s")
-    with DAG("cluster_default", schedule=None):
+    with DAG("cluster_default", schedule=None) as default_dag:
         with FailoverPipeline(store="s3://bucket/prefix"):
             stage("a", outputs=["x"])
     assert (
-        repr(pipeline_for("cluster_default").description.restart_strategy())
-        == "FixedDelay(attempts=7, delay=3 s)"
+        repr(pipeline_of(default_dag).description.restart_strategy()) == "FixedDelay(attempts=7, delay=3 s)"
     )
-    with DAG("cluster_overridden", schedule=None):
+    with DAG("cluster_overridden", schedule=None) as overridden_dag:
         with FailoverPipeline(
             store="s3://bucket/prefix", restart_strategy={"restart-strategy.fixed-delay.attempts": 2}
         ):
             stage("a", outputs=["x"])
     assert (
-        repr(pipeline_for("cluster_overridden").description.restart_strategy())
+        repr(pipeline_of(overridden_dag).description.restart_strategy())
         == "FixedDelay(attempts=2, delay=3 s)"
     )
 
@@ -216,7 +215,10 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
         "airflow_ft_provider.spark.spec",
         "airflow_ft_provider.faults",
         "airflow_ft_provider.recovery.journal",
-        "airflow_ft_provider.recovery.coordinator",
+        "airflow_ft_provider.recovery.run_recovery",
+        "airflow_ft_provider.recovery.decide",
+        "airflow_ft_provider.recovery.gate",
+        "airflow_ft_provider.recovery.journal_schema",
         "airflow_ft_provider.failover.recovery",
         "airflow_ft_provider.hooks.partition_store",
     }
@@ -333,10 +335,10 @@ def test_dag_ids_the_store_rejects_are_refused_at_parse_time(dag_id):
 # -- The deprecated key 'restart-strategy' -------------------------------------------------------
 def one_stage_pipeline(dag_id, **pipeline_kwargs):
     """A DAG file's ``with DAG(dag_id): with FailoverPipeline(store=..., **pipeline_kwargs): stage("a")``."""
-    with DAG(dag_id, schedule=None):
+    with DAG(dag_id, schedule=None) as dag:
         with FailoverPipeline(store="s3://bucket/prefix", **pipeline_kwargs):
             stage("a")
-    return pipeline_for(dag_id)
+    return pipeline_of(dag)
 
 
 def test_deprecated_restart_strategy_key_of_a_pipeline_is_honoured_with_a_warning():

@@ -12,7 +12,7 @@ from airflow.sdk import DAG
 
 from airflow_ft_provider.decorators import ft_stage
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
-from airflow_ft_provider.pipeline import FailoverPipeline, pipeline_for
+from airflow_ft_provider.pipeline import FailoverPipeline, pipeline_of
 
 STORE = "s3://ft-decorator/pipelines/"
 
@@ -38,7 +38,7 @@ def test_calls_and_partial_expand_make_the_pipeline_a_hand_written_one_would():
             make.partial(shards=3).expand(shard=[0, 1, 2])
             tidy.expand(shard=[0, 1, 2])
             final = report.override(task_id="final_report", spark_conn_id="spark_connect_eu")()
-    assert sorted(sorted(r) for r in pipeline_for("ft_decorated").regions) == [
+    assert sorted(sorted(r) for r in pipeline_of(dag).regions) == [
         ["final_report"],
         ["make[0]", "tidy[0]"],
         ["make[1]", "tidy[1]"],

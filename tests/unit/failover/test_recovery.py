@@ -1,12 +1,21 @@
-"""One failover decision per failure: restart budget shared across workers through JSON state."""
+"""One failover decision per failure: restart budget shared across workers through JSON state.
 
+The state goes through the journal's JSON codec between failures (``recovery/journal_schema.py``), as it
+does between workers; the sentences come from ``recovery/wording.py``.
+"""
+
+import json
 import random
 
 import pytest
 
 from airflow_ft_provider.failover import ManualClock, ResultPartitionType, StageGraph
+from airflow_ft_provider.failover.decision import TryKey
 from airflow_ft_provider.failover.failover_strategies import RestartPipelinedRegionFailoverStrategy
-from airflow_ft_provider.failover.recovery import RecoveryState, handle_failure
+from airflow_ft_provider.failover.recovery import handle_failure
+from airflow_ft_provider.recovery import journal_schema
+from airflow_ft_provider.recovery.pending import PendingRestart, RunState
+from airflow_ft_provider.recovery.wording import decision_reason
 
 FIXED_2 = {
     "restart-strategy.type": "fixed-delay",
@@ -31,7 +40,7 @@ def seed_002():
 
 def fail(state, failover, task, try_number, clock, config=FIXED_2, **kwargs):
     """Simulates one worker: load the stored JSON, decide, store it back."""
-    loaded = RecoveryState.from_json(state.to_json())
+    loaded = journal_schema.decode(journal_schema.encode(state))
     decision = handle_failure(
         loaded,
         failover=failover,
@@ -41,6 +50,7 @@ def fail(state, failover, task, try_number, clock, config=FIXED_2, **kwargs):
         cause="RuntimeError: boom",
         clock=clock,
         rng=random.Random(1),
+        being_ended=loaded.being_ended(),
         **kwargs,
     )
     return decision, loaded
@@ -48,7 +58,7 @@ def fail(state, failover, task, try_number, clock, config=FIXED_2, **kwargs):
 
 def test_restart_budget_is_shared_by_the_whole_run(seed_002):
     clock = ManualClock(100)
-    state = RecoveryState()
+    state = RunState()
     first, state = fail(state, seed_002, "C", 1, clock)
     assert first.restart and first.tasks == {"C"} and first.delay == 10
     assert state.not_before == {"C": 110}
@@ -58,12 +68,12 @@ def test_restart_budget_is_shared_by_the_whole_run(seed_002):
     clock.advance(20)
     third, state = fail(state, seed_002, "C", 2, clock)
     assert not third.restart
-    assert third.reason == "Recovery is suppressed by FixedDelay(attempts=2, delay=10 s)"
+    assert decision_reason(third) == "Recovery is suppressed by FixedDelay(attempts=2, delay=10 s)"
 
 
 def test_per_region_budgets_are_independent(seed_002):
     clock = ManualClock()
-    state = RecoveryState()
+    state = RunState()
     for task, try_number in (("C", 1), ("C", 2)):
         _, state = fail(state, seed_002, task, try_number, clock, per_region=True)
         clock.advance(60)
@@ -75,11 +85,11 @@ def test_per_region_budgets_are_independent(seed_002):
 
 def test_backtracking_decision_names_regions_and_lost_partitions(seed_002):
     clock = ManualClock(0)
-    decision, state = fail(state := RecoveryState(), seed_002, "C", 1, clock, unavailable=["b"])
+    decision, state = fail(state := RunState(), seed_002, "C", 1, clock, unavailable=["b"])
     assert decision.regions == (frozenset({"C"}), frozenset({"B"}), frozenset({"D"}))
     assert decision.tasks == {"B", "C", "D"}
     assert state.not_before == {"B": 10.0, "C": 10.0, "D": 10.0}
-    assert decision.reason == (
+    assert decision_reason(decision) == (
         "C failed (RuntimeError: boom); restarting 3 region(s) [C]; [B]; [D] after 10 s; "
         "unavailable partitions: b; strategy FixedDelay(attempts=2, delay=10 s)"
     )
@@ -87,7 +97,7 @@ def test_backtracking_decision_names_regions_and_lost_partitions(seed_002):
 
 def test_the_same_failure_handled_twice_counts_once(seed_002):
     clock = ManualClock()
-    state = RecoveryState()
+    state = RunState()
     first, state = fail(state, seed_002, "C", 1, clock)
     again, state = fail(state, seed_002, "C", 1, clock)  # e.g. policy ran, then crash reconciliation
     assert again.already_handled and again.restart_at == first.restart_at
@@ -101,30 +111,30 @@ def test_merged_exponential_failures_share_one_restart_time(seed_002):
         "restart-strategy.exponential-delay.jitter-factor": 0,
     }
     clock = ManualClock(1000)
-    state = RecoveryState()
+    state = RunState()
     first, state = fail(state, seed_002, "C", 1, clock, config=config)
     clock.advance(1)
     second, state = fail(state, seed_002, "D", 1, clock, config=config)
     assert first.new_attempt and not second.new_attempt
     assert second.restart_at == first.restart_at == 1004
-    assert "merged into the restart already scheduled" in second.reason
+    assert "merged into the restart already scheduled" in decision_reason(second)
 
 
 def test_corrupt_state_is_a_clear_error():
     with pytest.raises(ValueError, match="recovery state is not JSON"):
-        RecoveryState.from_json(b"{nope")
+        journal_schema.decode(b"{nope")
     with pytest.raises(ValueError, match="unsupported recovery state version 7"):
-        RecoveryState.from_json(b'{"version": 7}')
+        journal_schema.decode(b'{"version": 7}')
 
 
 def test_a_try_stopped_by_a_failover_restart_is_not_a_new_failure(seed_002):
     # D was running when C's failover cleared it; killing D made its try fail. That is not a failure.
     clock = ManualClock()
-    state = RecoveryState()
+    state = RunState()
     state.superseded["D"] = 1
     decision, state = fail(state, seed_002, "D", 1, clock)
     assert decision.superseded and decision.tasks == frozenset()
-    assert "stopped by a failover restart" in decision.reason
+    assert "stopped by a failover restart" in decision_reason(decision)
     assert state.strategies == {} and state.not_before == {}
     decision, state = fail(state, seed_002, "D", 2, clock)  # a real failure of the next try counts
     assert not decision.superseded and decision.tasks == {"D"}
@@ -134,36 +144,33 @@ def test_a_failure_of_a_try_a_pending_restart_is_about_to_end_is_not_a_new_failu
     # C's failure decided to restart B, C and D; before its clears reached D, D failed on the same lost
     # partition. That restart ends D's try anyway: D's failure must not restart B a second time.
     clock = ManualClock(100)
-    state = RecoveryState()
+    state = RunState()
     first, state = fail(state, seed_002, "C", 1, clock, unavailable={"b"})
     assert first.tasks == {"B", "C", "D"}
-    state.unfinished["C#1"] = {"tasks": ["B", "D"], "decided_at": 100.0}
+    state.pending[TryKey("C", 1)] = PendingRestart(("B", "D"), decided_at=100.0)
     decision, state = fail(state, seed_002, "D", 1, clock, unavailable={"b"})
     assert decision.superseded and decision.tasks == frozenset()
     assert state.handled == {"C": 1}
     # Once the clear has ended D's try 1, a failure of its next try is a failure again.
-    state.unfinished["C#1"]["ended"] = {"B": 1, "D": 1}
+    state.pending[TryKey("C", 1)] = state.pending[TryKey("C", 1)].ending("B", 1).ending("D", 1)
     state.superseded.update({"B": 1, "D": 1})
     decision, state = fail(state, seed_002, "D", 2, clock, unavailable={"b"})
     assert decision.restart and decision.tasks == {"B", "C", "D"}
 
 
 def test_unfinished_restarts_survive_the_round_trip_and_malformed_ones_are_refused():
-    state = RecoveryState()
-    state.unfinished["C#1"] = {
-        "tasks": ["B", "D"],
-        "decided_at": 1000.0,
-        "ended": {"B": 1},
-        "abandoned": True,
-        "claimed_at": None,
-    }
-    assert RecoveryState.from_json(state.to_json()).unfinished == state.unfinished
+    state = RunState()
+    state.pending[TryKey("C", 1)] = PendingRestart(
+        ("B", "D"), 1000.0, {"B": 1}, abandoned=True, claimed_at=None
+    )
+    assert journal_schema.decode(journal_schema.encode(state)).pending == state.pending
     for bad in (
         {"tasks": "B", "decided_at": 1.0},
         {"tasks": ["B"], "decided_at": "soon"},
         {"tasks": ["B"], "decided_at": 1.0, "ended": {"B": -1}},
         ["B"],
     ):
-        state.unfinished["C#1"] = bad
+        doc = json.loads(journal_schema.encode(state))
+        doc["unfinished"]["C#1"] = bad
         with pytest.raises(ValueError, match=r"malformed recovery state: unfinished\['C#1'\]"):
-            RecoveryState.from_json(state.to_json())
+            journal_schema.decode(json.dumps(doc).encode())

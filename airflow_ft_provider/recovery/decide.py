@@ -1,0 +1,138 @@
+"""Deciding on a failure, in the failing task's worker (from the retry policy, or for a killed try).
+
+The failure is recorded in the run's journal and decided with the core (restart strategy + region
+failover strategy, with live partition availability); a restart is saved as pending with the
+decision, its other started tasks are cleared through the REST API, and the decision goes to the
+journal's history.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable
+
+from airflow_ft_provider.failover.clock import Clock
+from airflow_ft_provider.failover.decision import FailoverDecision, Outcome, TryKey
+from airflow_ft_provider.failover.recovery import handle_failure
+from airflow_ft_provider.hooks.airflow_api import api_unavailable
+from airflow_ft_provider.model.description import PipelineDescription
+from airflow_ft_provider.partitions import PartitionNotFound, RunRef, S3PartitionStore
+from airflow_ft_provider.partitions.errors import Unavailable
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal_schema import decision_fields
+from airflow_ft_provider.recovery.pending import PendingRestart, RunState
+from airflow_ft_provider.recovery.reconcile import PendingClears
+from airflow_ft_provider.recovery.wording import decision_reason, describe_cause
+
+log = logging.getLogger(__name__)
+
+LOST = {
+    Unavailable.INVALID_MANIFEST,
+    Unavailable.MISSING_OBJECT,
+    Unavailable.SIZE_MISMATCH,
+    Unavailable.CHECKSUM_MISMATCH,
+    Unavailable.RELEASED,
+}
+
+
+class FailureHandler:
+    def __init__(
+        self,
+        pipeline: PipelineDescription,
+        run: RunRef,
+        store: S3PartitionStore,
+        journal: RecoveryJournal,
+        pending: PendingClears,
+        clock: Clock,
+    ) -> None:
+        self.pipeline = pipeline
+        self.run = run
+        self.store = store
+        self.journal = journal
+        self.pending = pending
+        self.clock = clock
+
+    def handle(
+        self,
+        task_id: str,
+        map_index: int | None,
+        try_number: int,
+        cause: BaseException | str,
+        *,
+        keep_running: Iterable[str] = (),
+    ) -> FailoverDecision:
+        """Decide on one failed try (once: a failure handled before is replayed), and carry it out."""
+        core_task = self.pipeline.core_task_id(task_id, map_index)
+        unavailable = self.unavailable_partitions(cause)
+        text = describe_cause(cause)
+        failover = self.pipeline.failover_strategy()
+        key = TryKey(core_task, try_number)
+        keep = {core_task, *keep_running}
+
+        def decide(state: RunState) -> FailoverDecision:
+            decision = handle_failure(
+                state,
+                failover=failover,
+                restart_config=self.pipeline.restart_config,
+                failed_task=core_task,
+                try_number=try_number,
+                cause=text,
+                unavailable=unavailable,
+                clock=self.clock,
+                partitions_persisted=True,
+                per_region=self.pipeline.per_region_restarts,
+                being_ended=state.being_ended(),
+            )
+            others = sorted(decision.tasks - keep) if decision.outcome is Outcome.RESTART else []
+            if not decision.already_handled and others:
+                # Saved with the decision: if the REST API cannot be reached for the clears below, the
+                # next try (of any task of the run) that sees this finishes them.
+                state.pending[key] = PendingRestart(tuple(others), decided_at=self.clock.now())
+            return decision
+
+        decision = self.journal.update(decide)
+        reason = decision_reason(decision)
+        if decision.superseded:
+            log.info("%s", reason)
+            return decision
+        if decision.already_handled:
+            log.info("failure of %s try %d was already handled: %s", core_task, try_number, reason)
+            self.pending.finish_all()
+            return decision
+        log.warning("%s", reason)
+        try:
+            cleared = self.pending.finish(key)
+        except Exception as err:
+            if not api_unavailable(err):
+                raise
+            # The decision stands (it is in the journal, pending): the failing task retries after its
+            # delay, and the run's next try clears the rest once the API answers.
+            log.warning("the REST API could not clear the restart set (%s): the run's next try does", err)
+            cleared = []
+        self.journal.record(
+            {
+                "time": self.clock.now(),
+                "kind": "failover",
+                "task": core_task,
+                **decision_fields(decision),
+                "reason": reason,
+                "cleared": cleared,
+                "strategy_state": self.journal.load().strategies.get(decision.scope),
+            }
+        )
+        return decision
+
+    def unavailable_partitions(self, cause: BaseException | str | None = None) -> set[str]:
+        """Partitions that were produced and are lost, plus the one a failure names.
+
+        A partition without a manifest has not been committed yet: it is pending, not lost, and
+        backtracking to it would restart producers that are still running (Flink: regions that have
+        not been scheduled need no action). A manifest whose objects are gone, truncated or corrupt,
+        or a released partition, is lost. A consumer that finds a partition missing names it in its
+        PartitionNotFound, which always counts. Pipelined partitions are the core's business.
+        """
+        report = self.store.check_graph(self.pipeline.graph, self.run.pipeline, self.run.run_id)
+        lost = {pid for pid, why in report.unavailable.items() if why.reason in LOST}
+        if isinstance(cause, PartitionNotFound):
+            lost.add(cause.partition_id)
+        return lost

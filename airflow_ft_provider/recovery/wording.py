@@ -1,0 +1,63 @@
+"""The words people read about recovery: task logs, the failover page, ``airflow-ft history``.
+
+Rendered here, outside the core, from its typed decisions; causes are masked before they are stored
+(the journal is in S3, the page is not covered by Airflow's log masking).
+"""
+
+from __future__ import annotations
+
+from airflow_ft_provider.failover.decision import FailoverDecision
+from airflow_ft_provider.failover.durations import format_duration
+
+KILLED_CAUSE = (
+    "the previous try ended without a recorded failure: its process was killed "
+    "(SIGKILL, OOM or a lost worker)"
+)
+
+
+def mask_secrets(text: str) -> str:
+    """``text`` with every secret Airflow's secrets masker knows replaced by ``***``: the connections this
+    process has read (the task SDK's masker, and the core one where the API server has read them)."""
+    from airflow_ft_provider._compat import redact_secrets
+
+    return redact_secrets(text)
+
+
+def describe_exception(exc: BaseException) -> str:
+    """``Type: first line of the message``, secrets masked (before cutting, so no part of one survives)."""
+    message = mask_secrets(str(exc)).strip()
+    text = message.splitlines()[0] if message else ""
+    return f"{type(exc).__name__}: {text}"[:300] if text else type(exc).__name__
+
+
+def describe_cause(cause: BaseException | str) -> str:
+    return mask_secrets(cause) if isinstance(cause, str) else describe_exception(cause)
+
+
+def decision_reason(decision: FailoverDecision) -> str:
+    """One sentence: what failed, what restarts when and why, or why nothing does."""
+    if decision.superseded:
+        return (
+            f"{decision.failed_task} try {decision.try_number} was stopped by a failover restart; "
+            "not counted as a failure"
+        )
+    if not decision.restart:
+        return f"Recovery is suppressed by {decision.strategy}"
+    what = "; ".join("[" + ", ".join(sorted(r)) + "]" for r in decision.regions)
+    lost = f"; unavailable partitions: {', '.join(decision.unavailable)}" if decision.unavailable else ""
+    merged = "" if decision.new_attempt else " (merged into the restart already scheduled)"
+    return (
+        f"{decision.failed_task} failed ({decision.cause}); restarting {len(decision.regions)} region(s) "
+        f"{what} after {format_duration(decision.delay)}{merged}{lost}; strategy {decision.strategy}"
+    )
+
+
+def pending_clears_reason(key: object) -> str:
+    return f"the restart decided for {key} is clearing its tasks, this one or its producers"
+
+
+API_UNREACHABLE_REASON = "the Airflow REST API is unreachable: a restart of this run must be finished first"
+
+
+def restarts_after(task: str, producers: set[str]) -> str:
+    return f"{task} restarts after {', '.join(sorted(producers))}"
