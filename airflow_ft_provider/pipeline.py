@@ -36,11 +36,8 @@ from airflow_ft_provider._compat import (
     set_arguments,
 )
 from airflow_ft_provider.failover import (
-    FAILOVER_STRATEGY_KEY,
     StageGraph,
-    load_restart_strategy,
 )
-from airflow_ft_provider.failover.restart_config import resolve_deprecated_keys
 from airflow_ft_provider.failover.union_find import UnionFind
 from airflow_ft_provider.model.description import (
     PipelineDescription,
@@ -50,7 +47,11 @@ from airflow_ft_provider.model.description import (
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
 from airflow_ft_provider.model.parsed import attach, attached, parsed_description
 from airflow_ft_provider.partitions.naming import check_name
-from airflow_ft_provider.retry_settings import cluster_restart_config, own_retry_settings, where_set
+from airflow_ft_provider.recovery.restart_settings import (
+    own_retry_settings,
+    pipeline_restart_config,
+    where_set,
+)
 
 __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_of", "stage_declaration"]
 
@@ -121,15 +122,11 @@ class FailoverPipeline:
         self.store = store
         self.aws_conn_id = aws_conn_id or cluster_store_conn_id()
         self.spark_conn_id = spark_conn_id
-        # Flink's layering: the cluster's [ft_provider] keys, overridden key by key by the pipeline's.
-        # The deprecated 'restart-strategy' is resolved within each layer, so a pipeline's old key
-        # still overrides the cluster's new one (Flink reads a job's option with its deprecated keys).
-        own = resolve_deprecated_keys(restart_strategy or {}, source="restart_strategy= of FailoverPipeline")
-        self.restart_config: dict[str, object] = {**cluster_restart_config(), **own}
-        if failover_strategy is not None:
-            self.restart_config[FAILOVER_STRATEGY_KEY] = failover_strategy
-        # Validate now, when the DAG is parsed, not at the first failure.
-        load_restart_strategy(self.restart_config, partitions_persisted=self.store_url is not None)
+        self.restart_config = pipeline_restart_config(
+            restart_strategy or {},
+            failover_strategy=failover_strategy,
+            partitions_persisted=self.store_url is not None,
+        )
         self.per_region_restarts = per_region_restarts
         self.airflow_api_conn_id = airflow_api_conn_id
         self.direct_s3a = direct_s3a

@@ -37,7 +37,7 @@ def job(name):
 
 
 def fault_params(example):
-    """Fault injection (airflow_ft_provider/faults.py): empty by default; set it in "Trigger DAG"."""
+    """Fault injection (airflow_ft_provider/faults/): empty by default; set it in "Trigger DAG"."""
     return {
         "ft_faults": Param(
             [],

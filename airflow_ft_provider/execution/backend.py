@@ -3,31 +3,11 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Protocol
 
-from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
+from airflow_ft_provider.execution.contracts import StageBackend, StageSettings, TaskLog
+from airflow_ft_provider.partitions import S3PartitionStore
 
 CONNECT_CONN_TYPE = "spark_connect"  # the Spark provider's SparkConnectHook.conn_type
-
-
-class StageBackend(Protocol):
-    """What a stage try needs from the way its Spark work runs (a context manager around the work)."""
-
-    name: str
-    keeps_pipelined: bool  # pipelined outputs stay in the engine (views) instead of S3 scratch
-
-    def __enter__(self) -> StageBackend: ...
-
-    def __exit__(self, *exc: object) -> None: ...
-
-    def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
-        """Run the application to the end; raise if it failed."""
-
-    def rows_written(self, output: OutputSpec) -> int:
-        """Rows the application wrote to ``output``; StageOutputMissing if it wrote nothing there."""
-
-    def kill(self) -> None:
-        """Stop the running work (the operator's on_kill)."""
 
 
 def connection_type(conn_id: str) -> str | None:
@@ -42,7 +22,13 @@ def connection_type(conn_id: str) -> str | None:
 
 
 def backend_for(
-    stage: Any, *, conn_id: str, workdir: Path, store: Any, map_index: int | None, log: Any
+    stage: StageSettings,
+    *,
+    conn_id: str,
+    workdir: Path,
+    store: S3PartitionStore,
+    map_index: int | None,
+    log: TaskLog,
 ) -> StageBackend:
     """Spark Connect for a ``spark_connect`` connection, else ``spark-submit`` (whose hook refuses an
     undefined connection with SparkConnectionMissing)."""

@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from airflow_ft_provider.execution.contracts import StageSettings, TaskLog
 from airflow_ft_provider.execution.submit import output_missing
 from airflow_ft_provider.spark import stage_io
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
@@ -105,7 +106,7 @@ class ConnectBackend:
     name = "spark-connect"
     keeps_pipelined = True
 
-    def __init__(self, stage: Any, *, conn_id: str, log: Any) -> None:
+    def __init__(self, stage: StageSettings, *, conn_id: str, log: TaskLog) -> None:
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
         self.stage = stage
@@ -181,8 +182,10 @@ class ConnectBackend:
         with stage_io.in_process_stage(spec, fail_before_write=fail_in_app) as running, self._connect_mode():
             if stage.python_callable is not None:  # its arguments as given (@ft_stage passes ints, dates…)
                 stage.python_callable(session, stage_io.for_session(session), *stage.application_args)
-            else:  # a file gets them on its command line
+            elif stage.application is not None:  # a file gets them on its command line
                 self._run_file(stage.application, [str(a) for a in stage.application_args])
+            else:  # the pipeline refuses such a stage when the DAG is parsed
+                raise ValueError(f"stage {stage.task_id!r} gives neither application= nor python_callable=")
         self.rows = dict(running.rows)
 
     @contextmanager

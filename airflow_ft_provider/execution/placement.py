@@ -7,10 +7,9 @@ a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps ar
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from airflow_ft_provider.execution.submit import local_dir
-from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer
+from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions
 from airflow_ft_provider.partitions.store import new_attempt_id
 
@@ -22,7 +21,7 @@ class StagedFiles:
 
     name = "staged"
 
-    def __init__(self, store: Any, workdir: Path) -> None:
+    def __init__(self, store: S3PartitionStore, workdir: Path) -> None:
         self.store = store
         self.pipelined = PipelinedPartitions(store)
         self.workdir = workdir
@@ -68,7 +67,7 @@ class DirectS3a:
 
     name = "direct-s3a"
 
-    def __init__(self, store: Any) -> None:
+    def __init__(self, store: S3PartitionStore) -> None:
         self.store = store
         self.pipelined = PipelinedPartitions(store)
 

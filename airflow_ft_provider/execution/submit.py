@@ -10,7 +10,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from airflow_ft_provider.execution.contracts import StageSettings
 from airflow_ft_provider.failover.indexed_name import IndexedName
+from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.spark.spec import (
     INJECT_FAILURE_CONF,
     OUTPUT_MARKER,
@@ -24,7 +26,7 @@ class StageOutputMissing(RuntimeError):
     """The Spark application succeeded but did not write a declared output; nothing is committed."""
 
 
-def output_missing(stage: Any, result: str) -> StageOutputMissing:
+def output_missing(stage: StageSettings, result: str) -> StageOutputMissing:
     where = stage.application or getattr(stage.python_callable, "__name__", "the stage's callable")
     return StageOutputMissing(
         f"the Spark application of {stage.task_id!r} finished without writing declared output {result!r}; "
@@ -52,8 +54,17 @@ class SubmitBackend:
 
     name = "spark-submit"
     keeps_pipelined = False  # pipelined partitions go through S3 scratch
+    server = None  # no engine outlives the application: nothing is kept
 
-    def __init__(self, stage: Any, *, conn_id: str, workdir: Path, store: Any, map_index: int | None) -> None:
+    def __init__(
+        self,
+        stage: StageSettings,
+        *,
+        conn_id: str,
+        workdir: Path,
+        store: S3PartitionStore,
+        map_index: int | None,
+    ) -> None:
         if stage.application is None:
             raise ValueError(
                 f"stage {stage.task_id!r} gives python_callable=, which runs only on a Spark Connect "
@@ -120,3 +131,12 @@ class SubmitBackend:
     def kill(self) -> None:
         if self.hook is not None:
             self.hook.on_kill()
+
+    def view_name(self, partition: str, execution: str) -> str:
+        raise TypeError(f"{self.name} keeps no pipelined partition in an engine (keeps_pipelined is False)")
+
+    def holds(self, view: str) -> bool:
+        return False
+
+    def drop(self, view: str) -> None:
+        pass

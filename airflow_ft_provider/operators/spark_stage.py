@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from airflow.sdk.types import TaskInstanceKey
 
     from airflow_ft_provider.model.description import PipelineDescription
+    from airflow_ft_provider.operators.stage_attempt import StageAttempt
     from airflow_ft_provider.partitions import S3PartitionStore
     from airflow_ft_provider.pipeline import FailoverPipeline
 
@@ -157,7 +158,7 @@ class SparkStageOperator(BaseOperator):
         self.spark_name = spark_name
         self.spark_conn_id = spark_conn_id
         self.spark_submit_kwargs = spark_submit_kwargs or {}
-        self._attempt: Any = None  # the running try (a StageAttempt), for on_kill
+        self._attempt: StageAttempt | None = None  # the running try, for on_kill
 
     # -- collaborators ------------------------------------------------------------------------------
     @cached_property

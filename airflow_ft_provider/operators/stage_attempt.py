@@ -8,15 +8,16 @@ How the work runs and where data goes are objects chosen once per try (``airflow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_ft_provider.execution.backend import StageBackend, backend_for
+from airflow_ft_provider.execution.backend import backend_for
+from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
-from airflow_ft_provider.faults import injector_for
+from airflow_ft_provider.faults import faults_for
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer, RunRef, Unavailable
 from airflow_ft_provider.partitions.pipelined import (
@@ -28,6 +29,9 @@ from airflow_ft_provider.partitions.pipelined import (
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.spark.spec import VIEW_PREFIX, InputPartition, InputSpec, OutputSpec, StageSpec
+
+if TYPE_CHECKING:
+    from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 
 PARTITIONS_XCOM_KEY = "ft_partitions"
 
@@ -51,7 +55,7 @@ class _PlannedOutput:
 class StageAttempt:
     """The work of one try of ``stage`` (a SparkStageOperator) for one task instance."""
 
-    def __init__(self, stage: Any, context: Any, map_index: int | None) -> None:
+    def __init__(self, stage: SparkStageOperator, context: Any, map_index: int | None) -> None:
         self.stage = stage
         self.ti = context["ti"]
         self.context = context
@@ -67,7 +71,7 @@ class StageAttempt:
     def run(self) -> dict[str, Any]:
         """Only after the application succeeds are its outputs committed; a failure commits nothing."""
         stage = self.stage
-        faults = injector_for(
+        faults = faults_for(
             self.context,
             self.task,
             graph=self.description.graph,
@@ -78,7 +82,7 @@ class StageAttempt:
         faults.before_work()
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
         with TryWorkdir(log=self.log) as workdir:
-            placement = DirectS3a(self.store) if direct else StagedFiles(self.store, workdir)
+            placement: DataPlacement = DirectS3a(self.store) if direct else StagedFiles(self.store, workdir)
             self.backend = backend_for(
                 stage,
                 conn_id=stage.spark_conn_id or stage.pipeline.spark_conn_id,
@@ -121,8 +125,8 @@ class StageAttempt:
     # -- inputs -------------------------------------------------------------------------------------
     def _resolve_inputs(
         self,
-        placement: Any,
-        backend: Any,
+        placement: DataPlacement,
+        backend: StageBackend,
     ) -> tuple[dict[str, InputSpec], list[tuple[PartitionRef, PipelinedHandle]]]:
         """Resolve and verify every input partition before any Spark work: PartitionNotFound names it.
         A pipelined input is read from the execution its handle names, if that execution is current;
@@ -158,11 +162,11 @@ class StageAttempt:
             inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
         return inputs, engine_inputs
 
-    def _check_engine_holds(self, ref: PartitionRef, handle: PipelinedHandle, backend: Any) -> None:
+    def _check_engine_holds(self, ref: PartitionRef, handle: PipelinedHandle, backend: StageBackend) -> None:
         engine = handle.engine
         assert engine is not None
         if not backend.keeps_pipelined or backend.server != engine.server:
-            here = getattr(backend, "server", None) or backend.name
+            here = backend.server or backend.name
             raise RuntimeError(
                 f"pipelined partition {ref.partition_id!r} is kept by the Spark Connect server "
                 f"{engine.server}, but {self.task} runs on {here}: the stages of a failover region share "
@@ -178,7 +182,7 @@ class StageAttempt:
             )
 
     # -- outputs ------------------------------------------------------------------------------------
-    def _plan_outputs(self, placement: Any, backend: Any) -> dict[str, _PlannedOutput]:
+    def _plan_outputs(self, placement: DataPlacement, backend: StageBackend) -> dict[str, _PlannedOutput]:
         """Where the application writes each output: a view in the server, local staging, or S3."""
         parallelism = self.description.graph.stages[self.stage.task_id].parallelism
         try_number = self.ti.try_number
@@ -188,7 +192,7 @@ class StageAttempt:
             ref = self.run_ref.parse(partition_id)
             pipelined = not output.result_type.is_reconsumable
             attempt, engine = None, None
-            if pipelined and backend.keeps_pipelined and self.stage.pipeline.pipelined_in_engine:
+            if pipelined and backend.server is not None and self.stage.pipeline.pipelined_in_engine:
                 engine = EngineLocation(backend.server, backend.view_name(str(ref), execution_id(try_number)))
                 self._release_superseded(ref, backend)
                 location = VIEW_PREFIX + engine.view
@@ -202,7 +206,7 @@ class StageAttempt:
             planned[output.result] = _PlannedOutput(output, partition_id, ref, spec, attempt, engine)
         return planned
 
-    def _release_superseded(self, ref: PartitionRef, backend: Any) -> None:
+    def _release_superseded(self, ref: PartitionRef, backend: StageBackend) -> None:
         """A new execution of the region starts: the view of the one it replaces is never read again."""
         try:
             previous = self.pipelined.current(ref)
@@ -212,7 +216,7 @@ class StageAttempt:
             backend.drop(previous.engine.view)
 
     def _commit_outputs(
-        self, outputs: dict[str, _PlannedOutput], placement: Any, backend: Any
+        self, outputs: dict[str, _PlannedOutput], placement: DataPlacement, backend: StageBackend
     ) -> dict[str, Any]:
         """Commit each declared output; all must have been written before the first is committed."""
         rows = {name: backend.rows_written(planned.spec) for name, planned in outputs.items()}
@@ -265,7 +269,7 @@ class StageAttempt:
         return committed
 
     def _release_consumed(
-        self, engine_inputs: list[tuple[PartitionRef, PipelinedHandle]], backend: Any
+        self, engine_inputs: list[tuple[PartitionRef, PipelinedHandle]], backend: StageBackend
     ) -> None:
         """Record that this task consumed its engine-held inputs; the last consumer releases them."""
         for ref, handle in engine_inputs:

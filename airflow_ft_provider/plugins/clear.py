@@ -11,11 +11,15 @@ writes the audit log entry under the user's name.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy import select
 
 from airflow_ft_provider.hooks.task_instances import TaskInstanceRow
+
+if TYPE_CHECKING:
+    from airflow.api_fastapi.auth.managers.models.base_user import BaseUser
+    from sqlalchemy.orm import Session
 
 
 class CallerClears:
@@ -25,7 +29,7 @@ class CallerClears:
     :param user: the authenticated caller (``GetUserDep``), already checked for clearing this DAG.
     """
 
-    def __init__(self, *, session: Any, user: Any, dag_id: str, run_id: str) -> None:
+    def __init__(self, *, session: Session, user: BaseUser, dag_id: str, run_id: str) -> None:
         self.session = session
         self.user = user
         self.dag_id = dag_id

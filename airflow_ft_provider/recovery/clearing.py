@@ -16,10 +16,8 @@ import tenacity
 from airflow_ft_provider.failover.decision import TryKey
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.hooks.task_instances import TaskInstanceApi, TaskInstanceRow
-from airflow_ft_provider.model.description import PipelineDescription
-from airflow_ft_provider.partitions import RunRef
-from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
+from airflow_ft_provider.recovery.scope import RunScope
 
 RestApi = Callable[[], AbstractContextManager[TaskInstanceApi]]
 """Opens the task-instance API for one operation (a REST client is closed afterwards)."""
@@ -35,16 +33,8 @@ CLEAR_WAIT = tenacity.wait_exponential(multiplier=1, max=8)
 class RestartClears:
     """Clears for one run; ``rest`` opens a REST client for one operation."""
 
-    def __init__(
-        self,
-        pipeline: PipelineDescription,
-        run: RunRef,
-        journal: RecoveryJournal,
-        rest: RestApi,
-    ) -> None:
-        self.pipeline = pipeline
-        self.run = run
-        self.journal = journal
+    def __init__(self, scope: RunScope, rest: RestApi) -> None:
+        self.pipeline, self.run, self.journal = scope.pipeline, scope.run, scope.journal
         self._rest = rest
 
     def clear_started(

@@ -11,17 +11,15 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
-from airflow_ft_provider.failover.clock import Clock
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome, TryKey
 from airflow_ft_provider.failover.recovery import handle_failure
 from airflow_ft_provider.hooks.airflow_api import api_unavailable
-from airflow_ft_provider.model.description import PipelineDescription
-from airflow_ft_provider.partitions import PartitionNotFound, RunRef, S3PartitionStore
+from airflow_ft_provider.partitions import PartitionNotFound
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.journal_schema import decision_fields
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
+from airflow_ft_provider.recovery.scope import RunScope
 from airflow_ft_provider.recovery.wording import decision_reason, describe_cause
 
 log = logging.getLogger(__name__)
@@ -36,21 +34,10 @@ LOST = {
 
 
 class FailureHandler:
-    def __init__(
-        self,
-        pipeline: PipelineDescription,
-        run: RunRef,
-        store: S3PartitionStore,
-        journal: RecoveryJournal,
-        pending: PendingClears,
-        clock: Clock,
-    ) -> None:
-        self.pipeline = pipeline
-        self.run = run
-        self.store = store
-        self.journal = journal
+    def __init__(self, scope: RunScope, pending: PendingClears) -> None:
+        self.pipeline, self.run, self.store = scope.pipeline, scope.run, scope.store
+        self.journal, self.clock = scope.journal, scope.clock
         self.pending = pending
-        self.clock = clock
 
     def handle(
         self,

@@ -10,17 +10,15 @@ from __future__ import annotations
 
 import logging
 
-from airflow_ft_provider.failover.clock import Clock
 from airflow_ft_provider.failover.decision import Outcome
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.hooks.airflow_api import api_unavailable
-from airflow_ft_provider.model.description import PipelineDescription
-from airflow_ft_provider.partitions import PartitionNotFound, RunRef, S3PartitionStore
+from airflow_ft_provider.partitions import PartitionNotFound
 from airflow_ft_provider.recovery.clearing import RestApi, RestartClears
 from airflow_ft_provider.recovery.decide import FailureHandler
-from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
+from airflow_ft_provider.recovery.scope import RunScope
 from airflow_ft_provider.recovery.try_start import Proceed, Superseded, TryStart, WaitUntil
 from airflow_ft_provider.recovery.wording import (
     API_UNREACHABLE_REASON,
@@ -43,26 +41,16 @@ PENDING_CLEARS_WAIT = 5.0
 class TryGate:
     def __init__(
         self,
-        pipeline: PipelineDescription,
-        run: RunRef,
-        store: S3PartitionStore,
-        journal: RecoveryJournal,
+        scope: RunScope,
         *,
         failures: FailureHandler,
         pending: PendingClears,
         clears: RestartClears,
         rest: RestApi,
-        clock: Clock,
     ) -> None:
-        self.pipeline = pipeline
-        self.run = run
-        self.store = store
-        self.journal = journal
-        self.failures = failures
-        self.pending = pending
-        self.clears = clears
-        self.rest = rest
-        self.clock = clock
+        self.pipeline, self.run, self.store = scope.pipeline, scope.run, scope.store
+        self.journal, self.clock = scope.journal, scope.clock
+        self.failures, self.pending, self.clears, self.rest = failures, pending, clears, rest
 
     def before_work(self, task_id: str, map_index: int | None, try_number: int) -> TryStart:
         """Reconcile an unhandled previous failure; then say whether this try proceeds, waits for its

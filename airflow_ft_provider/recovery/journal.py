@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from airflow_ft_provider.failover.clock import SystemClock
 from airflow_ft_provider.model.description import MAX_DESCRIPTION_BYTES, PipelineDescription
-from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions import ConditionalJsonStore, RunRef, S3PartitionStore
 from airflow_ft_provider.recovery import journal_schema
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.safe_json import is_finite_number, load_json
@@ -59,7 +59,7 @@ class RecoveryJournal:
         self.description_key = prefix + "pipeline.json"
 
     @property
-    def _descriptions(self) -> Any:
+    def _descriptions(self) -> ConditionalJsonStore:
         return self.store.conditional_objects(max_bytes=MAX_DESCRIPTION_BYTES)
 
     def store_pointer(self, aws_conn_id: str) -> dict[str, str]:

@@ -11,20 +11,18 @@ from __future__ import annotations
 import functools
 import logging
 
-from airflow_ft_provider.failover.clock import Clock
 from airflow_ft_provider.failover.decision import TryKey
 from airflow_ft_provider.recovery.clearing import RestartClears
-from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
+from airflow_ft_provider.recovery.scope import RunScope
 
 log = logging.getLogger(__name__)
 
 
 class PendingClears:
-    def __init__(self, journal: RecoveryJournal, clears: RestartClears, clock: Clock) -> None:
-        self.journal = journal
+    def __init__(self, scope: RunScope, clears: RestartClears) -> None:
+        self.journal, self.clock = scope.journal, scope.clock
         self.clears = clears
-        self.clock = clock
 
     def finish(self, key: TryKey) -> list[str]:
         """Clear the other started tasks of the pending restart ``key``, then mark it finished; on a

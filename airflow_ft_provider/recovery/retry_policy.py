@@ -9,25 +9,9 @@ from typing import Any
 
 from airflow.sdk import RetryDecision, RetryPolicy
 
+from airflow_ft_provider.recovery.restart_settings import unrecorded_retry
+
 log = logging.getLogger(__name__)
-
-# When the recovery journal cannot be reached (S3 down) the failure stays unhandled; the next try
-# handles it in before_work (as after a killed process), so retry rather than guess a decision -- with
-# a growing delay (5 s, 10 s, ... at most 5 min) and not forever: a store unreachable for about half an
-# hour fails the task.
-UNRECORDED_FIRST_DELAY = timedelta(seconds=5)
-UNRECORDED_MAX_DELAY = timedelta(minutes=5)
-UNRECORDED_GIVE_UP_TRY = 12
-
-
-def unrecorded_retry(try_number: int, err: Exception) -> RetryDecision:
-    if try_number >= UNRECORDED_GIVE_UP_TRY:
-        return RetryDecision.fail(
-            reason=f"region failover could not reach its recovery journal for {try_number} tries ({err}); "
-            "check the partition store (S3 endpoint, credentials) and clear the task to go on"
-        )
-    delay = min(UNRECORDED_FIRST_DELAY * 2 ** max(0, try_number - 1), UNRECORDED_MAX_DELAY)
-    return RetryDecision.retry(delay=delay, reason=f"failover not recorded: {err}")
 
 
 class FailoverRetryPolicy(RetryPolicy):

@@ -30,6 +30,7 @@ from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.locator import partition_store, settle_run_pipeline
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
+from airflow_ft_provider.recovery.scope import RunScope
 from airflow_ft_provider.recovery.try_start import TryStart
 
 
@@ -55,19 +56,12 @@ class RunRecovery:
         self.journal = RecoveryJournal(store, self.run)
         self.clock = clock or SystemClock()
         self._api = api
-        self.clears = RestartClears(pipeline, self.run, self.journal, self._rest)
-        self.pending = PendingClears(self.journal, self.clears, self.clock)
-        self.failures = FailureHandler(pipeline, self.run, store, self.journal, self.pending, self.clock)
+        scope = RunScope(pipeline, self.run, store, self.journal, self.clock)
+        self.clears = RestartClears(scope, self._rest)
+        self.pending = PendingClears(scope, self.clears)
+        self.failures = FailureHandler(scope, self.pending)
         self.gate = TryGate(
-            pipeline,
-            self.run,
-            store,
-            self.journal,
-            failures=self.failures,
-            pending=self.pending,
-            clears=self.clears,
-            rest=self._rest,
-            clock=self.clock,
+            scope, failures=self.failures, pending=self.pending, clears=self.clears, rest=self._rest
         )
 
     # -- the door -----------------------------------------------------------------------------------

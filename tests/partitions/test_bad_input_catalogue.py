@@ -533,7 +533,7 @@ def faults_in_run_conf(faults: object) -> Callable[[Env], object]:
         import logging
         from types import SimpleNamespace
 
-        from airflow_ft_provider.faults import injector_for
+        from airflow_ft_provider.faults.injection import injector_for
         from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
         from airflow_ft_provider.model.exchanges import Input, Output
 

@@ -2,7 +2,7 @@
 
 The layers (pyproject.toml, ``[tool.importlinter]``), bottom to top: ``safe_json`` <- ``failover`` (the
 pure core) <- ``partitions`` <- ``model`` <- ``hooks | execution | faults | _compat`` <- ``recovery`` <-
-``run_end | retry_settings`` <- ``pipeline | triggers`` <- ``operators | sensors`` <- ``plugins | cli``.
+``run_end`` <- ``pipeline | triggers`` <- ``operators | sensors`` <- ``plugins | cli``.
 import-linter reads every import statement, function-level ones too, so a cycle cannot hide behind a
 late import.
 """

@@ -1,6 +1,6 @@
 """Pipelines of the region-failover end-to-end tests (tests/e2e/test_region_failover.py).
 
-Faults are injected per run through conf {"ft_faults": [...]} (airflow_ft_provider/faults.py).
+Faults are injected per run through conf {"ft_faults": [...]} (airflow_ft_provider/faults/).
 """
 
 import os

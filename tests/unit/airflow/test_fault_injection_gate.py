@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 from airflow.sdk.exceptions import AirflowFailException
 
-from airflow_ft_provider.faults import FaultInjector, InjectedFailure, NoFaults, injector_for
+from airflow_ft_provider.faults import NoFaults
+from airflow_ft_provider.faults.injection import FaultInjector, InjectedFailure, injector_for
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 
@@ -142,3 +143,18 @@ def test_a_request_naming_what_the_pipeline_lacks_fails_every_task_with_the_vali
         with pytest.raises(AirflowFailException, match="invalid ft_faults in the run's conf") as failed:
             injector(faults, task=task)
         assert says in str(failed.value)
+
+
+def test_a_try_whose_run_asks_for_no_faults_never_loads_the_injection_code():
+    import subprocess
+    import sys
+
+    probe = (
+        "import sys, logging\n"
+        "from airflow_ft_provider.faults import NO_FAULTS, faults_for\n"
+        "chosen = faults_for({'dag_run': None, 'params': {}}, 'score', graph=None, store=None, run=None,"
+        " log=logging.getLogger())\n"
+        "print(chosen is NO_FAULTS, 'airflow_ft_provider.faults.injection' in sys.modules)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
+    assert out.stdout.split()[-2:] == ["True", "False"]

@@ -214,6 +214,7 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
         "airflow_ft_provider.partitions.pipelined",
         "airflow_ft_provider.spark.spec",
         "airflow_ft_provider.faults",
+        "airflow_ft_provider.faults.injection",
         "airflow_ft_provider.recovery.journal",
         "airflow_ft_provider.recovery.run_recovery",
         "airflow_ft_provider.recovery.decide",

@@ -1,15 +1,23 @@
-"""Where a stage's restarts are configured, and where they must not be.
+"""A pipeline's restart configuration, in one place: where it comes from, where it must not.
 
-Flink's layering: the cluster's ``[ft_provider]`` restart keys, overridden key by key by the
-pipeline's ``restart_strategy=``. A stage's own ``retries`` / ``retry_policy`` (given as arguments or
-through default_args) would be replaced by the restart strategy's policy, so the pipeline refuses them
-with the place they came from.
+* Flink's keys and their meaning are the core's (``failover/restart_config.py``: parsing, validation,
+  deprecated keys). Everything Airflow adds is here:
+* the layering: the cluster's ``[ft_provider]`` restart keys, overridden key by key by the pipeline's
+  ``restart_strategy=`` (and ``failover_strategy=``), validated when the DAG is parsed
+  (``pipeline_restart_config``);
+* a stage's own ``retries`` / ``retry_policy`` (as arguments or through default_args) would be replaced
+  by the restart strategy's policy, so the pipeline refuses them with the place they came from;
+* what the retry policy does when the decision cannot be recorded (``unrecorded_retry``).
 """
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any
+
+from airflow.sdk import RetryDecision
 
 from airflow_ft_provider._compat import given_arguments, is_mapped, mapped_operator_class
 from airflow_ft_provider.failover import (
@@ -38,6 +46,44 @@ def cluster_restart_config() -> dict[str, object]:
     except ValueError as err:
         raise ValueError(f"{err} (set in [ft_provider] of airflow.cfg)") from None
     return config
+
+
+def pipeline_restart_config(
+    own: Mapping[str, object], *, failover_strategy: str | None, partitions_persisted: bool
+) -> dict[str, object]:
+    """The restart configuration of one pipeline: the cluster's keys, overridden key by key by its own.
+
+    The deprecated 'restart-strategy' is resolved within each layer, so a pipeline's old key still
+    overrides the cluster's new one (Flink reads a job's option with its deprecated keys). Validated
+    now, when the DAG is parsed, not at the first failure."""
+    config = {
+        **cluster_restart_config(),
+        **resolve_deprecated_keys(own, source="restart_strategy= of FailoverPipeline"),
+    }
+    if failover_strategy is not None:
+        config[FAILOVER_STRATEGY_KEY] = failover_strategy
+    load_restart_strategy(config, partitions_persisted=partitions_persisted)
+    return config
+
+
+# When the recovery journal cannot be reached (S3 down) the failure stays unhandled; the next try
+# handles it in before_work (as after a killed process), so retry rather than guess a decision -- with
+# a growing delay (5 s, 10 s, ... at most 5 min) and not forever: a store unreachable for about half an
+# hour fails the task.
+UNRECORDED_FIRST_DELAY = timedelta(seconds=5)
+UNRECORDED_MAX_DELAY = timedelta(minutes=5)
+UNRECORDED_GIVE_UP_TRY = 12
+
+
+def unrecorded_retry(try_number: int, err: Exception) -> RetryDecision:
+    """The retry policy's answer when region failover could not record a failure."""
+    if try_number >= UNRECORDED_GIVE_UP_TRY:
+        return RetryDecision.fail(
+            reason=f"region failover could not reach its recovery journal for {try_number} tries ({err}); "
+            "check the partition store (S3 endpoint, credentials) and clear the task to go on"
+        )
+    delay = min(UNRECORDED_FIRST_DELAY * 2 ** max(0, try_number - 1), UNRECORDED_MAX_DELAY)
+    return RetryDecision.retry(delay=delay, reason=f"failover not recorded: {err}")
 
 
 def own_retry_settings(task: Any) -> dict[str, object]:

@@ -1,23 +1,5 @@
-"""Fault injection for demos, tests, chaos runs and benchmarks: off unless the deployment allows it.
-
-A run asks for faults in its conf (or the DAG's params)::
-
-    {"ft_faults": [
-        {"task": "score", "times": 1},                         # raise before submitting, on try 1
-        {"task": "clean[2]", "times": 2, "mode": "app"},       # fail inside the Spark application
-        {"task": "report", "mode": "kill"},                    # SIGKILL of the task process mid-stage
-        {"task": "daily_revenue", "delete": ["scored"]},       # lose partitions before the stage reads
-        {"task": "daily_revenue", "truncate": ["scored"]}      # cut a data object of each in half
-    ]}
-
-``task`` is a core task id (``stage`` or ``stage[i]``); a fault fires while try_number <= ``times``
-(default 1). With ``delete`` or ``truncate`` and no ``mode`` the stage only damages its inputs
-(``mode: none``) and then fails by itself with PartitionNotFound (missing object / size mismatch).
-
-These faults kill processes and damage data, and anyone allowed to trigger a run can write a run's
-conf: they act only where ``[ft_provider] allow_fault_injection`` is true (test and demo deployments).
-Otherwise a run that asks for them gets a warning in the task log and runs without them.
-"""
+"""The implementation of fault injection, loaded only by a try whose run asks for faults (see
+``airflow_ft_provider.faults``, the seam a stage try calls)."""
 
 from __future__ import annotations
 
@@ -27,9 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-FAULTS_KEY = "ft_faults"
-ALLOW_KEY = "allow_fault_injection"
-MODES = ("raise", "app", "kill", "none")
+from airflow_ft_provider.faults import ALLOW_KEY, FAULTS_KEY, MODES, NoFaults, requested_faults
 
 
 class InjectedFailure(RuntimeError):
@@ -50,11 +30,6 @@ def fault_injection_allowed() -> bool:
     from airflow.sdk import conf
 
     return conf.getboolean("ft_provider", ALLOW_KEY, fallback=False)
-
-
-def requested_faults(context: Any) -> object:
-    conf = (context.get("dag_run") and context["dag_run"].conf) or {}
-    return conf.get(FAULTS_KEY, (context.get("params") or {}).get(FAULTS_KEY, []))
 
 
 def parse_faults(
@@ -100,18 +75,6 @@ def parse_faults(
 def _names(names: Collection[str], limit: int = 40) -> str:
     listed = sorted(names)
     return ", ".join(listed[:limit]) + (f", … ({len(listed)} in all)" if len(listed) > limit else "")
-
-
-class NoFaults:
-    """What a stage try does about faults in the normal case: nothing."""
-
-    fails_in_app = False
-
-    def before_work(self) -> None:
-        pass
-
-    def after_work(self) -> None:
-        pass
 
 
 class FaultInjector:

@@ -1,0 +1,110 @@
+"""The seams of a stage try: the stage a backend runs, the backend, and where data is placed.
+
+Typed here so that the try (``operators/stage_attempt.py``) reaches no attribute a contract does not
+name: a backend that keeps no pipelined partitions still answers ``server``, ``holds`` and ``drop``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Protocol, Self
+
+from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer
+from airflow_ft_provider.partitions.pipelined import PipelinedHandle
+from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
+
+
+class StageSettings(Protocol):
+    """What a backend reads of the stage it runs (``SparkStageOperator``'s arguments)."""
+
+    @property
+    def task_id(self) -> str: ...
+    @property
+    def dag_id(self) -> str: ...
+    @property
+    def application(self) -> str | None: ...
+    @property
+    def python_callable(self) -> Callable[..., Any] | None: ...
+    @property
+    def application_args(self) -> list[Any]: ...
+    @property
+    def conf(self) -> dict[str, Any]: ...
+    @property
+    def env_vars(self) -> dict[str, str]: ...
+    @property
+    def spark_name(self) -> str | None: ...
+    @property
+    def spark_submit_kwargs(self) -> dict[str, Any]: ...
+
+    def spark_hook(self, **kwargs: Any) -> Any:
+        """The SparkSubmitHook a spark-submit try submits with."""
+
+
+class StageBackend(Protocol):
+    """What a stage try needs from the way its Spark work runs (a context manager around the work)."""
+
+    name: str
+    keeps_pipelined: bool  # pipelined outputs stay in the engine (views) instead of S3 scratch
+
+    @property
+    def server(self) -> str | None:
+        """The engine that keeps them (a Spark Connect server); None when none does."""
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
+        """Run the application to the end; raise if it failed."""
+
+    def rows_written(self, output: OutputSpec) -> int:
+        """Rows the application wrote to ``output``; StageOutputMissing if it wrote nothing there."""
+
+    def kill(self) -> None:
+        """Stop the running work (the operator's on_kill)."""
+
+    def view_name(self, partition: str, execution: str) -> str:
+        """The engine's name for one execution of one pipelined partition it keeps."""
+
+    def holds(self, view: str) -> bool:
+        """Whether the engine still holds ``view`` (False where no engine keeps partitions)."""
+
+    def drop(self, view: str) -> None:
+        """Release ``view`` and its data in the engine (nothing where no engine keeps partitions)."""
+
+
+class TaskLog(Protocol):
+    """The task's logger (Airflow's structured logger, or a ``logging.Logger``)."""
+
+    def info(self, msg: str, /, *args: Any) -> Any: ...
+
+    def warning(self, msg: str, /, *args: Any) -> Any: ...
+
+
+class DataPlacement(Protocol):
+    """Where a try reads and writes partition data (``placement.StagedFiles`` or ``DirectS3a``)."""
+
+    name: str
+
+    def input_paths(
+        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
+    ) -> list[str]:
+        """The paths the application reads one input partition from, verified."""
+
+    def output_location(
+        self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
+    ) -> tuple[str, str | None]:
+        """Where the application writes one output, and the attempt id (direct s3a) or None."""
+
+    def commit(
+        self,
+        ref: PartitionRef,
+        location: str,
+        attempt: str | None,
+        *,
+        pipelined: bool,
+        producer: Producer,
+        compression: str,
+        rows: int,
+    ) -> Manifest:
+        """Publish what the application wrote at ``location`` (a manifest, conditionally)."""

@@ -1,0 +1,86 @@
+"""Fault injection for demos, tests, chaos runs and benchmarks: off unless the deployment allows it.
+
+A run asks for faults in its conf (or the DAG's params)::
+
+    {"ft_faults": [
+        {"task": "score", "times": 1},                         # raise before submitting, on try 1
+        {"task": "clean[2]", "times": 2, "mode": "app"},       # fail inside the Spark application
+        {"task": "report", "mode": "kill"},                    # SIGKILL of the task process mid-stage
+        {"task": "daily_revenue", "delete": ["scored"]},       # lose partitions before the stage reads
+        {"task": "daily_revenue", "truncate": ["scored"]}      # cut a data object of each in half
+    ]}
+
+``task`` is a core task id (``stage`` or ``stage[i]``); a fault fires while try_number <= ``times``
+(default 1). With ``delete`` or ``truncate`` and no ``mode`` the stage only damages its inputs
+(``mode: none``) and then fails by itself with PartitionNotFound (missing object / size mismatch).
+
+These faults kill processes and damage data, and anyone allowed to trigger a run can write a run's
+conf: they act only where ``[ft_provider] allow_fault_injection`` is true (test and demo deployments).
+Otherwise a run that asks for them gets a warning in the task log and runs without them.
+
+This package is the seam a stage try calls (``faults_for``): a try whose run asks for no faults gets
+``NO_FAULTS`` and never loads the implementation (``faults.injection``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:
+    from airflow_ft_provider.failover.graph import StageGraph
+    from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+
+FAULTS_KEY = "ft_faults"
+ALLOW_KEY = "allow_fault_injection"
+MODES = ("raise", "app", "kill", "none")
+
+
+class TryFaults(Protocol):
+    """The two points a stage try offers to fault injection, and whether the application fails."""
+
+    @property
+    def fails_in_app(self) -> bool: ...
+
+    def before_work(self) -> None: ...
+
+    def after_work(self) -> None: ...
+
+
+class NoFaults:
+    """What a stage try does about faults in the normal case: nothing."""
+
+    fails_in_app = False
+
+    def before_work(self) -> None:
+        pass
+
+    def after_work(self) -> None:
+        pass
+
+
+NO_FAULTS = NoFaults()
+
+
+def requested_faults(context: Mapping[str, Any]) -> object:
+    """What the run's conf (or the DAG's params) asks for under ``ft_faults``."""
+    conf = (context.get("dag_run") and context["dag_run"].conf) or {}
+    return conf.get(FAULTS_KEY, (context.get("params") or {}).get(FAULTS_KEY, []))
+
+
+def faults_for(
+    context: Mapping[str, Any],
+    core_task: str,
+    *,
+    graph: StageGraph,
+    store: S3PartitionStore,
+    run: RunRef,
+    log: Any,
+) -> TryFaults:
+    """The faults this try must inject (``injection.injector_for``); none, without loading anything,
+    when the run asks for none."""
+    if not requested_faults(context):
+        return NO_FAULTS
+    from airflow_ft_provider.faults.injection import injector_for
+
+    return injector_for(context, core_task, graph=graph, store=store, run=run, log=log)
