@@ -35,14 +35,14 @@ class RunEnd:
         self.succeeded = succeeded
 
     def __call__(self, context: Any) -> None:
+        from airflow_ft_provider.hooks.partition_store import pipeline_store
         from airflow_ft_provider.partitions import RunRef
         from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
-        from airflow_ft_provider.recovery.locator import partition_store
 
         description = self.pipeline.description
         run = RunRef(description.dag_id, context["run_id"])
         end = ended_at(context)
-        store = partition_store(description)
+        store = pipeline_store(description)
         refs = [run.parse(p) for p in description.pipelined_partitions()]
         released = PipelinedPartitions(store).release_run(run, refs, ended_at=end, drop_views=self.drop_views)
         if self.succeeded:

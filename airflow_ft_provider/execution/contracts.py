@@ -73,6 +73,12 @@ class StageBackend(Protocol):
         """Release ``view`` and its data in the engine (nothing where no engine keeps partitions)."""
 
 
+class Killable(Protocol):
+    """Work the operator's ``on_kill`` stops (a running stage try)."""
+
+    def kill(self) -> None: ...
+
+
 class TaskLog(Protocol):
     """The task's logger (Airflow's structured logger, or a ``logging.Logger``)."""
 

@@ -25,47 +25,22 @@ This package is the seam a stage try calls (``faults_for``): a try whose run ask
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
+
+from airflow_ft_provider.faults.request import (
+    ALLOW_KEY,
+    FAULTS_KEY,
+    NO_FAULTS,
+    NoFaults,
+    TryFaults,
+    requested_faults,
+)
 
 if TYPE_CHECKING:
     from airflow_ft_provider.failover.graph import StageGraph
     from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 
-FAULTS_KEY = "ft_faults"
-ALLOW_KEY = "allow_fault_injection"
-MODES = ("raise", "app", "kill", "none")
-
-
-class TryFaults(Protocol):
-    """The two points a stage try offers to fault injection, and whether the application fails."""
-
-    @property
-    def fails_in_app(self) -> bool: ...
-
-    def before_work(self) -> None: ...
-
-    def after_work(self) -> None: ...
-
-
-class NoFaults:
-    """What a stage try does about faults in the normal case: nothing."""
-
-    fails_in_app = False
-
-    def before_work(self) -> None:
-        pass
-
-    def after_work(self) -> None:
-        pass
-
-
-NO_FAULTS = NoFaults()
-
-
-def requested_faults(context: Mapping[str, Any]) -> object:
-    """What the run's conf (or the DAG's params) asks for under ``ft_faults``."""
-    conf = (context.get("dag_run") and context["dag_run"].conf) or {}
-    return conf.get(FAULTS_KEY, (context.get("params") or {}).get(FAULTS_KEY, []))
+__all__ = ["ALLOW_KEY", "FAULTS_KEY", "NO_FAULTS", "NoFaults", "TryFaults", "faults_for", "requested_faults"]
 
 
 def faults_for(

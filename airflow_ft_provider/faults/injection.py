@@ -9,7 +9,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_ft_provider.faults import ALLOW_KEY, FAULTS_KEY, MODES, NoFaults, requested_faults
+from airflow_ft_provider.faults.request import ALLOW_KEY, FAULTS_KEY, MODES, NoFaults, requested_faults
 
 
 class InjectedFailure(RuntimeError):

@@ -18,6 +18,7 @@ from typing import Any
 
 from airflow.sdk import BaseHook
 
+from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
 from airflow_ft_provider.partitions.s3_models import boto3_session
@@ -167,6 +168,12 @@ class PartitionStoreHook(BaseHook):
         except (PartitionStoreError, ValueError) as exc:
             return False, str(exc)
         return True, "partition store bucket is reachable"
+
+
+def pipeline_store(description: PipelineDescription) -> S3PartitionStore:
+    """The store a pipeline names (its URL, else ``[ft_provider] partition_store_url``), reached through
+    the pipeline's aws connection."""
+    return PartitionStoreHook(description.aws_conn_id, url=description.store).get_store()
 
 
 def _config(key: str) -> str | None:

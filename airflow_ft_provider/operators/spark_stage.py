@@ -19,8 +19,8 @@ if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
     from airflow.sdk.types import TaskInstanceKey
 
+    from airflow_ft_provider.execution.contracts import Killable
     from airflow_ft_provider.model.description import PipelineDescription
-    from airflow_ft_provider.operators.stage_attempt import StageAttempt
     from airflow_ft_provider.partitions import S3PartitionStore
     from airflow_ft_provider.pipeline import FailoverPipeline
 
@@ -158,7 +158,7 @@ class SparkStageOperator(BaseOperator):
         self.spark_name = spark_name
         self.spark_conn_id = spark_conn_id
         self.spark_submit_kwargs = spark_submit_kwargs or {}
-        self._attempt: StageAttempt | None = None  # the running try, for on_kill
+        self._attempt: Killable | None = None  # the running try (a StageAttempt), for on_kill
 
     # -- collaborators ------------------------------------------------------------------------------
     @cached_property
@@ -175,9 +175,9 @@ class SparkStageOperator(BaseOperator):
 
     @cached_property
     def store(self) -> S3PartitionStore:
-        from airflow_ft_provider.recovery.locator import partition_store
+        from airflow_ft_provider.hooks.partition_store import pipeline_store
 
-        return partition_store(self.description)
+        return pipeline_store(self.description)
 
     def spark_hook(self, **kwargs: Any) -> SparkSubmitHook:
         """The SparkSubmitHook a try submits with (a seam: tests wrap it)."""
@@ -196,8 +196,9 @@ class SparkStageOperator(BaseOperator):
         self.application = self.resolved_application()
         if self.pipeline.store_url:
             self._wait_for_restart_time(context, map_index, resumed=event is not None)
-        self._attempt = StageAttempt(self, context, map_index)
-        return self._attempt.run()
+        attempt = StageAttempt(self, context, map_index)
+        self._attempt = attempt
+        return attempt.run()
 
     def resolved_application(self) -> str | None:
         """``application`` with a relative path taken from the DAG file's folder (where a DAG folder
@@ -227,7 +228,7 @@ class SparkStageOperator(BaseOperator):
         ti = context["ti"]
         # The pipeline the run's recovery follows: stored by the run's first try (the UI plugin and
         # airflow-ft read it there), and found through the XCom.
-        recovery = RunRecovery.for_worker(context, store=self.store, settle=True)
+        recovery = RunRecovery.for_worker(context, parsed=self.description, store=self.store, settle=True)
         if not resumed:  # once per try: a resumed deferral is the same try, its XCom stands
             ti.xcom_push(key=STORE_XCOM_KEY, value=recovery.store_pointer())
         start = recovery.before_try(self.task_id, map_index, ti.try_number)

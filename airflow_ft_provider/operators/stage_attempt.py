@@ -8,18 +8,26 @@ How the work runs and where data goes are objects chosen once per try (``airflow
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from airflow_ft_provider.execution.backend import backend_for
-from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend
+from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend, StageSettings, TaskLog
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
 from airflow_ft_provider.faults import faults_for
+from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
-from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Producer, RunRef, Unavailable
+from airflow_ft_provider.partitions import (
+    PartitionNotFound,
+    PartitionRef,
+    Producer,
+    RunRef,
+    S3PartitionStore,
+    Unavailable,
+)
 from airflow_ft_provider.partitions.pipelined import (
     EngineLocation,
     PipelinedHandle,
@@ -29,9 +37,6 @@ from airflow_ft_provider.partitions.pipelined import (
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.spark.spec import VIEW_PREFIX, InputPartition, InputSpec, OutputSpec, StageSpec
-
-if TYPE_CHECKING:
-    from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 
 PARTITIONS_XCOM_KEY = "ft_partitions"
 
@@ -52,10 +57,40 @@ class _PlannedOutput:
         return not self.output.result_type.is_reconsumable
 
 
+class PipelineSettings(Protocol):
+    """What a try reads of its ``FailoverPipeline``."""
+
+    @property
+    def direct_s3a(self) -> bool: ...
+    @property
+    def spark_conn_id(self) -> str: ...
+    @property
+    def pipelined_in_engine(self) -> bool: ...
+
+
+class AttemptedStage(StageSettings, Protocol):
+    """What a try reads of its stage (``SparkStageOperator``) beyond what its backend reads."""
+
+    @property
+    def description(self) -> PipelineDescription: ...
+    @property
+    def store(self) -> S3PartitionStore: ...
+    @property
+    def pipeline(self) -> PipelineSettings: ...
+    @property
+    def outputs(self) -> tuple[Output, ...]: ...
+    @property
+    def direct_s3a(self) -> bool | None: ...
+    @property
+    def spark_conn_id(self) -> str | None: ...
+    @property
+    def log(self) -> TaskLog: ...
+
+
 class StageAttempt:
     """The work of one try of ``stage`` (a SparkStageOperator) for one task instance."""
 
-    def __init__(self, stage: SparkStageOperator, context: Any, map_index: int | None) -> None:
+    def __init__(self, stage: AttemptedStage, context: Any, map_index: int | None) -> None:
         self.stage = stage
         self.ti = context["ti"]
         self.context = context

@@ -15,6 +15,7 @@ updates (two regions failing at once) safe: the loser re-reads and decides again
 from __future__ import annotations
 
 import json
+import logging
 import reprlib
 import time
 import uuid
@@ -28,6 +29,7 @@ from airflow_ft_provider.recovery import journal_schema
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.safe_json import is_finite_number, load_json
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 STORE_XCOM_KEY = "ft_store"
 MAX_EVENT_BYTES = 256 * 1024
@@ -92,6 +94,24 @@ class RecoveryJournal:
 
         self._descriptions.update_raw(self.description_key, change, oversized="truncate")
         return outcome[0]
+
+    def settle_description(self, parsed: PipelineDescription, *, now: float) -> PipelineDescription:
+        """Store ``parsed`` (what a stage try parsed) as the run's pipeline, unless the run has one a
+        pending restart depends on; return the description the run's recovery follows from now on.
+
+        A run's recovery follows the pipeline stored with it, not whatever the DAG file says now: the
+        first try stores it (a conditional create); a later try that parsed a different one (the DAG
+        file was edited) replaces it only while no restart is pending, and says so in its log."""
+        kept = self.store_description(parsed, replace_if=lambda: not self.load().restart_pending(now))
+        if kept is not parsed:
+            log.warning(
+                "DAG %s changed since run %s stored its pipeline, and a restart of that run is pending: "
+                "recovery goes on with the stored pipeline until the restart is done (clear the run to "
+                "start over with the new one)",
+                parsed.dag_id,
+                self.run.run_id,
+            )
+        return kept
 
     def description(self) -> PipelineDescription | None:
         """The stored pipeline of this run; None before its first stage try."""

@@ -27,7 +27,6 @@ from airflow_ft_provider.recovery.clearing import RestartClears
 from airflow_ft_provider.recovery.decide import FailureHandler
 from airflow_ft_provider.recovery.gate import TryGate
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from airflow_ft_provider.recovery.locator import partition_store, settle_run_pipeline
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
 from airflow_ft_provider.recovery.scope import RunScope
@@ -67,20 +66,27 @@ class RunRecovery:
     # -- the door -----------------------------------------------------------------------------------
     @classmethod
     def for_worker(
-        cls, context: Mapping[str, object], *, store: S3PartitionStore | None = None, settle: bool = False
+        cls,
+        context: Mapping[str, object],
+        *,
+        parsed: PipelineDescription | None = None,
+        store: S3PartitionStore | None = None,
+        settle: bool = False,
     ) -> RunRecovery:
-        """In a worker: the run's stored pipeline, else the one its DAG file parsed to. ``settle``
-        (a stage try's start) stores the parsed one as the run's, unless a pending restart depends on
-        the stored one (``locator.settle_run_pipeline``)."""
-        parsed = parsed_description(context["dag"])
+        """In a worker: the run's stored pipeline, else the one its DAG file parsed to (``parsed``, or
+        the one the context's DAG carries). ``settle`` (a stage try's start) stores the parsed one as
+        the run's, unless a pending restart depends on the stored one
+        (``RecoveryJournal.settle_description``)."""
+        parsed = parsed or parsed_description(context["dag"])
         run_id = context["run_id"]
         assert isinstance(run_id, str)
-        store = store or partition_store(parsed)
-        if settle:
-            description = settle_run_pipeline(parsed, store, run_id, now=time.time())
-        else:
-            description = RecoveryJournal(store, RunRef(parsed.dag_id, run_id)).description() or parsed
-        return cls(description, run_id, store)
+        if store is None:
+            from airflow_ft_provider.hooks.partition_store import pipeline_store
+
+            store = pipeline_store(parsed)
+        journal = RecoveryJournal(store, RunRef(parsed.dag_id, run_id))
+        description = journal.settle_description(parsed, now=time.time()) if settle else journal.description()
+        return cls(description or parsed, run_id, store)
 
     @classmethod
     def for_reader(

@@ -124,6 +124,10 @@ def test_run_ids_are_encoded_reversibly_into_one_safe_segment(run_id):
     encoded = encode_segment(run_id)
     assert decode_segment(encoded) == run_id
     assert "/" not in encoded and ":" not in encoded and "+" not in encoded
+    if len(encoded) > 240:  # e.g. 60 characters of 3 UTF-8 bytes each: 540 once encoded
+        with pytest.raises(ValueError, match="longer than 240"):
+            PartitionRef("etl", run_id, "orders", 1)
+        return
     ref = PartitionRef("etl", run_id, "orders", 1)
     key = LAYOUT.partition_prefix(ref)
     assert key.startswith("pipelines/prod/etl/")

@@ -1,5 +1,6 @@
 """A run's recovery follows the pipeline stored with the run: stored once by its first try, replaced by
-a changed DAG only while no restart is pending (recovery/locator.py), against a real S3 endpoint."""
+a changed DAG only while no restart is pending (RecoveryJournal.settle_description), against a real S3
+endpoint."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from airflow_ft_provider.recovery.locator import settle_run_pipeline
 from airflow_ft_provider.recovery.run_recovery import RunRecovery
 
 pytestmark = pytest.mark.s3
@@ -29,6 +29,10 @@ def pipeline(*extra: StageDeclaration) -> PipelineDescription:
 @pytest.fixture
 def store(s3_bucket):
     return S3PartitionStore(s3_bucket.client(), s3_bucket.url)
+
+
+def settle_run_pipeline(parsed, store, run_id, *, now):
+    return RecoveryJournal(store, RunRef(parsed.dag_id, run_id)).settle_description(parsed, now=now)
 
 
 def stored(store):

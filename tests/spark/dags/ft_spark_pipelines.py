@@ -6,9 +6,9 @@ from pathlib import Path
 
 from airflow.sdk import DAG, task
 
+from airflow_ft_provider.hooks.partition_store import pipeline_store
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
-from airflow_ft_provider.recovery.locator import partition_store
 
 APPS = Path(os.environ["FT_TEST_APPS"])
 STORE = os.environ["FT_TEST_STORE_URL"]
@@ -49,7 +49,7 @@ with DAG("ft_missing_input", schedule=None, start_date=datetime(2026, 1, 1)):
         @task
         def delete_orders(run_id=None):
             """Lose one data object of the committed partition, as a lifecycle bug or an operator would."""
-            store = partition_store(pipeline.description)
+            store = pipeline_store(pipeline.description)
             ref = store_run(run_id).parse("orders")
             entry = store.manifest(ref).files[0]
             store.client.delete_object(
