@@ -95,6 +95,37 @@ def _partition_store_options() -> dict[str, dict[str, Any]]:
     }
 
 
+def _checkpoint_options() -> dict[str, dict[str, Any]]:
+    """Flink's checkpoint keys (airflow_ft_provider/checkpoints/config.py): cluster defaults of
+    checkpointed stages, overridden by a pipeline's and a stage's ``checkpointing=``."""
+    from airflow_ft_provider.checkpoints.config import DESCRIPTIONS, CheckpointConfig
+
+    defaults: dict[str, object] = {
+        **CheckpointConfig().as_keys(),
+        "execution.checkpointing.mode": "EXACTLY_ONCE",
+    }
+    return {
+        key: {
+            "description": f"Checkpointed stages: {text} Default: {defaults[key]}.",
+            "version_added": "0.2.0",
+            "type": "string",
+            "example": None,
+            "default": None,  # unset: the stage's own settings, else the built-in default below
+        }
+        for key, text in DESCRIPTIONS.items()
+    } | {
+        "checkpoint_local_dir": {
+            "description": "Directory on each worker for the task-local copy of checkpointed stages (Spark's "
+            "checkpoint, staged inputs, the output of completed micro-batches); kept across a stage's failed "
+            "tries, released when its output is committed. Default: airflow-ft-checkpoints in the temp dir.",
+            "version_added": "0.2.0",
+            "type": "string",
+            "example": "/var/lib/airflow/ft-checkpoints",
+            "default": None,
+        }
+    }
+
+
 def _config_options() -> dict[str, dict[str, Any]]:
     options: dict[str, dict[str, Any]] = {
         TYPE_KEY: {
@@ -125,6 +156,7 @@ def _config_options() -> dict[str, dict[str, Any]]:
             "default": str(option.default),
         }
     options.update(_partition_store_options())
+    options.update(_checkpoint_options())
     options["allow_fault_injection"] = {  # read by airflow_ft_provider.faults (not imported: parse cost)
         "description": "Let a DAG run's 'ft_faults' conf inject failures into pipeline stages (raise, fail "
         "the Spark application, SIGKILL the task process, delete or truncate partition objects). For test "

@@ -29,8 +29,6 @@ from airflow_ft_provider._compat import (
     current_dag,
     given_arguments,
     is_mapped,
-    map_length_at_parse,
-    mapped_operator_class,
     move_into_group,
     request_dag_callbacks,
     set_arguments,
@@ -44,7 +42,6 @@ from airflow_ft_provider.model.description import (
     PipelineWiringError,
     StageDeclaration,
 )
-from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
 from airflow_ft_provider.model.parsed import attach, attached, parsed_description
 from airflow_ft_provider.partitions.naming import check_name
 from airflow_ft_provider.recovery.restart_settings import (
@@ -52,6 +49,7 @@ from airflow_ft_provider.recovery.restart_settings import (
     pipeline_restart_config,
     where_set,
 )
+from airflow_ft_provider.stage_settings import checkpoint_configs, stage_declaration
 
 __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_of", "stage_declaration"]
 
@@ -62,37 +60,6 @@ def pipeline_of(dag: Any) -> FailoverPipeline:
     pipeline = attached(dag)
     assert isinstance(pipeline, FailoverPipeline)
     return pipeline
-
-
-def stage_declaration(task: Any) -> StageDeclaration | None:
-    """The partitions a stage task declares, or None for tasks that are not pipeline stages."""
-    if is_mapped(task):
-        if not getattr(mapped_operator_class(task), "is_pipeline_stage", False):
-            return None
-        kwargs = given_arguments(task)
-        try:
-            parallelism = map_length_at_parse(task)
-        except TypeError:
-            raise PipelineWiringError(
-                f"stage {task.task_id!r}: the number of map indexes must be known when the DAG is parsed "
-                "(the failover regions depend on it); expand over a literal list, not an XCom result"
-            ) from None
-        if (kwargs.get("application") is None) == (kwargs.get("python_callable") is None):
-            raise PipelineWiringError(
-                f"stage {task.task_id!r}: give .partial() either application= (a PySpark file) or "
-                "python_callable= (a function of the Spark Connect session and the stage's I/O), not "
-                f"{'both' if kwargs.get('application') is not None else 'neither'}"
-            )
-        return StageDeclaration(
-            task.task_id,
-            parallelism,
-            normalize_inputs(kwargs.get("inputs")),
-            normalize_outputs(kwargs.get("outputs")),
-            mapped=True,
-        )
-    if not getattr(task, "is_pipeline_stage", False):
-        return None
-    return StageDeclaration(task.task_id, 1, tuple(task.inputs), tuple(task.outputs))
 
 
 def cluster_store_conn_id() -> str:
@@ -118,8 +85,10 @@ class FailoverPipeline:
         direct_s3a: bool = False,
         pipelined_in_engine: bool = True,
         group_regions: bool = True,
+        checkpointing: bool | Mapping[str, object] | None = None,
     ) -> None:
         self.store = store
+        self.checkpointing = checkpointing  # the stages' default (checkpoints/config.py)
         self.aws_conn_id = aws_conn_id or cluster_store_conn_id()
         self.spark_conn_id = spark_conn_id
         self.restart_config = pipeline_restart_config(
@@ -211,6 +180,9 @@ class FailoverPipeline:
         self.regions = self.description.regions
         self.stage_connections = {stage: self._spark_connection(tasks_by_id[stage]) for stage in self.stages}
         self._check_pipelined_connections()
+        self.checkpoint_configs = checkpoint_configs(
+            self.stages, tasks_by_id, pipeline_default=self.checkpointing, pipeline_direct_s3a=self.direct_s3a
+        )
         self.description.check_failover_strategy()
         if self.group_regions:
             self._group_regions(tasks_by_id)

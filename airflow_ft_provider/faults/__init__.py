@@ -7,7 +7,8 @@ A run asks for faults in its conf (or the DAG's params)::
         {"task": "clean[2]", "times": 2, "mode": "app"},       # fail inside the Spark application
         {"task": "report", "mode": "kill"},                    # SIGKILL of the task process mid-stage
         {"task": "daily_revenue", "delete": ["scored"]},       # lose partitions before the stage reads
-        {"task": "daily_revenue", "truncate": ["scored"]}      # cut a data object of each in half
+        {"task": "daily_revenue", "truncate": ["scored"]},     # cut a data object of each in half
+        {"task": "score", "mode": "batch", "batch": 3}         # fail inside micro-batch 3 (checkpointed)
     ]}
 
 ``task`` is a core task id (``stage`` or ``stage[i]``); a fault fires while try_number <= ``times``

@@ -23,6 +23,7 @@ class Fault:
     mode: str = "raise"
     delete: tuple[str, ...] = ()
     truncate: tuple[str, ...] = ()
+    batch: int | None = None  # mode "batch": fail inside this micro-batch of a checkpointed stage
 
 
 def fault_injection_allowed() -> bool:
@@ -67,8 +68,16 @@ def parse_faults(
                     f"partitions: {_names(partitions)}"
                 )
             damaged[key] = tuple(named)
+        batch = entry.get("batch")
+        if (mode == "batch") != (batch is not None) or (
+            batch is not None and (isinstance(batch, bool) or not isinstance(batch, int) or batch < 0)
+        ):
+            raise ValueError(
+                f"{FAULTS_KEY} entry {entry!r}: mode 'batch' takes 'batch', the micro-batch (≥ 0) of a "
+                "checkpointed stage to fail inside, and only it does"
+            )
         if entry["task"] == core_task:
-            faults.append(Fault(core_task, times, mode, damaged["delete"], damaged["truncate"]))
+            faults.append(Fault(core_task, times, mode, damaged["delete"], damaged["truncate"], batch))
     return faults
 
 
@@ -89,6 +98,11 @@ class FaultInjector:
         self.store = store
         self.run = run
         self.log = log
+
+    @property
+    def fail_in_batch(self) -> int | None:
+        """The micro-batch of a checkpointed stage to fail inside (its checkpoint is not completed)."""
+        return next((f.batch for f in self.faults if f.mode == "batch"), None)
 
     @property
     def fails_in_app(self) -> bool:

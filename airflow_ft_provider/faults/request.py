@@ -8,7 +8,7 @@ from typing import Any, Protocol
 
 FAULTS_KEY = "ft_faults"
 ALLOW_KEY = "allow_fault_injection"
-MODES = ("raise", "app", "kill", "none")
+MODES = ("raise", "app", "kill", "batch", "none")
 
 
 class TryFaults(Protocol):
@@ -16,6 +16,9 @@ class TryFaults(Protocol):
 
     @property
     def fails_in_app(self) -> bool: ...
+
+    @property
+    def fail_in_batch(self) -> int | None: ...
 
     def before_work(self) -> None: ...
 
@@ -26,6 +29,7 @@ class NoFaults:
     """What a stage try does about faults in the normal case: nothing."""
 
     fails_in_app = False
+    fail_in_batch = None
 
     def before_work(self) -> None:
         pass

@@ -112,6 +112,9 @@ class SparkStageOperator(BaseOperator):
     :param spark_submit_kwargs: further ``SparkSubmitHook`` arguments (executor_memory, jars, ...).
     :param direct_s3a: Spark reads and writes partitions on S3 itself (``s3a://``; the cluster needs
         hadoop-aws); default: the pipeline's (False: the worker stages partitions on local disk).
+    :param checkpointing: a checkpointed stage (``io.read_stream`` / ``io.write_stream``): ``True``, or a
+        dict of ``execution.checkpointing.*`` keys over the pipeline's; ``False`` turns off the
+        pipeline's default; None (default): the pipeline's ``checkpointing=``.
     """
 
     is_pipeline_stage = True
@@ -134,6 +137,7 @@ class SparkStageOperator(BaseOperator):
         spark_conn_id: str | None = None,
         spark_submit_kwargs: dict[str, Any] | None = None,
         direct_s3a: bool | None = None,
+        checkpointing: bool | dict[str, object] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -148,6 +152,7 @@ class SparkStageOperator(BaseOperator):
                 f"stage {self.task_id!r}: python_callable must be callable, got {python_callable!r}"
             )
         self.direct_s3a = direct_s3a
+        self.checkpointing = checkpointing
         self.application = application
         self.python_callable = python_callable
         self.inputs = normalize_inputs(inputs)

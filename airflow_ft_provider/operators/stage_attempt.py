@@ -7,9 +7,11 @@ How the work runs and where data goes are objects chosen once per try (``airflow
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.execution.backend import backend_for
 from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend, StageSettings, TaskLog
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
@@ -20,6 +22,7 @@ from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
 from airflow_ft_provider.faults import faults_for
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
+from airflow_ft_provider.operators.checkpointed import CheckpointedTry
 from airflow_ft_provider.partitions import (
     PartitionNotFound,
     PartitionRef,
@@ -66,6 +69,8 @@ class PipelineSettings(Protocol):
     def spark_conn_id(self) -> str: ...
     @property
     def pipelined_in_engine(self) -> bool: ...
+    @property
+    def checkpoint_configs(self) -> Mapping[str, CheckpointConfig]: ...
 
 
 class AttemptedStage(StageSettings, Protocol):
@@ -116,7 +121,8 @@ class StageAttempt:
         )
         faults.before_work()
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
-        with TryWorkdir(log=self.log) as workdir:
+        checkpointed = self._checkpointed()
+        with checkpointed.workdir() if checkpointed else TryWorkdir(log=self.log) as workdir:
             placement: DataPlacement = DirectS3a(self.store) if direct else StagedFiles(self.store, workdir)
             self.backend = backend_for(
                 stage,
@@ -137,6 +143,9 @@ class StageAttempt:
                     try_number=self.ti.try_number,
                     inputs=inputs,
                     outputs={name: o.spec for name, o in outputs.items()},
+                    checkpoint=checkpointed.spec(fail_in_batch=faults.fail_in_batch)
+                    if checkpointed
+                    else None,
                 )
                 self.log.info(
                     "stage %s (%s, %s): reading %s, writing %s",
@@ -149,9 +158,27 @@ class StageAttempt:
                 backend.run(spec, fail_in_app=faults.fails_in_app)
                 faults.after_work()
                 committed = self._commit_outputs(outputs, placement, backend)
+                if checkpointed:
+                    for entry in committed.values():
+                        entry["checkpoint"] = checkpointed.summary()
                 self._release_consumed(engine_inputs, backend)
         self.ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
         return committed
+
+    def _checkpointed(self) -> CheckpointedTry | None:
+        config = self.stage.pipeline.checkpoint_configs.get(self.stage.task_id)
+        if config is None:
+            return None
+        return CheckpointedTry(
+            config,
+            description=self.description,
+            store=self.store,
+            run=self.run_ref,
+            stage=self.stage.task_id,
+            map_index=self.map_index,
+            try_number=self.ti.try_number,
+            log=self.log,
+        )
 
     def kill(self) -> None:
         if self.backend is not None:
@@ -227,7 +254,14 @@ class StageAttempt:
             ref = self.run_ref.parse(partition_id)
             pipelined = not output.result_type.is_reconsumable
             attempt, engine = None, None
-            if pipelined and backend.server is not None and self.stage.pipeline.pipelined_in_engine:
+            # A checkpointed stage writes every output per micro-batch to files, never to an engine's view.
+            in_engine = self.stage.task_id not in self.stage.pipeline.checkpoint_configs
+            if (
+                pipelined
+                and backend.server is not None
+                and self.stage.pipeline.pipelined_in_engine
+                and in_engine
+            ):
                 engine = EngineLocation(backend.server, backend.view_name(str(ref), execution_id(try_number)))
                 self._release_superseded(ref, backend)
                 location = VIEW_PREFIX + engine.view

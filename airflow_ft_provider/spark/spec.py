@@ -50,6 +50,17 @@ class OutputSpec:
 
 
 @dataclass(frozen=True)
+class CheckpointSpec:
+    """A checkpointed stage: where Spark keeps its checkpoint (the worker's disk, kept across the
+    stage's tries), how much input one micro-batch reads, and, for fault injection, the micro-batch
+    inside which the application fails (its checkpoint is then not completed)."""
+
+    location: str  # file:// URI of Spark's checkpointLocation
+    max_bytes_per_trigger: int
+    fail_in_batch: int | None = None
+
+
+@dataclass(frozen=True)
 class StageSpec:
     pipeline: str
     run_id: str
@@ -59,6 +70,7 @@ class StageSpec:
     inputs: dict[str, InputSpec] = field(default_factory=dict)
     outputs: dict[str, OutputSpec] = field(default_factory=dict)
     version: int = SPEC_VERSION
+    checkpoint: CheckpointSpec | None = None  # set for a checkpointed stage
 
     def encode(self) -> str:
         return base64.b64encode(json.dumps(asdict(self), sort_keys=True).encode()).decode()
@@ -95,4 +107,5 @@ class StageSpec:
             try_number=data["try_number"],
             inputs=inputs,
             outputs=outputs,
+            checkpoint=CheckpointSpec(**data["checkpoint"]) if data.get("checkpoint") else None,
         )

@@ -32,7 +32,9 @@ from .spec import (
     OUTPUT_MARKER,
     SPARK_CONF_KEY,
     VIEW_PREFIX,
+    CheckpointSpec,
     InputSpec,
+    OutputSpec,
     StageSpec,
 )
 
@@ -51,6 +53,7 @@ class InProcessStage:
     spec: StageSpec
     fail_before_write: bool = False
     rows: dict[str, int] = field(default_factory=dict)
+    streams: dict[str, dict[str, Any]] = field(default_factory=dict)  # a checkpointed output's progress
 
 
 _current: InProcessStage | None = None
@@ -108,7 +111,73 @@ class StageIO:
             raise StageIOError(f"input {name!r} of stage {self.spec.stage!r} has no data files")
         return self.spark.read.parquet(*paths)
 
-    def write(self, name: str, df: DataFrame) -> None:
+    # -- checkpointed stages (airflow_ft_provider/checkpoints) ---------------------------------------
+    def read_stream(self, name: str) -> DataFrame:
+        """A declared input as a streaming DataFrame over its committed partitions' files, read in
+        micro-batches of at most ``execution.checkpointing.interval-volume`` (checkpointed stages)."""
+        checkpoint = self._checkpoint("read_stream")
+        partitions = self._input(name).partitions
+        dirs = sorted({_partition_dir(p.paths) for p in partitions if p.paths})
+        if not dirs or any(p.view for p in partitions):
+            raise StageIOError(
+                f"input {name!r} of stage {self.spec.stage!r} has no data files to stream (a pipelined input "
+                "kept by the Spark Connect server cannot be read incrementally: use read())"
+            )
+        parent = os.path.dirname(dirs[0])
+        if any(os.path.dirname(d) != parent for d in dirs):
+            raise StageIOError(f"input {name!r}: its partitions are not staged side by side ({dirs[:3]})")
+        names = [os.path.basename(d) for d in dirs]
+        pattern = f"{parent}/{{{','.join(names)}}}" if len(names) > 1 else dirs[0]
+        schema = self.spark.read.parquet(*partitions[0].paths).schema
+        return (
+            self.spark.readStream.schema(schema)
+            .option("recursiveFileLookup", "true")
+            .option("maxBytesPerTrigger", checkpoint.max_bytes_per_trigger)
+            .parquet(pattern)
+        )
+
+    def write_stream(self, name: str, df: DataFrame) -> None:
+        """Write a streaming DataFrame to a declared output, one directory per micro-batch (a batch run
+        again overwrites its own: exactly once), until the input available now is processed. Spark's
+        checkpoint records each completed micro-batch; a retry resumes after the last one."""
+        checkpoint = self._checkpoint("write_stream")
+        output = self._claim(name)
+        location = output.location.rstrip("/")
+        codec = "none" if output.compression in ("none", "uncompressed") else output.compression
+        fail_in = checkpoint.fail_in_batch
+
+        def write_batch(batch: DataFrame, batch_id: int) -> None:  # runs in the Spark server (Connect)
+            batch.write.mode("overwrite").option("compression", codec).parquet(f"{location}/b{batch_id:010d}")
+            if fail_in is not None and batch_id == fail_in:  # its output is written, its commit is not
+                raise RuntimeError(f"injected failure inside micro-batch {batch_id} (ft_faults)")
+
+        query = (
+            df.writeStream.foreachBatch(write_batch)
+            .option("checkpointLocation", checkpoint.location)
+            .trigger(availableNow=True)
+            .start()
+        )
+        query.awaitTermination()
+        progress = [p for p in query.recentProgress if p is not None]
+        read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
+        batches = [int(p.batchId) for p in progress]
+        rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
+        stream = {"batches": batches, "input_rows": read_rows}
+        if self._in_process is not None:
+            self._in_process.rows[name] = rows
+            self._in_process.streams[name] = stream
+        else:
+            self._write_marker(location, {"result": name, "rows": rows, "format": output.format, **stream})
+
+    def _checkpoint(self, what: str) -> CheckpointSpec:
+        if self.spec.checkpoint is None:
+            raise StageIOError(
+                f"stage {self.spec.stage!r} calls {what}(), which needs a checkpointed stage: pass "
+                "checkpointing=True (or a dict of execution.checkpointing.* keys) to its operator"
+            )
+        return self.spec.checkpoint
+
+    def _claim(self, name: str) -> OutputSpec:
         if name not in self.spec.outputs:
             raise StageIOError(
                 f"stage {self.spec.stage!r} writes output {name!r}, which it did not declare; "
@@ -119,12 +188,15 @@ class StageIO:
             raise StageIOError(
                 f"stage {self.spec.stage!r} writes output {name!r} twice; write each output once"
             )
+        self._written.add(name)
+        return self.spec.outputs[name]
+
+    def write(self, name: str, df: DataFrame) -> None:
+        output = self._claim(name)
         if self._fail_before_write():
             raise RuntimeError(
                 f"injected failure in the Spark application of {self.spec.stage!r} (ft_faults)"
             )
-        output = self.spec.outputs[name]
-        self._written.add(name)
         if output.location.startswith(VIEW_PREFIX):
             rows = self._publish_view(df, output.location[len(VIEW_PREFIX) :])
         else:
@@ -160,6 +232,16 @@ class StageIO:
             stream.write(bytearray(json.dumps(content).encode()))
         finally:
             stream.close()
+
+
+def _partition_dir(paths: list[str]) -> str:
+    """The directory a staged partition's files are in (``file://`` URIs or paths)."""
+    local = [p.removeprefix("file://") for p in paths]
+    return (
+        os.path.commonpath([os.path.dirname(p) for p in local])
+        if len(local) > 1
+        else os.path.dirname(local[0])
+    )
 
 
 def load_spec(spark: SparkSession | None = None) -> StageSpec:

@@ -12,6 +12,8 @@ object in the bucket) and asserts
 Categories (the first part of every row id):
 
     restart-strategy    invalid value of every restart-strategy key, unknown type, misspelt key
+    checkpoint          invalid value of every checkpoint tuning key (stage, pipeline, airflow.cfg), Flink
+                        keys with no meaning here (unaligned, at-least-once, concurrent checkpoints)
     failover-strategy   unknown jobmanager.execution.failover-strategy
     wiring              miswired partitions, misuse of FailoverPipeline, bad result names in a DAG
     s3-connection       undefined connection, wrong type, wrong keys, unreachable endpoint, no such
@@ -277,6 +279,26 @@ def restart(option: str, value: object, requirement: str, *says: str) -> Any:
         f"set it to {requirement}",
         *says,
     )
+
+
+def checkpointing(key: str, value: object, *says: str, where: str = "stage") -> Any:
+    """``checkpointing={key: value}`` on a stage (or as the pipeline's default), in a DAG file."""
+    if where == "stage":
+        provoke = dag_file(lambda: stage("a", checkpointing={key: value}))
+    else:
+        provoke = dag_file(checkpointing={key: value})
+    return row(f"checkpoint/{where}:{key}={value!r}", provoke, PipelineWiringError, key, repr(value), *says)
+
+
+def checkpoint_in_airflow_cfg(env: Env) -> None:
+    """A bad cluster-wide checkpoint key in [ft_provider], checked when a checkpointed stage is parsed."""
+    from airflow.sdk import conf
+
+    conf.set("ft_provider", "execution.checkpointing.interval", "often")
+    try:
+        dag_file(lambda: stage("a", checkpointing=True))(env)
+    finally:
+        conf.remove_option("ft_provider", "execution.checkpointing.interval")
 
 
 def restart_strategy_in_airflow_cfg(env: Env) -> None:
@@ -813,6 +835,54 @@ CATALOGUE = [
         "'bogus'",
         "use one of",
         "(set in [ft_provider] of airflow.cfg)",
+    ),
+    # -- checkpoint: every tuning key's bad value, Flink keys with no meaning here -------------------
+    checkpointing("execution.checkpointing.interval", "often", "write a number with a unit"),
+    checkpointing("execution.checkpointing.interval", "0 ms", "must be > 0"),
+    checkpointing("execution.checkpointing.interval-volume", "a lot", "not a size", '"64 mb"'),
+    checkpointing("execution.checkpointing.interval-volume", "0 kb", "between 1 byte and 1 pb"),
+    checkpointing("execution.checkpointing.min-pause", "-5 s", "not negative"),
+    row(
+        "checkpoint/stage:min-pause-longer-than-timeout",
+        dag_file(lambda: stage("a", checkpointing={"execution.checkpointing.min-pause": "1 h"})),
+        PipelineWiringError,
+        "execution.checkpointing.min-pause=3600 s",
+        "execution.checkpointing.timeout=600 s",
+        "would time out every checkpoint",
+        "shorten",
+    ),
+    checkpointing("execution.checkpointing.timeout", "never", "write a number with a unit"),
+    checkpointing("execution.checkpointing.tolerable-failed-checkpoints", -1, "whole number ≥ 0"),
+    checkpointing("state.checkpoints.num-retained", 0, "whole number ≥ 1"),
+    checkpointing("execution.checkpointing.incremental", "sometimes", "true or false"),
+    checkpointing("execution.checkpointing.snapshot-compression", "zstd", "true or false"),
+    checkpointing("state.backend.local-recovery", "local", "true or false", where="pipeline"),
+    checkpointing(
+        "execution.checkpointing.unaligned", True, "no checkpoint barriers", "interval-volume instead"
+    ),
+    checkpointing("execution.checkpointing.max-concurrent-checkpoints", 2, "one micro-batch at a time"),
+    checkpointing("execution.checkpointing.mode", "AT_LEAST_ONCE", "exactly-once", "EXACTLY_ONCE"),
+    checkpointing("execution.checkpointing.intervall", "1 min", "unknown checkpoint key", "known keys"),
+    row(
+        "checkpoint/checkpointing=yes",
+        dag_file(lambda: stage("a", checkpointing="yes")),
+        PipelineWiringError,
+        "checkpointing='yes'",
+        "give True, False or a dict",
+    ),
+    row(
+        "checkpoint/checkpointed-and-direct_s3a",
+        dag_file(lambda: stage("a", checkpointing=True), direct_s3a=True),
+        PipelineWiringError,
+        "checkpointed and direct_s3a",
+        "give it direct_s3a=False",
+    ),
+    row(
+        "checkpoint/interval=often-in-airflow.cfg",
+        checkpoint_in_airflow_cfg,
+        PipelineWiringError,
+        "execution.checkpointing.interval='often'",
+        "write a number with a unit",
     ),
     # -- failover-strategy --------------------------------------------------------------------------
     *[

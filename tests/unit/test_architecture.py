@@ -1,8 +1,9 @@
 """The shape of the package, checked: layers, no import cycles, module size, lint, format and types.
 
 The layers (pyproject.toml, ``[tool.importlinter]``), bottom to top: ``safe_json`` <- ``failover`` (the
-pure core) <- ``partitions`` <- ``model`` <- ``hooks | execution | faults | _compat`` <- ``recovery`` <-
-``run_end`` <- ``pipeline | triggers`` <- ``operators | sensors`` <- ``plugins | cli``.
+pure core) <- ``partitions`` <- ``model | checkpoints`` <- ``hooks | execution | faults | _compat`` <-
+``recovery`` <- ``run_end | stage_settings`` <- ``pipeline | triggers`` <- ``operators | sensors`` <-
+``plugins | cli``.
 import-linter reads every import statement, function-level ones too, so a cycle cannot hide behind a
 late import.
 """

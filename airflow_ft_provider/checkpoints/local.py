@@ -1,0 +1,83 @@
+"""The task-local copy of a checkpointed stage (seed 003's secondary copy): a directory on the worker's
+disk that outlives the stage's failed tries, so a retry on the same worker resumes from it.
+
+    <root>/<pipeline>/<run>/<task>/
+        _ft_fence.json   the committed input attempts the checkpoint is taken against, the total input
+        spark/           Spark's checkpointLocation: offsets, commits, sources (+ state)
+        in/              the inputs, staged (stable paths: Spark's file source tracks files by path)
+        out/<result>/bNNNNNNNNNN/   one directory per micro-batch; a batch run again overwrites its own
+
+Released when the stage's output is committed; a failed try leaves it for the next one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import urllib.parse
+from collections.abc import Mapping
+from pathlib import Path
+
+from airflow_ft_provider.checkpoints.fencing import CompletedCheckpoint
+from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions.naming import encode_segment
+from airflow_ft_provider.safe_json import load_json
+
+FENCE_FILE = "_ft_fence.json"
+DEFAULT_ROOT = Path(tempfile.gettempdir()) / "airflow-ft-checkpoints"
+
+
+class LocalCheckpoint:
+    def __init__(self, root: Path, run: RunRef, task: str) -> None:
+        self.path = root / encode_segment(run.pipeline) / encode_segment(run.run_id) / encode_segment(task)
+        self.spark_dir = self.path / "spark"
+        self.fence_file = self.path / FENCE_FILE
+
+    def latest(self) -> CompletedCheckpoint | None:
+        """The last completed checkpoint here: the highest micro-batch in Spark's commits log, with the
+        input its file source had read by then. None when there is none or the fence is unreadable."""
+        commits = self.spark_dir / "commits"
+        batch_ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
+        if not batch_ids:
+            return None
+        try:
+            fence = load_json(self.fence_file.read_bytes(), max_bytes=1 << 20)
+            inputs, total, taken_by = fence["inputs"], int(fence["total_bytes"]), int(fence["try_number"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        if not isinstance(inputs, dict):
+            return None
+        last = max(batch_ids)
+        return CompletedCheckpoint(last, dict(inputs), self._bytes_read_through(last), total, taken_by)
+
+    def _bytes_read_through(self, last: int) -> int:
+        """The size of every input file the micro-batches up to ``last`` read (Spark's file source log)."""
+        total = 0
+        for log in sorted((self.spark_dir / "sources" / "0").glob("*")):
+            for line in log.read_text(errors="replace").splitlines()[1:]:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue
+                if isinstance(entry, dict) and int(entry.get("batchId", last + 1)) <= last:
+                    path = urllib.parse.urlparse(str(entry.get("path", ""))).path
+                    total += os.path.getsize(path) if os.path.isfile(path) else 0
+        return total
+
+    def start_fresh(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)
+        self.path.mkdir(parents=True)
+
+    def fence(self, inputs: Mapping[str, str], *, total_bytes: int, try_number: int) -> None:
+        """Record what the checkpoints taken from now on are taken against (written before Spark starts)."""
+        self.path.mkdir(parents=True, exist_ok=True)
+        temp = self.fence_file.with_suffix(".tmp")
+        temp.write_text(
+            json.dumps({"inputs": dict(inputs), "total_bytes": total_bytes, "try_number": try_number})
+        )
+        os.replace(temp, self.fence_file)
+
+    def release(self) -> None:
+        shutil.rmtree(self.path, ignore_errors=True)

@@ -1,0 +1,81 @@
+"""What a stage task declares, read when the DAG is parsed: the partitions it exchanges and whether
+(and how) it is checkpointed. ``FailoverPipeline`` builds the pipeline from these."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from airflow_ft_provider._compat import given_arguments, is_mapped, map_length_at_parse, mapped_operator_class
+from airflow_ft_provider.checkpoints.config import (
+    KNOWN_KEYS,
+    CheckpointConfig,
+    CheckpointConfigError,
+    stage_checkpointing,
+)
+from airflow_ft_provider.model.description import PipelineWiringError, StageDeclaration
+from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
+
+
+def stage_declaration(task: Any) -> StageDeclaration | None:
+    """The partitions a stage task declares, or None for tasks that are not pipeline stages."""
+    if is_mapped(task):
+        if not getattr(mapped_operator_class(task), "is_pipeline_stage", False):
+            return None
+        kwargs = given_arguments(task)
+        try:
+            parallelism = map_length_at_parse(task)
+        except TypeError:
+            raise PipelineWiringError(
+                f"stage {task.task_id!r}: the number of map indexes must be known when the DAG is parsed "
+                "(the failover regions depend on it); expand over a literal list, not an XCom result"
+            ) from None
+        if (kwargs.get("application") is None) == (kwargs.get("python_callable") is None):
+            raise PipelineWiringError(
+                f"stage {task.task_id!r}: give .partial() either application= (a PySpark file) or "
+                "python_callable= (a function of the Spark Connect session and the stage's I/O), not "
+                f"{'both' if kwargs.get('application') is not None else 'neither'}"
+            )
+        return StageDeclaration(
+            task.task_id,
+            parallelism,
+            normalize_inputs(kwargs.get("inputs")),
+            normalize_outputs(kwargs.get("outputs")),
+            mapped=True,
+        )
+    if not getattr(task, "is_pipeline_stage", False):
+        return None
+    return StageDeclaration(task.task_id, 1, tuple(task.inputs), tuple(task.outputs))
+
+
+def checkpoint_configs(
+    stages: Iterable[str],
+    tasks_by_id: Mapping[str, Any],
+    *,
+    pipeline_default: bool | Mapping[str, object] | None,
+    pipeline_direct_s3a: bool,
+) -> dict[str, CheckpointConfig]:
+    """Each checkpointed stage's settings: its own over the pipeline's over ``[ft_provider]``'s,
+    validated now (the key, the value and the fix)."""
+    from airflow.sdk import conf
+
+    cluster = {k: v for k in KNOWN_KEYS if (v := conf.get("ft_provider", k, fallback=None)) not in (None, "")}
+    configs = {}
+    for stage in stages:
+        task = tasks_by_id[stage]
+        own = given_arguments(task) if is_mapped(task) else vars(task)
+        try:
+            config = stage_checkpointing(
+                stage, own.get("checkpointing"), pipeline=pipeline_default, cluster=cluster
+            )
+        except CheckpointConfigError as err:
+            raise PipelineWiringError(str(err)) from None
+        if config is None:
+            continue
+        if pipeline_direct_s3a if own.get("direct_s3a") is None else own["direct_s3a"]:
+            raise PipelineWiringError(
+                f"stage {stage!r} is checkpointed and direct_s3a: a checkpointed stage stages its inputs "
+                "and checkpoint on the worker's disk; give it direct_s3a=False"
+            )
+        configs[stage] = config
+    return configs

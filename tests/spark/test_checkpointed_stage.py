@@ -1,0 +1,153 @@
+"""A checkpointed stage on a real Spark Connect server over the S3 endpoint: a try that fails inside a
+micro-batch leaves its checkpoint, the next try resumes after the last completed micro-batch and reads
+only the rest of its input, and the output is committed once, equal to a failure-free run's.
+
+    numbers --numbers (blocking, 8 files)--> squares (checkpointed: about one file per micro-batch)
+
+``squares`` runs on the Spark Connect server (a callable) and under spark-submit (a PySpark file).
+"""
+
+from __future__ import annotations
+
+import json
+import types
+from pathlib import Path
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.pipeline import FailoverPipeline
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from tests.spark.apps import checkpointed as apps
+
+pytestmark = [pytest.mark.s3, pytest.mark.spark]
+RUN_ID = "manual__2026-11-25T07:00:00+00:00"
+
+
+class TaskInstance(types.SimpleNamespace):
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+    def xcom_pull(self, **kwargs):
+        return None
+
+
+SQUARES_APP = str(Path(__file__).parent / "apps" / "checkpointed_squares.py")
+
+
+@pytest.fixture(params=["spark-connect", "spark-submit"])
+def pipeline(request, s3_bucket, spark_connect, monkeypatch, tmp_path):
+    endpoint = s3_bucket.endpoint
+    aws = {"endpoint_url": endpoint.url, "region_name": endpoint.region}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_AWS_DEFAULT",
+        json.dumps(
+            {"conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key, "extra": aws}
+        ),
+    )
+    monkeypatch.setenv("AIRFLOW_CONN_FT_CHECKPOINT_CONNECT", json.dumps(spark_connect.connection()))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_CHECKPOINT_SUBMIT", json.dumps({"conn_type": "spark", "host": "local[1]"})
+    )
+    squares = (
+        {"python_callable": apps.squares}
+        if request.param == "spark-connect"
+        else {"application": SQUARES_APP, "spark_conn_id": "ft_checkpoint_submit"}
+    )
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION", "True")
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__CHECKPOINT_LOCAL_DIR", str(tmp_path / "checkpoints"))
+    with DAG("ft_checkpointed", schedule=None) as dag:
+        with FailoverPipeline(
+            store=s3_bucket.url,
+            spark_conn_id="ft_checkpoint_connect",
+            restart_strategy={
+                "restart-strategy.type": "fixed-delay",
+                "restart-strategy.fixed-delay.attempts": 5,
+                "restart-strategy.fixed-delay.delay": "0 s",
+            },
+        ):
+            SparkStageOperator(task_id="numbers", python_callable=apps.numbers, outputs=["numbers"])
+            SparkStageOperator(
+                task_id="squares",
+                **squares,
+                inputs=["numbers"],
+                outputs=["squares"],
+                checkpointing={"execution.checkpointing.interval-volume": "1 kb"},  # a file per batch
+            )
+    # spark-submit reports the application's failure as its exit status (the reason is in its log)
+    failed = (
+        "injected failure inside micro-batch {}" if request.param == "spark-connect" else "Cannot execute"
+    )
+    return dag, tmp_path / "checkpoints", failed
+
+
+def run(dag, task_id, try_number, faults=()):
+    """One try, as the task runner makes it: execute, and on a failure the stage's retry policy."""
+    operator = dag.task_dict[task_id]
+    ti = TaskInstance(map_index=-1, try_number=try_number, pushed={}, task_id=task_id, dag_id=dag.dag_id)
+    conf = {"ft_faults": list(faults)}
+    context = {
+        "ti": ti,
+        "dag": dag,
+        "run_id": RUN_ID,
+        "dag_run": types.SimpleNamespace(conf=conf),
+        "params": {},
+    }
+    try:
+        operator.execute(context)
+    except Exception as failure:
+        decision = operator.retry_policy.evaluate(failure, try_number, 100, context)
+        assert decision.action.value == "retry", decision.reason
+        raise
+    finally:
+        operator.__dict__.pop("store", None)  # a fresh client per try, as in a new worker process
+    return ti.pushed.get("ft_partitions")
+
+
+def output(dag):
+    table = read_table(dag.task_dict["squares"].store, RunRef("ft_checkpointed", RUN_ID).parse("squares"))
+    return sorted((r["id"], r["sq"]) for r in table.to_pylist())
+
+
+EXPECTED = [(i, i * i) for i in range(apps.ROWS)]
+
+
+def test_a_retry_resumes_after_the_last_completed_micro_batch_and_reads_only_the_rest(pipeline):
+    dag, _, failed = pipeline
+    run(dag, "numbers", 1)
+    with pytest.raises(Exception, match=failed.format(3)):
+        run(dag, "squares", 1, [{"task": "squares", "mode": "batch", "batch": 3}])
+    pushed = run(dag, "squares", 2, [{"task": "squares", "mode": "batch", "batch": 3}])  # times: 1
+    summary = pushed["squares"]["checkpoint"]
+    assert summary["restored_from"] == 2 and summary["why"] == "resume"
+    assert summary["explanation"].startswith("squares try 2 resumed at checkpoint 2: ")  # as logged
+    # Batches 0-2 (three of the eight files) are not read again: only the rest of the input is.
+    assert 0 < summary["input_bytes_read"] < summary["input_bytes"]
+    assert summary["input_bytes_read"] == pytest.approx(summary["input_bytes"] * 5 / 8, rel=0.15)
+    assert output(dag) == EXPECTED  # every row once: no duplicate from batch 3's partial output
+    assert pushed["squares"]["rows"] == apps.ROWS
+
+
+def test_a_checkpoint_taken_against_an_input_failover_rebuilt_is_not_reused(pipeline):
+    dag, checkpoints, failed = pipeline
+    run(dag, "numbers", 1)
+    with pytest.raises(Exception, match=failed.format(2)):
+        run(dag, "squares", 1, [{"task": "squares", "mode": "batch", "batch": 2}])
+    # Failover restarts the producer's region (a lost partition, a manual restart): its clear records the
+    # try it ends, and numbers' try 2 commits a new attempt of numbers.
+    journal = RecoveryJournal(dag.task_dict["numbers"].store, RunRef("ft_checkpointed", RUN_ID))
+    journal.update(lambda state: state.mark_superseded("numbers", 1))
+    run(dag, "numbers", 2)
+    pushed = run(dag, "squares", 2)
+    summary = pushed["squares"]["checkpoint"]
+    assert summary["restored_from"] is None and summary["why"] == "input-changed"
+    assert (
+        "starts fresh: checkpoint 1 was taken against other committed attempts of numbers"
+        in (summary["explanation"])
+    )
+    assert summary["input_bytes_read"] == summary["input_bytes"]
+    assert output(dag) == EXPECTED
+    assert not any(checkpoints.rglob("commits"))  # released once the output was committed
