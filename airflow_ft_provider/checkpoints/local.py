@@ -7,7 +7,9 @@ disk that outlives the stage's failed tries, so a retry on the same worker resum
         in/              the inputs, staged (stable paths: Spark's file source tracks files by path)
         out/<result>/bNNNNNNNNNN/   one directory per micro-batch; a batch run again overwrites its own
 
-Released when the stage's output is committed; a failed try leaves it for the next one.
+Released when the stage's output is committed; a failed try leaves it for the next one. A run that
+never succeeds would leave it for ever, so a checkpointed try first removes the task-local
+checkpoints on its worker that nothing has written to for a retention (``sweep_stale``).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ import json
 import os
 import shutil
 import tempfile
+import time
 import urllib.parse
 from collections.abc import Mapping
 from pathlib import Path
@@ -29,8 +32,25 @@ FENCE_FILE = "_ft_fence.json"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "airflow-ft-checkpoints"
 
 
+def sweep_stale(root: Path, *, older_than: float, now: float | None = None) -> list[Path]:
+    """Remove the task-local checkpoints under ``root`` whose newest file is older than ``older_than``
+    seconds (a run that failed for good, or a task that moved to another worker). Returns them."""
+    now = time.time() if now is None else now
+    removed = []
+    for task_dir in sorted(root.glob("*/*/*")) if root.is_dir() else ():
+        try:
+            newest = max((p.stat().st_mtime for p in task_dir.rglob("*")), default=task_dir.stat().st_mtime)
+        except OSError:
+            continue  # removed meanwhile by its own try
+        if now - newest > older_than:
+            shutil.rmtree(task_dir, ignore_errors=True)
+            removed.append(task_dir)
+    return removed
+
+
 class LocalCheckpoint:
     def __init__(self, root: Path, run: RunRef, task: str) -> None:
+        self.root = root
         self.path = root / encode_segment(run.pipeline) / encode_segment(run.run_id) / encode_segment(task)
         self.spark_dir = self.path / "spark"
         self.fence_file = self.path / FENCE_FILE

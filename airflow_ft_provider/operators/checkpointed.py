@@ -14,7 +14,7 @@ from pathlib import Path
 
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.checkpoints.fencing import RestoreDecision, restore_decision
-from airflow_ft_provider.checkpoints.local import DEFAULT_ROOT, LocalCheckpoint
+from airflow_ft_provider.checkpoints.local import DEFAULT_ROOT, LocalCheckpoint, sweep_stale
 from airflow_ft_provider.execution.contracts import TaskLog
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
@@ -57,6 +57,9 @@ class CheckpointedTry:
     @contextmanager
     def workdir(self) -> Iterator[Path]:
         """The stage's checkpoint directory, resumed or started afresh; released once the try succeeds."""
+        stale = sweep_stale(self.local.root, older_than=self.store.retention)
+        if stale:
+            self.log.info("removed %d task-local checkpoints unused for a retention: %s", len(stale), stale)
         inputs, total, pipelined = self._inputs()
         self.decision = restore_decision(self.local.latest(), inputs, pipelined_input=pipelined)
         if not self.decision.resume:

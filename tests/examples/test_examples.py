@@ -49,6 +49,8 @@ EXPECTED_REGIONS = {
         [["clean_events[0]", "make_events[0]"], ["clean_events[1]", "make_events[1]"], ["user_totals"]],
         ["region_make_events"],
     ),
+    #   make_readings --> scale_readings (checkpointed) --> hourly_totals
+    "ft_example_checkpointed_stage": ([["hourly_totals"], ["make_readings"], ["scale_readings"]], []),
     "ft_example_restart_fixed_delay": ([["ingest"]], []),
     "ft_example_restart_exponential_delay": ([["ingest"]], []),
     "ft_example_restart_failure_rate": ([["ingest"]], []),
@@ -150,6 +152,11 @@ RUNS = {
     "shards": ("ft_example_sharded_scoring", [{"task": "score_shard[1]", "times": 1}]),
     # a stage written with @ft_stage fails once; only its shard's region runs again
     "decorated": ("ft_example_decorated_stages", [{"task": "clean_events[1]", "times": 1}]),
+    # a checkpointed stage fails inside micro-batch 2; its retry resumes at checkpoint 1
+    "checkpointed": (
+        "ft_example_checkpointed_stage",
+        [{"task": "scale_readings", "mode": "batch", "batch": 2, "times": 1}],
+    ),
     # the same stage fails twice under each restart strategy, then succeeds
     "fixed_delay": ("ft_example_restart_fixed_delay", [{"task": "ingest", "times": 2}]),
     "exponential_delay": ("ft_example_restart_exponential_delay", [{"task": "ingest", "times": 2}]),
@@ -298,6 +305,30 @@ def test_decorated_stages_restart_only_the_failed_shard(live_airflow, example_ru
     assert shards == {0, 1}
     [event] = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
     assert event["task"] == "clean_events[1]" and ["clean_events[1]", "make_events[1]"] in event["regions"]
+
+
+@pytest.mark.airflow
+@pytest.mark.spark
+@pytest.mark.s3
+def test_checkpointed_stage_resumes_from_its_last_completed_micro_batch(
+    live_airflow, example_runs, example_store
+):
+    #   make_readings --> scale_readings (checkpointed; fails inside micro-batch 2) --> hourly_totals
+    run, tries, story = finish(live_airflow, example_runs, "checkpointed")
+    dag_id, run_id = example_runs["checkpointed"]
+    assert run["state"] == "success", story
+    assert tries == {"make_readings": 1, "scale_readings": 2, "hourly_totals": 1}, story
+    pushed = live_airflow.client.xcom_entries(dag_id, run_id, "scale_readings")["ft_partitions"]
+    checkpoint = pushed["scaled"]["checkpoint"]
+    assert checkpoint["restored_from"] == 1 and checkpoint["why"] == "resume", checkpoint
+    assert checkpoint["explanation"].startswith("scale_readings try 2 resumed at checkpoint 1: ")
+    assert 0 < checkpoint["input_bytes_read"] < checkpoint["input_bytes"]
+    scaled = rows(example_store, dag_id, run_id, "scaled", ["reading", "value"])
+    assert scaled == [(i, (i * 7) % 100 * 10) for i in range(6000)]  # each reading once
+    totals: dict[int, int] = defaultdict(int)
+    for i in range(6000):
+        totals[i % 24] += (i * 7) % 100 * 10
+    assert rows(example_store, dag_id, run_id, "hourly_totals", ["hour", "total"]) == sorted(totals.items())
 
 
 @pytest.mark.airflow

@@ -1,0 +1,56 @@
+"""The task-local checkpoint directory: what it says about its last checkpoint, and its clean-up."""
+
+import json
+import os
+
+from airflow_ft_provider.checkpoints.local import LocalCheckpoint, sweep_stale
+from airflow_ft_provider.partitions import RunRef
+
+RUN = RunRef("etl", "manual__1")
+
+
+def spark_checkpoint(local, commits, files_by_batch, inputs):
+    """Spark's layout: commits/<batch id>, sources/0/<batch id> ("v1" then one JSON line per file)."""
+    (local.spark_dir / "commits").mkdir(parents=True)
+    (local.spark_dir / "sources" / "0").mkdir(parents=True)
+    for batch in commits:
+        (local.spark_dir / "commits" / str(batch)).write_text("v1\n{}")
+    for batch, files in files_by_batch.items():
+        lines = ["v1", *(json.dumps({"path": f"file:{f}", "timestamp": 0, "batchId": batch}) for f in files)]
+        (local.spark_dir / "sources" / "0" / str(batch)).write_text("\n".join(lines))
+    local.fence(inputs, total_bytes=300, try_number=1)
+
+
+def test_the_last_completed_checkpoint_and_the_input_it_read(tmp_path):
+    local = LocalCheckpoint(tmp_path, RUN, "score[2]")
+    local.start_fresh()
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"in-{i}.parquet")
+        files[-1].write_bytes(b"x" * 100)
+    # batches 0 and 1 completed; batch 2 was planned (its files logged) but never committed
+    spark_checkpoint(local, [0, 1], {0: [files[0]], 1: [files[1]], 2: [files[2]]}, {"raw[2]": "a1"})
+    latest = local.latest()
+    assert (latest.checkpoint_id, latest.processed_bytes, latest.total_bytes) == (1, 200, 300)
+    assert latest.inputs == {"raw[2]": "a1"} and latest.taken_by_try == 1
+
+
+def test_no_commit_or_a_damaged_fence_is_no_checkpoint(tmp_path):
+    local = LocalCheckpoint(tmp_path, RUN, "score")
+    local.start_fresh()
+    assert local.latest() is None
+    spark_checkpoint(local, [0], {}, {})
+    local.fence_file.write_text("{not json")
+    assert local.latest() is None  # the try starts fresh rather than trust it
+
+
+def test_checkpoints_unused_for_a_retention_are_swept_and_recent_ones_kept(tmp_path):
+    old, recent = LocalCheckpoint(tmp_path, RUN, "a"), LocalCheckpoint(tmp_path, RunRef("etl", "r2"), "a")
+    for local in (old, recent):
+        local.start_fresh()
+        local.fence({}, total_bytes=0, try_number=1)
+    for path in (old.path, old.fence_file):
+        os.utime(path, (1000.0, 1000.0))
+    now = os.stat(recent.fence_file).st_mtime + 10
+    assert sweep_stale(tmp_path, older_than=3600, now=now) == [old.path]
+    assert not old.path.exists() and recent.path.exists()
