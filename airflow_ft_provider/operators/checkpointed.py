@@ -2,12 +2,13 @@
 resumes from only if the inputs are the committed attempts the checkpoint was taken against.
 
 A try that fails leaves the directory for the next try on this worker; the try that commits the
-stage's output releases it. The decision (resume or fresh, and why) goes to the task log and to the
-try's ``ft_partitions`` XCom.
+stage's output releases it. The decision (resume or fresh, and why) goes to the task log, to the
+run's history (journal event ``checkpoint``) and to the try's ``ft_partitions`` XCom.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -18,6 +19,7 @@ from airflow_ft_provider.checkpoints.local import DEFAULT_ROOT, LocalCheckpoint,
 from airflow_ft_provider.execution.contracts import TaskLog
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.spec import CheckpointSpec
 
 ROOT_KEY = "checkpoint_local_dir"  # [ft_provider]: where task-local checkpoints live (default: tmp)
@@ -65,9 +67,27 @@ class CheckpointedTry:
         if not self.decision.resume:
             self.local.start_fresh()
             self.local.fence(inputs, total_bytes=total, try_number=self.try_number)
-        self.log.info("%s", self.decision.explain(self.task, self.try_number))
+        self._record()
         yield self.local.path
         self.local.release()
+
+    def _record(self) -> None:
+        """The restore point of this try: in the task log, and in the run's history (the failover page,
+        ``airflow-ft history``)."""
+        assert self.decision is not None
+        explanation = self.decision.explain(self.task, self.try_number)
+        self.log.info("%s", explanation)
+        restored = self.decision.checkpoint if self.decision.resume else None
+        RecoveryJournal(self.store, self.run).record(
+            {
+                "time": time.time(),
+                "kind": "checkpoint",
+                "task": self.task,
+                "try_number": self.try_number,
+                "reason": explanation,
+                "restored_from": restored.checkpoint_id if restored else None,
+            }
+        )
 
     def spec(self, *, fail_in_batch: int | None) -> CheckpointSpec:
         return CheckpointSpec(

@@ -122,13 +122,14 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for event in events:
         manual = event.get("kind") == "manual"
+        told = manual or event.get("kind") == "checkpoint"  # its reason is the sentence to show
         rows.append(
             {
                 "time": event.get("time"),
                 "kind": event.get("kind", "failover"),
                 "task": event.get("task"),
                 "try_number": event.get("try_number"),
-                "cause": event.get("reason") if manual else event.get("cause"),
+                "cause": event.get("reason") if told else event.get("cause"),
                 "restart": True if manual else bool(event.get("restart")),
                 "regions": event.get("regions", []),
                 "tasks": event.get("tasks", []),

@@ -128,6 +128,10 @@ def test_a_retry_resumes_after_the_last_completed_micro_batch_and_reads_only_the
     assert 0 < summary["input_bytes_read"] < summary["input_bytes"]
     assert summary["input_bytes_read"] == pytest.approx(summary["input_bytes"] * 5 / 8, rel=0.15)
     assert output(dag) == EXPECTED  # every row once: no duplicate from batch 3's partial output
+    # Each try's restore point is in the run's history (the failover page, airflow-ft history).
+    history = RecoveryJournal(dag.task_dict["squares"].store, RunRef("ft_checkpointed", RUN_ID)).events()
+    restores = [(e["try_number"], e["restored_from"]) for e in history if e["kind"] == "checkpoint"]
+    assert restores == [(1, None), (2, 2)]
     assert pushed["squares"]["rows"] == apps.ROWS
 
 
