@@ -18,6 +18,7 @@ from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.hooks.task_instances import TaskInstanceApi, TaskInstanceRow
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.scope import RunScope
+from airflow_ft_provider.recovery.wording import task_names
 
 RestApi = Callable[[], AbstractContextManager[TaskInstanceApi]]
 """Opens the task-instance API for one operation (a REST client is closed afterwards)."""
@@ -78,7 +79,7 @@ class RestartClears:
             started.update(newer)
             self.journal.update(remember)
         names = sorted(wanted[key] for key in started)
-        log.warning("restarted %s (cleared through the Airflow REST API)", ", ".join(names))
+        log.warning("restarted %s (cleared through the Airflow REST API)", task_names(names))
         return names
 
     def _clear_once(

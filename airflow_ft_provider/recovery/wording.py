@@ -6,6 +6,8 @@ Rendered here, outside the core, from its typed decisions; causes are masked bef
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 from airflow_ft_provider.failover.decision import FailoverDecision
 from airflow_ft_provider.failover.durations import format_duration
 
@@ -34,6 +36,16 @@ def describe_cause(cause: BaseException | str) -> str:
     return mask_secrets(cause) if isinstance(cause, str) else describe_exception(cause)
 
 
+NAMES_SHOWN = 20  # a sentence names this many tasks at most; the journal's event lists them all
+
+
+def task_names(names: Iterable[str], limit: int = NAMES_SHOWN) -> str:
+    """``a, b, c`` sorted; past ``limit`` names, the first ones and how many there are in all."""
+    listed = sorted(names)
+    shown = ", ".join(listed[:limit])
+    return shown if len(listed) <= limit else f"{shown}, … ({len(listed)} in all)"
+
+
 def decision_reason(decision: FailoverDecision) -> str:
     """One sentence: what failed, what restarts when and why, or why nothing does."""
     if decision.superseded:
@@ -43,7 +55,8 @@ def decision_reason(decision: FailoverDecision) -> str:
         )
     if not decision.restart:
         return f"Recovery is suppressed by {decision.strategy}"
-    what = "; ".join("[" + ", ".join(sorted(r)) + "]" for r in decision.regions)
+    what = "; ".join(f"[{task_names(r)}]" for r in decision.regions[:NAMES_SHOWN])
+    what += f"; … ({len(decision.regions)} regions)" if len(decision.regions) > NAMES_SHOWN else ""
     lost = f"; unavailable partitions: {', '.join(decision.unavailable)}" if decision.unavailable else ""
     merged = "" if decision.new_attempt else " (merged into the restart already scheduled)"
     return (
@@ -60,4 +73,4 @@ API_UNREACHABLE_REASON = "the Airflow REST API is unreachable: a restart of this
 
 
 def restarts_after(task: str, producers: set[str]) -> str:
-    return f"{task} restarts after {', '.join(sorted(producers))}"
+    return f"{task} restarts after {task_names(producers)}"

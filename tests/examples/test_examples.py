@@ -317,11 +317,20 @@ def test_checkpointed_stage_resumes_from_its_last_completed_micro_batch(
     run, tries, story = finish(live_airflow, example_runs, "checkpointed")
     dag_id, run_id = example_runs["checkpointed"]
     assert run["state"] == "success", story
-    assert tries == {"make_readings": 1, "scale_readings": 2, "hourly_totals": 1}, story
+    # A loaded machine can cost a try more (Spark Connect's foreachBatch Python worker missing Spark's
+    # time to connect back: an infrastructure failure, and the next try resumes too).
+    last = tries.pop("scale_readings")
+    assert tries == {"make_readings": 1, "hourly_totals": 1} and 2 <= last <= 3, story
+    restores = [
+        (e["try_number"], e["restored_from"], e["reason"])
+        for e in RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+        if e["kind"] == "checkpoint"
+    ]
+    assert [(t, k) for t, k, _ in restores[:2]] == [(1, None), (2, 1)], restores
+    assert restores[1][2].startswith("scale_readings try 2 resumed at checkpoint 1: ")
     pushed = live_airflow.client.xcom_entries(dag_id, run_id, "scale_readings")["ft_partitions"]
     checkpoint = pushed["scaled"]["checkpoint"]
-    assert checkpoint["restored_from"] == 1 and checkpoint["why"] == "resume", checkpoint
-    assert checkpoint["explanation"].startswith("scale_readings try 2 resumed at checkpoint 1: ")
+    assert checkpoint["why"] == "resume" and checkpoint["restored_from"] >= 1, checkpoint
     assert 0 < checkpoint["input_bytes_read"] < checkpoint["input_bytes"]
     scaled = rows(example_store, dag_id, run_id, "scaled", ["reading", "value"])
     assert scaled == [(i, (i * 7) % 100 * 10) for i in range(6000)]  # each reading once
