@@ -161,6 +161,8 @@ def test_a_retry_resumes_after_the_last_completed_micro_batch_and_reads_only_the
     assert pushed["squares"]["rows"] == apps.ROWS
 
 
+# The fencing is the try's, not the backend's: one backend is enough (spark-submit costs a JVM per try).
+@pytest.mark.parametrize("pipeline", ["spark-connect"], indirect=True)
 def test_a_checkpoint_taken_against_an_input_failover_rebuilt_is_not_reused(pipeline):
     dag, checkpoints, failed = pipeline
     run(dag, "numbers", 1)
