@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -11,10 +12,12 @@ from airflow_ft_provider.checkpoints.config import (
     KNOWN_KEYS,
     CheckpointConfig,
     CheckpointConfigError,
+    load_checkpoint_config,
     stage_checkpointing,
 )
 from airflow_ft_provider.model.description import PipelineWiringError, StageDeclaration
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.recovery.restart_settings import CLUSTER_SOURCE, cluster_keys
 
 
 def stage_declaration(task: Any) -> StageDeclaration | None:
@@ -56,10 +59,16 @@ def checkpoint_configs(
     pipeline_direct_s3a: bool,
 ) -> dict[str, CheckpointConfig]:
     """Each checkpointed stage's settings: its own over the pipeline's over ``[ft_provider]``'s,
-    validated now (the key, the value and the fix)."""
-    from airflow.sdk import conf
+    validated now (the key, the value and the fix). airflow.cfg is read only when a stage is
+    checkpointed (a parse of any other pipeline costs nothing more), and a bad cluster value is
+    named as set there."""
 
-    cluster = {k: v for k in KNOWN_KEYS if (v := conf.get("ft_provider", k, fallback=None)) not in (None, "")}
+    @functools.cache
+    def cluster() -> Mapping[str, object]:
+        keys = cluster_keys(KNOWN_KEYS)
+        load_checkpoint_config(keys, source=CLUSTER_SOURCE)
+        return keys
+
     configs = {}
     for stage in stages:
         task = tasks_by_id[stage]

@@ -17,7 +17,7 @@ own: Spark has no barriers, so a micro-batch is bounded by the input it reads, n
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from decimal import Decimal
 
@@ -139,10 +139,11 @@ def load_checkpoint_config(*layers: Mapping[str, object], source: str = "checkpo
 
 
 def stage_checkpointing(
-    stage: str, own: object, *, pipeline: object, cluster: Mapping[str, object]
+    stage: str, own: object, *, pipeline: object, cluster: Callable[[], Mapping[str, object]]
 ) -> CheckpointConfig | None:
     """Whether and how ``stage`` is checkpointed: its own ``checkpointing=`` (True, False, a dict of
-    keys, or None for the pipeline's), over the pipeline's (the same forms), over the cluster's keys."""
+    keys, or None for the pipeline's), over the pipeline's (the same forms), over the cluster's keys
+    (``cluster()``, asked for only when the stage is checkpointed)."""
     for value, where in ((own, f"stage {stage!r}"), (pipeline, "FailoverPipeline")):
         if value is not None and not isinstance(value, (bool, Mapping)):
             raise CheckpointConfigError(
@@ -153,7 +154,7 @@ def stage_checkpointing(
     if not chosen:
         return None
     layers = [
-        cluster,
+        cluster(),
         pipeline if isinstance(pipeline, Mapping) else {},
         own if isinstance(own, Mapping) else {},
     ]

@@ -13,6 +13,7 @@ from collections.abc import Iterable
 
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome, TryKey
 from airflow_ft_provider.failover.recovery import handle_failure
+from airflow_ft_provider.failover.restart_strategies import StrategyState
 from airflow_ft_provider.hooks.airflow_api import api_unavailable
 from airflow_ft_provider.partitions import PartitionNotFound
 from airflow_ft_provider.partitions.errors import Unavailable
@@ -55,6 +56,7 @@ class FailureHandler:
         failover = self.pipeline.failover_strategy()
         key = TryKey(core_task, try_number)
         keep = {core_task, *keep_running}
+        after: list[StrategyState | None] = []  # the budget as this decision left it, for its event
 
         def decide(state: RunState) -> FailoverDecision:
             decision = handle_failure(
@@ -75,6 +77,7 @@ class FailureHandler:
                 # Saved with the decision: if the REST API cannot be reached for the clears below, the
                 # next try (of any task of the run) that sees this finishes them.
                 state.pending[key] = PendingRestart(tuple(others), decided_at=self.clock.now())
+            after[:] = [state.strategies.get(decision.scope)]
             return decision
 
         decision = self.journal.update(decide)
@@ -104,7 +107,7 @@ class FailureHandler:
                 **decision_fields(decision),
                 "reason": reason,
                 "cleared": cleared,
-                "strategy_state": self.journal.load().strategies.get(decision.scope),
+                "strategy_state": after[0],
             }
         )
         return decision

@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from typing import Any
 
@@ -28,23 +28,29 @@ from airflow_ft_provider.failover import (
 )
 from airflow_ft_provider.failover.restart_config import DEPRECATED_TYPE_KEY, resolve_deprecated_keys
 
+CLUSTER_SOURCE = "[ft_provider] of airflow.cfg"
+
+
+def cluster_keys(keys: Iterable[str]) -> dict[str, object]:
+    """Those of ``keys`` set (not empty) in ``[ft_provider]`` of airflow.cfg: the cluster's layer under
+    a pipeline's own settings (restart keys here, checkpoint keys in stage_settings.py)."""
+    from airflow.sdk import conf
+
+    return {
+        key: value for key in keys if (value := conf.get("ft_provider", key, fallback=None)) not in (None, "")
+    }
+
 
 def cluster_restart_config() -> dict[str, object]:
     """The restart and failover strategy keys set in ``[ft_provider]`` of airflow.cfg (validated here,
     so that a bad cluster value names where it came from)."""
-    from airflow.sdk import conf
-
-    config: dict[str, object] = {}
-    for key in (*RESTART_STRATEGY_KEYS, DEPRECATED_TYPE_KEY, FAILOVER_STRATEGY_KEY):
-        value = conf.get("ft_provider", key, fallback=None)
-        if value not in (None, ""):
-            config[key] = value
-    config = resolve_deprecated_keys(config, source="[ft_provider] of airflow.cfg")
+    config = cluster_keys((*RESTART_STRATEGY_KEYS, DEPRECATED_TYPE_KEY, FAILOVER_STRATEGY_KEY))
+    config = resolve_deprecated_keys(config, source=CLUSTER_SOURCE)
     try:
         load_restart_strategy(config, partitions_persisted=True)
         failover_strategy_name(config)
     except ValueError as err:
-        raise ValueError(f"{err} (set in [ft_provider] of airflow.cfg)") from None
+        raise ValueError(f"{err} (set in {CLUSTER_SOURCE})") from None
     return config
 
 

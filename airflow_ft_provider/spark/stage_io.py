@@ -143,7 +143,7 @@ class StageIO:
         checkpoint = self._checkpoint("write_stream")
         output = self._claim(name)
         location = output.location.rstrip("/")
-        codec = "none" if output.compression in ("none", "uncompressed") else output.compression
+        codec = _codec(output)
         fail_in = checkpoint.fail_in_batch
 
         def write_batch(batch: DataFrame, batch_id: int) -> None:  # runs in the Spark server (Connect)
@@ -200,8 +200,7 @@ class StageIO:
         if output.location.startswith(VIEW_PREFIX):
             rows = self._publish_view(df, output.location[len(VIEW_PREFIX) :])
         else:
-            codec = "none" if output.compression in ("none", "uncompressed") else output.compression
-            df.write.mode("error").option("compression", codec).parquet(output.location)
+            df.write.mode("error").option("compression", _codec(output)).parquet(output.location)
             rows = self.spark.read.parquet(output.location).count()  # answered from Parquet footers
         if self._in_process is not None:
             self._in_process.rows[name] = rows
@@ -232,6 +231,11 @@ class StageIO:
             stream.write(bytearray(json.dumps(content).encode()))
         finally:
             stream.close()
+
+
+def _codec(output: OutputSpec) -> str:
+    """The Parquet codec Spark calls what the output declares (``none`` for no compression)."""
+    return "none" if output.compression in ("none", "uncompressed") else output.compression
 
 
 def _partition_dir(paths: list[str]) -> str:

@@ -882,6 +882,7 @@ CATALOGUE = [
         checkpoint_in_airflow_cfg,
         PipelineWiringError,
         "execution.checkpointing.interval='often'",
+        "(in [ft_provider] of airflow.cfg)",
         "write a number with a unit",
     ),
     # -- failover-strategy --------------------------------------------------------------------------
