@@ -24,6 +24,7 @@ Categories (the first part of every row id):
                         plain http to another machine, a verify that is no CA bundle
     spark               undefined spark connection
     faults              a run's ft_faults naming a task or partition the pipeline lacks, or a bad 'times'
+                        or 'batch'
     name                pipeline/run/result/consumer/execution/attempt/file names with '..', '/',
                         control characters, overlong names, bad bucket names and map indexes,
                         file names another writer uploaded that readers would reject
@@ -1276,6 +1277,26 @@ CATALOGUE = [
         faults_in_run_conf([{"task": "report", "times": "2"}]),
         AirflowFailException,
         "times must be an integer ≥ 1, got '2'",
+    ),
+    row(
+        "faults/batch-mode-without-its-batch",
+        faults_in_run_conf([{"task": "report", "mode": "batch"}]),
+        AirflowFailException,
+        "mode 'batch' takes 'batch'",
+        "the micro-batch (≥ 0)",
+    ),
+    row(
+        "faults/batch-not-a-number",
+        faults_in_run_conf([{"task": "report", "mode": "batch", "batch": "3"}]),
+        AirflowFailException,
+        "mode 'batch' takes 'batch'",
+        "'batch': '3'",
+    ),
+    row(
+        "faults/batch-without-mode-batch",
+        faults_in_run_conf([{"task": "report", "batch": 3}]),
+        AirflowFailException,
+        "and only it does",
     ),
     # -- name ---------------------------------------------------------------------------------------
     row(
