@@ -16,10 +16,22 @@ from collections.abc import Mapping
 from typing import Any
 
 
-def main(argv: list[str]) -> None:
+def child_s3_client() -> Any:
+    """A boto3 client for the endpoint the test passed in ``FT_CHILD_S3_*`` (S3Endpoint.env)."""
     import boto3
     from botocore.config import Config
 
+    return boto3.client(
+        "s3",
+        endpoint_url=os.environ["FT_CHILD_S3_ENDPOINT"],
+        region_name=os.environ["FT_CHILD_S3_REGION"],
+        aws_access_key_id=os.environ["FT_CHILD_S3_ACCESS_KEY"],
+        aws_secret_access_key=os.environ["FT_CHILD_S3_SECRET_KEY"],
+        config=Config(retries={"total_max_attempts": 2}),
+    )
+
+
+def main(argv: list[str]) -> None:
     from airflow_ft_provider.partitions import PartitionRef, Producer, S3PartitionStore
 
     url, pipeline, run_id, result, map_index, try_number, source = argv
@@ -35,14 +47,7 @@ def main(argv: list[str]) -> None:
         while True:
             time.sleep(3600)
 
-    client = boto3.client(
-        "s3",
-        endpoint_url=os.environ["FT_CHILD_S3_ENDPOINT"],
-        region_name=os.environ["FT_CHILD_S3_REGION"],
-        aws_access_key_id=os.environ["FT_CHILD_S3_ACCESS_KEY"],
-        aws_secret_access_key=os.environ["FT_CHILD_S3_SECRET_KEY"],
-        config=Config(retries={"total_max_attempts": 2}),
-    )
+    client = child_s3_client()
     store = S3PartitionStore(client, url, on_step=on_step)
     ref = PartitionRef(pipeline, run_id, result, int(map_index))
     store.commit(

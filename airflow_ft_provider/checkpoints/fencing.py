@@ -30,6 +30,7 @@ class Why(enum.Enum):
     NO_CHECKPOINT = "no-checkpoint"
     INPUT_CHANGED = "input-changed"
     PIPELINED_INPUT = "pipelined-input"
+    UNRESTORABLE = "unrestorable"  # its objects are missing or damaged in the store
 
 
 @dataclass(frozen=True)
@@ -37,6 +38,7 @@ class RestoreDecision:
     why: Why
     checkpoint: CompletedCheckpoint | None = None
     changed: tuple[str, ...] = ()  # the inputs whose committed attempt differs
+    damage: str = ""  # why an UNRESTORABLE checkpoint could not be restored
 
     @property
     def resume(self) -> bool:
@@ -60,6 +62,11 @@ class RestoreDecision:
                 "region's new execution (a pipelined region restarts as a whole)"
             )
         assert self.checkpoint is not None
+        if self.why is Why.UNRESTORABLE:
+            return (
+                f"{task} try {try_number} starts fresh: checkpoint {self.checkpoint.checkpoint_id} cannot be "
+                f"restored ({self.damage})"
+            )
         return (
             f"{task} try {try_number} starts fresh: checkpoint {self.checkpoint.checkpoint_id} was taken "
             f"against other committed attempts of {', '.join(self.changed)} (rebuilt since by failover)"
@@ -67,9 +74,14 @@ class RestoreDecision:
 
 
 def restore_decision(
-    latest: CompletedCheckpoint | None, inputs: Mapping[str, str], *, pipelined_input: bool
+    latest: CompletedCheckpoint | None,
+    inputs: Mapping[str, str],
+    *,
+    pipelined_input: bool,
+    damage: str | None = None,
 ) -> RestoreDecision:
-    """Resume from ``latest`` only if every input is the committed attempt it was taken against."""
+    """Resume from ``latest`` only if every input is the committed attempt it was taken against (and,
+    with ``damage``, the reason its copy could not be restored: then start fresh)."""
     if pipelined_input:
         return RestoreDecision(Why.PIPELINED_INPUT, latest)
     if latest is None:
@@ -79,4 +91,6 @@ def restore_decision(
     )
     if changed:
         return RestoreDecision(Why.INPUT_CHANGED, latest, changed)
+    if damage is not None:
+        return RestoreDecision(Why.UNRESTORABLE, latest, damage=damage)
     return RestoreDecision(Why.RESUME, latest)

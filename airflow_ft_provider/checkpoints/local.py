@@ -55,12 +55,17 @@ class LocalCheckpoint:
         self.spark_dir = self.path / "spark"
         self.fence_file = self.path / FENCE_FILE
 
-    def latest(self) -> CompletedCheckpoint | None:
-        """The last completed checkpoint here: the highest micro-batch in Spark's commits log, with the
-        input its file source had read by then. None when there is none or the fence is unreadable."""
+    def last_committed(self) -> int | None:
+        """The highest micro-batch in Spark's commits log here (its output and offsets are complete)."""
         commits = self.spark_dir / "commits"
         batch_ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
-        if not batch_ids:
+        return max(batch_ids) if batch_ids else None
+
+    def latest(self) -> CompletedCheckpoint | None:
+        """The last completed micro-batch here, with the input its file source had read by then. None
+        when there is none or the fence is unreadable."""
+        last = self.last_committed()
+        if last is None:
             return None
         try:
             fence = load_json(self.fence_file.read_bytes(), max_bytes=1 << 20)
@@ -69,10 +74,9 @@ class LocalCheckpoint:
             return None
         if not isinstance(inputs, dict):
             return None
-        last = max(batch_ids)
-        return CompletedCheckpoint(last, dict(inputs), self._bytes_read_through(last), total, taken_by)
+        return CompletedCheckpoint(last, dict(inputs), self.bytes_read_through(last), total, taken_by)
 
-    def _bytes_read_through(self, last: int) -> int:
+    def bytes_read_through(self, last: int) -> int:
         """The size of every input file the micro-batches up to ``last`` read (Spark's file source log)."""
         total = 0
         for log in sorted((self.spark_dir / "sources" / "0").glob("*")):

@@ -86,6 +86,8 @@ class TaskLog(Protocol):
 
     def warning(self, msg: str, /, *args: Any) -> Any: ...
 
+    def error(self, msg: str, /, *args: Any) -> Any: ...
+
 
 class DataPlacement(Protocol):
     """Where a try reads and writes partition data (``placement.StagedFiles`` or ``DirectS3a``)."""

@@ -9,18 +9,30 @@ run's history (journal event ``checkpoint``) and to the try's ``ft_partitions`` 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
-from airflow_ft_provider.checkpoints.fencing import RestoreDecision, restore_decision
+from airflow_ft_provider.checkpoints.fencing import CompletedCheckpoint, RestoreDecision, restore_decision
 from airflow_ft_provider.checkpoints.local import DEFAULT_ROOT, LocalCheckpoint, sweep_stale
+from airflow_ft_provider.checkpoints.snapshot import (
+    CheckpointMetadata,
+    InvalidCheckpoint,
+    relocate_source_logs,
+)
+from airflow_ft_provider.checkpoints.store_copy import Fence, StoreCheckpoints
+from airflow_ft_provider.checkpoints.uploader import CheckpointUploader
 from airflow_ft_provider.execution.contracts import TaskLog
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.spec import CheckpointSpec
+
+
+class CheckpointFailure(RuntimeError):
+    """More checkpoints failed in a row than ``tolerable-failed-checkpoints`` allows."""
+
 
 ROOT_KEY = "checkpoint_local_dir"  # [ft_provider]: where task-local checkpoints live (default: tmp)
 
@@ -43,6 +55,8 @@ class CheckpointedTry:
         map_index: int | None,
         try_number: int,
         log: TaskLog,
+        kill: Callable[[], None],
+        on_step: Callable[[str, int], None] | None = None,
     ) -> None:
         self.config = config
         self.description = description
@@ -53,23 +67,87 @@ class CheckpointedTry:
         self.task = description.core_task_id(stage, map_index)
         self.try_number = try_number
         self.log = log
+        self.kill = kill
         self.local = LocalCheckpoint(local_root(), run, self.task)
+        self.copy = StoreCheckpoints(store, run, self.task, on_step=on_step)
         self.decision: RestoreDecision | None = None
+        self.uploader: CheckpointUploader | None = None
+        self.restored_via: str | None = None  # "local" or "store"
+        self.restored_bytes = 0
+        self._newest: CheckpointMetadata | None = None  # the store's newest checkpoint, restored or not
+        self._damage: str | None = None
 
     @contextmanager
     def workdir(self) -> Iterator[Path]:
-        """The stage's checkpoint directory, resumed or started afresh; released once the try succeeds."""
+        """The stage's checkpoint directory, restored or started afresh, with its checkpoints copied to the
+        store while the try runs; released (both copies) once the try has committed its output."""
         stale = sweep_stale(self.local.root, older_than=self.store.retention)
         if stale:
             self.log.info("removed %d task-local checkpoints unused for a retention: %s", len(stale), stale)
         inputs, total, pipelined = self._inputs()
-        self.decision = restore_decision(self.local.latest(), inputs, pipelined_input=pipelined)
+        restored = None if pipelined else self._restore(inputs)
+        newest = restored or self._newest
+        self.decision = restore_decision(
+            _completed(newest) if newest else None,
+            inputs,
+            pipelined_input=pipelined,
+            damage=self._damage if restored is None else None,
+        )
         if not self.decision.resume:
             self.local.start_fresh()
-            self.local.fence(inputs, total_bytes=total, try_number=self.try_number)
+            self.copy.release()  # taken against other inputs, or by another execution of the region
+        self.local.fence(inputs, total_bytes=total, try_number=self.try_number)
         self._record()
-        yield self.local.path
+        fence = Fence(inputs, total, self.try_number)
+        taken = restored.checkpoint_id if restored else None
+        self.uploader = CheckpointUploader(
+            self.copy, self.local, self.config, fence, taken=taken, on_intolerable=self._intolerable
+        ).start()
+        try:
+            yield self.local.path
+        except BaseException as failure:
+            self.uploader.stop(drain=True)
+            if self.uploader.intolerable is not None:
+                raise CheckpointFailure(f"{self.task}: {self.uploader.intolerable}") from failure
+            raise
+        self.uploader.stop(drain=False)
         self.local.release()
+        self.copy.release()
+
+    def _restore(self, inputs: dict[str, str]) -> CheckpointMetadata | None:
+        """The newest completed checkpoint of the store taken against ``inputs``, made the task-local
+        directory: the verified local copy (local recovery), else downloaded; an older one if its
+        objects are damaged. None: start fresh (``_newest`` and ``_damage`` say why)."""
+        for candidate in self.copy.candidates():
+            self._newest = self._newest or candidate
+            if dict(candidate.inputs) != inputs:
+                return None  # fenced out; older ones were taken against the same inputs, or older ones
+            if self.config.local_recovery:
+                wrong = self.copy.verify_local(candidate, self.local.path)
+                if wrong is None:
+                    self.restored_via = "local"
+                    return candidate
+                self.log.info(
+                    "%s: the local copy of checkpoint %d is unusable (%s): restoring it from the store",
+                    self.task,
+                    candidate.checkpoint_id,
+                    wrong,
+                )
+            self.local.start_fresh()
+            try:
+                self.restored_bytes = self.copy.restore(candidate, self.local.path)
+            except InvalidCheckpoint as err:
+                self._damage = self._damage or f"checkpoint {candidate.checkpoint_id}: {err}"
+                self.log.warning("%s: %s; trying an older checkpoint", self.task, self._damage)
+                continue
+            relocate_source_logs(self.local.path, candidate.local_path)
+            self.restored_via = "store"
+            return candidate
+        return None
+
+    def _intolerable(self, reason: str) -> None:
+        self.log.error("%s: %s; failing the try", self.task, reason)
+        self.kill()
 
     def _record(self) -> None:
         """The restore point of this try: in the task log, and in the run's history (the failover page,
@@ -86,6 +164,7 @@ class CheckpointedTry:
                 "try_number": self.try_number,
                 "reason": explanation,
                 "restored_from": restored.checkpoint_id if restored else None,
+                "restored_via": self.restored_via,
             }
         )
 
@@ -110,6 +189,9 @@ class CheckpointedTry:
             "last_checkpoint": last.checkpoint_id if last else None,
             "input_bytes": last.total_bytes if last else 0,
             "input_bytes_read": (last.processed_bytes if last else 0) - read_before,
+            "restored_via": self.restored_via,
+            "restored_bytes": self.restored_bytes,
+            "checkpoints": self.uploader.stats.as_dict() if self.uploader else {},
         }
 
     def _inputs(self) -> tuple[dict[str, str], int, bool]:
@@ -126,3 +208,13 @@ class CheckpointedTry:
                 attempts[partition_id] = manifest.attempt_id
                 total += manifest.total_size
         return attempts, total, pipelined
+
+
+def _completed(metadata: CheckpointMetadata) -> CompletedCheckpoint:
+    return CompletedCheckpoint(
+        metadata.checkpoint_id,
+        dict(metadata.inputs),
+        metadata.processed_bytes,
+        metadata.total_bytes,
+        metadata.taken_by_try,
+    )

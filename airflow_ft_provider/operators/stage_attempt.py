@@ -178,6 +178,7 @@ class StageAttempt:
             map_index=self.map_index,
             try_number=self.ti.try_number,
             log=self.log,
+            kill=self.kill,
         )
 
     def kill(self) -> None:

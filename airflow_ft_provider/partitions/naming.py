@@ -267,6 +267,10 @@ class StoreLayout:
     def lease_key(self, run: RunRef, consumer: str) -> str:
         return f"{self.leases_prefix(run)}{encode_segment(check_encoded_name('consumer', consumer))}.json"
 
+    def checkpoints_prefix(self, run: RunRef, task: str) -> str:
+        """A checkpointed task's completed checkpoints (``chk-<id>/_metadata``) and their ``objects/``."""
+        return f"{self.run_prefix(run)}checkpoints/{encode_segment(check_encoded_name('task', task))}/"
+
     def marker_key(self, run: RunRef, marker: str) -> str:
         return f"{self.run_prefix(run)}_run/{marker}.json"
 

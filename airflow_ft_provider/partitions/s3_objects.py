@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -230,6 +231,26 @@ class StoreObjects:
             if error_code(exc) in MISSING_CODES:
                 return None
             raise
+
+    def upload_file(self, key: str, path: str | os.PathLike[str]) -> None:
+        """Upload a local file to ``key`` (multipart when large, as the store's transfer config says)."""
+        self._inside_store(key)
+        with self._s3_errors("PutObject", key):
+            self.client.upload_file(str(path), self.bucket, key, Config=self.transfer_config)
+
+    def download_file(self, key: str, path: str | os.PathLike[str]) -> bool:
+        """Download ``key`` to a local file; False when there is no such object."""
+        from botocore.exceptions import ClientError
+
+        self._inside_store(key)
+        with self._s3_errors("GetObject", key):
+            try:
+                self.client.download_file(self.bucket, key, str(path), Config=self.transfer_config)
+            except ClientError as exc:
+                if error_code(exc) in MISSING_CODES or error_code(exc) == "404":
+                    return False
+                raise
+        return True
 
     def list_objects(self, prefix: str) -> dict[str, ObjectInfo]:
         """Every key under ``prefix`` (inside this store) with its size and last-modified time."""

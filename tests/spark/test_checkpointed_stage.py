@@ -10,6 +10,7 @@ only the rest of its input, and the output is committed once, equal to a failure
 from __future__ import annotations
 
 import json
+import shutil
 import types
 from pathlib import Path
 
@@ -39,7 +40,17 @@ SQUARES_APP = str(Path(__file__).parent / "apps" / "checkpointed_squares.py")
 
 
 @pytest.fixture(params=["spark-connect", "spark-submit"])
-def pipeline(request, s3_bucket, spark_connect, monkeypatch, tmp_path):
+def pipeline(request, make_pipeline):
+    return make_pipeline(request.param)
+
+
+@pytest.fixture
+def make_pipeline(s3_bucket, spark_connect, monkeypatch, tmp_path):
+    """make(backend, **checkpoint keys) -> (dag, task-local checkpoint root, failure message)."""
+    return lambda backend, **keys: build(backend, keys, s3_bucket, spark_connect, monkeypatch, tmp_path)
+
+
+def build(backend, keys, s3_bucket, spark_connect, monkeypatch, tmp_path):
     endpoint = s3_bucket.endpoint
     aws = {"endpoint_url": endpoint.url, "region_name": endpoint.region}
     monkeypatch.setenv(
@@ -54,7 +65,7 @@ def pipeline(request, s3_bucket, spark_connect, monkeypatch, tmp_path):
     )
     squares = (
         {"python_callable": apps.squares}
-        if request.param == "spark-connect"
+        if backend == "spark-connect"
         else {"application": SQUARES_APP, "spark_conn_id": "ft_checkpoint_submit"}
     )
     monkeypatch.setenv("AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION", "True")
@@ -75,12 +86,11 @@ def pipeline(request, s3_bucket, spark_connect, monkeypatch, tmp_path):
                 **squares,
                 inputs=["numbers"],
                 outputs=["squares"],
-                checkpointing={"execution.checkpointing.interval-volume": "1 kb"},  # a file per batch
+                # a file per batch
+                checkpointing={"execution.checkpointing.interval-volume": "1 kb", **keys},
             )
     # spark-submit reports the application's failure as its exit status (the reason is in its log)
-    failed = (
-        "injected failure inside micro-batch {}" if request.param == "spark-connect" else "Cannot execute"
-    )
+    failed = "injected failure inside micro-batch {}" if backend == "spark-connect" else "Cannot execute"
     return dag, tmp_path / "checkpoints", failed
 
 
@@ -185,3 +195,57 @@ def test_a_checkpoint_taken_against_an_input_failover_rebuilt_is_not_reused(pipe
         assert summary["why"] == "input-changed" and summary["input_bytes_read"] == summary["input_bytes"]
     assert output(dag) == EXPECTED
     assert not any(checkpoints.rglob("commits"))  # released once the output was committed
+
+
+def store_objects(dag):
+    store = dag.task_dict["squares"].store
+    prefix = store.layout.checkpoints_prefix(RunRef("ft_checkpointed", RUN_ID), "squares")
+    return store, prefix
+
+
+def test_a_retry_on_another_worker_restores_the_checkpoint_from_the_store(
+    make_pipeline, monkeypatch, tmp_path
+):
+    dag, checkpoints, failed = make_pipeline("spark-connect")
+    run(dag, "numbers", 1)
+    with pytest.raises(Exception, match=failed.format(3)):
+        run(dag, "squares", 1, [{"task": "squares", "mode": "batch", "batch": 3}])
+    # The worker is lost with its disk; the retry runs on another one, with another local directory.
+    shutil.rmtree(checkpoints)
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__CHECKPOINT_LOCAL_DIR", str(tmp_path / "worker-b"))
+    pushed, last = run_to_success(dag, "squares", 2)
+    summary = pushed["squares"]["checkpoint"]
+    assert (summary["why"], summary["restored_via"]) == ("resume", "store") and summary["restored_bytes"] > 0
+    assert [(t, k) for t, k, _ in restores(dag)[:2]] == [(1, None), (2, 2)]
+    if last == 2:  # the file-source log was moved to this worker's paths: batches 0-2 are not read again
+        assert summary["input_bytes_read"] == pytest.approx(summary["input_bytes"] * 5 / 8, rel=0.15)
+    assert output(dag) == EXPECTED
+    store, prefix = store_objects(dag)
+    assert store.list_objects(prefix) == {}  # released with the committed output
+
+
+def test_local_recovery_restores_from_the_verified_local_copy_without_reading_the_store(make_pipeline):
+    dag, checkpoints, failed = make_pipeline("spark-connect", **{"state.backend.local-recovery": "true"})
+    run(dag, "numbers", 1)
+    with pytest.raises(Exception, match=failed.format(3)):
+        run(dag, "squares", 1, [{"task": "squares", "mode": "batch", "batch": 3}])
+    # Only the _metadata remain in the store: a retry that read a checkpoint object would fail.
+    store, prefix = store_objects(dag)
+    store.delete_keys([k for k in store.list_objects(prefix) if "/objects/" in k])
+    pushed, _ = run_to_success(dag, "squares", 2)
+    summary = pushed["squares"]["checkpoint"]
+    assert (summary["why"], summary["restored_via"], summary["restored_bytes"]) == ("resume", "local", 0)
+    assert output(dag) == EXPECTED
+
+
+def test_a_damaged_local_copy_falls_back_to_the_store(make_pipeline):
+    dag, checkpoints, failed = make_pipeline("spark-connect", **{"state.backend.local-recovery": "true"})
+    run(dag, "numbers", 1)
+    with pytest.raises(Exception, match=failed.format(3)):
+        run(dag, "squares", 1, [{"task": "squares", "mode": "batch", "batch": 3}])
+    [part] = [p for p in checkpoints.rglob("b0000000001/part-*.parquet")]
+    part.write_bytes(part.read_bytes()[:-20])  # a disk error in the output of batch 1
+    pushed, _ = run_to_success(dag, "squares", 2)
+    summary = pushed["squares"]["checkpoint"]
+    assert (summary["why"], summary["restored_via"]) == ("resume", "store")
+    assert output(dag) == EXPECTED
