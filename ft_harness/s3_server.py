@@ -21,6 +21,7 @@ The endpoint must support conditional writes (AWS S3 does since 2024).
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import socket
 import subprocess
@@ -68,6 +69,13 @@ class S3Endpoint:
         }
         kwargs.update(overrides)
         return boto3.client("s3", **kwargs)
+
+    def aws_connection(self) -> str:
+        """This endpoint as an Airflow ``aws`` connection (JSON for ``AIRFLOW_CONN_<ID>``)."""
+        extra = {"endpoint_url": self.url, "region_name": self.region}
+        return json.dumps(
+            {"conn_type": "aws", "login": self.access_key, "password": self.secret_key, "extra": extra}
+        )
 
     def env(self) -> dict[str, str]:
         """For child processes (see ft_harness/commit_child.py)."""

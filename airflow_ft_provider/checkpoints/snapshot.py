@@ -26,6 +26,9 @@ METADATA_VERSION = 1
 MAX_METADATA_BYTES = 8 << 20  # a checkpoint of ~50,000 files
 _SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 _LEADING_NUMBER = re.compile(r"^(\d+)")
+# A state store version's files: HDFS-backed <v>.delta/.snapshot, RocksDB <v>.changelog/.zip (with a
+# unique id after '_' in checkpoint format v2); RocksDB's SST files are numbered otherwise.
+_STATE_VERSION = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(?:delta|snapshot|changelog|zip)\Z")
 _BATCH_DIR = re.compile(r"^b(\d{10})\Z")
 _LOGS = ("offsets", "commits")
 
@@ -155,8 +158,8 @@ def files_of_checkpoint(task_dir: Path, checkpoint_id: int) -> list[Path]:
             if number and int(number.group(1)) > checkpoint_id:
                 continue  # the batch in flight
         elif parts[0] == "state":
-            number = _LEADING_NUMBER.match(parts[-1])
-            if number and "." in parts[-1] and int(number.group(1)) > checkpoint_id + 1:
+            number = _STATE_VERSION.match(parts[-1])
+            if number and int(number.group(1)) > checkpoint_id + 1:
                 continue  # state version k+1 is batch k's
         found.append(path)
     out = task_dir / "out"

@@ -173,6 +173,7 @@ class CheckpointedTry:
             location=self.local.spark_dir.as_uri(),
             max_bytes_per_trigger=self.config.interval_volume,
             fail_in_batch=fail_in_batch,
+            changelog=self.config.incremental,
         )
 
     def summary(self) -> dict[str, object]:

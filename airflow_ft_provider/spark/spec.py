@@ -58,6 +58,7 @@ class CheckpointSpec:
     location: str  # file:// URI of Spark's checkpointLocation
     max_bytes_per_trigger: int
     fail_in_batch: int | None = None
+    changelog: bool = False  # RocksDB changelog checkpointing (execution.checkpointing.incremental)
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,7 @@ class StageIO:
         self.spec = spec
         self._in_process = in_process
         self._written: set[str] = set()
+        self._streamed: str | None = None
 
     @property
     def map_index(self) -> int | None:
@@ -114,8 +115,17 @@ class StageIO:
     # -- checkpointed stages (airflow_ft_provider/checkpoints) ---------------------------------------
     def read_stream(self, name: str) -> DataFrame:
         """A declared input as a streaming DataFrame over its committed partitions' files, read in
-        micro-batches of at most ``execution.checkpointing.interval-volume`` (checkpointed stages)."""
+        micro-batches of at most ``execution.checkpointing.interval-volume`` (checkpointed stages).
+        One input per stage: join the others as static DataFrames (``read``)."""
         checkpoint = self._checkpoint("read_stream")
+        if self._streamed:
+            raise StageIOError(
+                f"stage {self.spec.stage!r} streams {self._streamed!r} already and now {name!r}: a "
+                "checkpointed stage reads one input incrementally (a stream-stream join needs watermarks "
+                f"that bounded inputs do not have); read {name!r} with io.read() and join it as a static "
+                "DataFrame"
+            )
+        self._streamed = name
         partitions = self._input(name).partitions
         dirs = sorted({_partition_dir(p.paths) for p in partitions if p.paths})
         if not dirs or any(p.view for p in partitions):
@@ -136,27 +146,61 @@ class StageIO:
             .parquet(pattern)
         )
 
-    def write_stream(self, name: str, df: DataFrame) -> None:
+    def write_stream(self, name: str, df: DataFrame, *, output_mode: str = "append") -> None:
         """Write a streaming DataFrame to a declared output, one directory per micro-batch (a batch run
         again overwrites its own: exactly once), until the input available now is processed. Spark's
-        checkpoint records each completed micro-batch; a retry resumes after the last one."""
+        checkpoint records each completed micro-batch; a retry resumes after the last one.
+
+        ``output_mode``: ``"append"`` (default) for row-wise operations and ``dropDuplicates``, whose
+        micro-batches' rows together are the result; ``"complete"`` for an aggregation, whose last
+        micro-batch is the whole result (the older ones are removed). State lives in Spark's RocksDB
+        state store (with changelog checkpointing when ``execution.checkpointing.incremental``)."""
+        if output_mode not in OUTPUT_MODES:
+            raise StageIOError(
+                f"write_stream({name!r}, output_mode={output_mode!r}): use 'append' (row-wise operations, "
+                "dropDuplicates) or 'complete' (aggregations); 'update' writes only the rows each "
+                "micro-batch changed, whose union is not the result"
+            )
         checkpoint = self._checkpoint("write_stream")
         output = self._claim(name)
         location = output.location.rstrip("/")
         codec = _codec(output)
         fail_in = checkpoint.fail_in_batch
+        complete = output_mode == "complete"
 
         def write_batch(batch: DataFrame, batch_id: int) -> None:  # runs in the Spark server (Connect)
+            # Pickled by value and run where Airflow is not installed: the standard library only.
+            import os
+            import shutil
+
             batch.write.mode("overwrite").option("compression", codec).parquet(f"{location}/b{batch_id:010d}")
+            if complete:  # this batch holds the whole result: the older ones are not part of it
+                root = location.removeprefix("file://")
+                for entry in os.listdir(root):
+                    if entry.startswith("b") and entry[1:].isdigit() and int(entry[1:]) < batch_id:
+                        shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
             if fail_in is not None and batch_id == fail_in:  # its output is written, its commit is not
                 raise RuntimeError(f"injected failure inside micro-batch {batch_id} (ft_faults)")
 
-        query = (
+        self.spark.conf.set(STATE_STORE_CONF, ROCKSDB_PROVIDER)
+        self.spark.conf.set(CHANGELOG_CONF, "true" if checkpoint.changelog else "false")
+        writer = (
             df.writeStream.foreachBatch(write_batch)
+            .outputMode(output_mode)
             .option("checkpointLocation", checkpoint.location)
             .trigger(availableNow=True)
-            .start()
         )
+        try:
+            query = writer.start()
+        except Exception as err:
+            if "output mode" not in str(err).lower():
+                raise
+            raise StageIOError(
+                f"stage {self.spec.stage!r} cannot write {name!r} in output mode {output_mode!r} ({err}); "
+                "an aggregation needs write_stream(..., output_mode='complete'); operations Spark cannot "
+                "run incrementally (sorting before an aggregation, limit) need an ordinary stage "
+                "(read/write, checkpointing=False)"
+            ) from err
         query.awaitTermination()
         progress = [p for p in query.recentProgress if p is not None]
         read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
@@ -231,6 +275,12 @@ class StageIO:
             stream.write(bytearray(json.dumps(content).encode()))
         finally:
             stream.close()
+
+
+OUTPUT_MODES = ("append", "complete")
+STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
+ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
+CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
 
 
 def _codec(output: OutputSpec) -> str:

@@ -51,14 +51,7 @@ def make_pipeline(s3_bucket, spark_connect, monkeypatch, tmp_path):
 
 
 def build(backend, keys, s3_bucket, spark_connect, monkeypatch, tmp_path):
-    endpoint = s3_bucket.endpoint
-    aws = {"endpoint_url": endpoint.url, "region_name": endpoint.region}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_AWS_DEFAULT",
-        json.dumps(
-            {"conn_type": "aws", "login": endpoint.access_key, "password": endpoint.secret_key, "extra": aws}
-        ),
-    )
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", s3_bucket.endpoint.aws_connection())
     monkeypatch.setenv("AIRFLOW_CONN_FT_CHECKPOINT_CONNECT", json.dumps(spark_connect.connection()))
     monkeypatch.setenv(
         "AIRFLOW_CONN_FT_CHECKPOINT_SUBMIT", json.dumps({"conn_type": "spark", "host": "local[1]"})

@@ -10,3 +10,22 @@ def numbers(spark, io):
 
 def squares(spark, io):
     io.write_stream("squares", io.read_stream("numbers").selectExpr("id", "id * id AS sq"))
+
+
+def totals(spark, io):
+    """A stateful aggregation across micro-batches: its state is in the RocksDB state store."""
+    totals = io.read_stream("numbers").groupBy("k").agg({"id": "sum", "*": "count"})
+    io.write_stream("totals", totals.withColumnRenamed("sum(id)", "total"), output_mode="complete")
+
+
+def distinct_keys(spark, io):
+    """dropDuplicates across micro-batches (append: each key once, in the batch that first saw it)."""
+    io.write_stream("keys", io.read_stream("numbers").select("k").dropDuplicates(["k"]))
+
+
+def aggregate_appended(spark, io):
+    io.write_stream("totals", io.read_stream("numbers").groupBy("k").count())
+
+
+def two_streams(spark, io):
+    io.write_stream("totals", io.read_stream("numbers").join(io.read_stream("numbers"), "id"))
