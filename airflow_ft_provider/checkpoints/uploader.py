@@ -39,9 +39,26 @@ class CheckpointStats:
         self.failed += 1
         self.failures = [*self.failures[-4:], reason]
 
+    def describe(self, task: str, try_number: int, *, succeeded: bool) -> str:
+        """One sentence for the task log and the history."""
+        ended = "succeeded" if succeeded else "failed"
+        done = len(self.completed)
+        text = f"{task} try {try_number} {ended}: {done} checkpoints completed, {self.failed} failed"
+        if self.completed:
+            last = self.completed[-1]
+            share = 100 * last.processed_bytes / last.total_bytes if last.total_bytes else 100.0
+            took = last.completed - last.started
+            text += (
+                f"; the last, {last.checkpoint_id}, covers {share:.0f} % of the input "
+                f"({_size(last.size)}, {_size(last.uploaded_bytes)} new, {took:.2f} s)"
+            )
+        return text
+
     def as_dict(self) -> dict[str, object]:
         last = self.completed[-1] if self.completed else None
         return {
+            "processed_bytes": last.processed_bytes if last else None,
+            "total_bytes": last.total_bytes if last else None,
             "completed": len(self.completed),
             "failed": self.failed,
             "failures": list(self.failures),
@@ -150,3 +167,11 @@ class CheckpointUploader:
                 f"execution.checkpointing.tolerable-failed-checkpoints={tolerable}; last: {reason}"
             )
             self.on_intolerable(self.intolerable)
+
+
+def _size(count: int) -> str:
+    for unit in ("bytes", "KiB", "MiB", "GiB"):
+        if count < 1024 or unit == "GiB":
+            return f"{count} {unit}" if unit == "bytes" else f"{count:.1f} {unit}"
+        count /= 1024  # type: ignore[assignment]
+    return str(count)

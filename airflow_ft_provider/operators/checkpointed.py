@@ -107,12 +107,35 @@ class CheckpointedTry:
             yield self.local.path
         except BaseException as failure:
             self.uploader.stop(drain=True)
+            self._record_statistics(succeeded=False)
             if self.uploader.intolerable is not None:
                 raise CheckpointFailure(f"{self.task}: {self.uploader.intolerable}") from failure
             raise
         self.uploader.stop(drain=False)
+        self._record_statistics(succeeded=True)
         self.local.release()
         self.copy.release()
+
+    def _record_statistics(self, *, succeeded: bool) -> None:
+        """Seed 003's monitoring for this try, in the task log and the run's history (``checkpoints``)."""
+        assert self.uploader is not None
+        stats = self.uploader.stats
+        sentence = stats.describe(self.task, self.try_number, succeeded=succeeded)
+        self.log.info("%s", sentence)
+        try:
+            RecoveryJournal(self.store, self.run).record(
+                {
+                    "time": time.time(),
+                    "kind": "checkpoints",
+                    "task": self.task,
+                    "try_number": self.try_number,
+                    "reason": sentence,
+                    "succeeded": succeeded,
+                    **stats.as_dict(),
+                }
+            )
+        except Exception as err:  # noqa: BLE001 - statistics never fail a try (nor hide its failure)
+            self.log.warning("%s: checkpoint statistics not recorded: %s", self.task, err)
 
     def _restore(self, inputs: dict[str, str]) -> CheckpointMetadata | None:
         """The newest completed checkpoint of the store taken against ``inputs``, made the task-local

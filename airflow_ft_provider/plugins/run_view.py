@@ -18,6 +18,7 @@ from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.store import AvailabilityReport
 
 SUCCESS = "success"
+CHECKPOINT_EVENTS = ("checkpoint", "checkpoints")  # a try's restore point, and its statistics
 
 
 def region_id(region: Iterable[str]) -> str:
@@ -122,7 +123,7 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for event in events:
         manual = event.get("kind") == "manual"
-        told = manual or event.get("kind") == "checkpoint"  # its reason is the sentence to show
+        told = manual or event.get("kind") in CHECKPOINT_EVENTS  # its reason is the sentence to show
         rows.append(
             {
                 "time": event.get("time"),
@@ -144,6 +145,37 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     return rows
 
 
+def _checkpoint_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Per checkpointed task (seed 003's monitoring): its newest try's statistics and every try's
+    restore point."""
+    rows: dict[str, dict[str, Any]] = {}
+    for event in events:
+        if event.get("kind") not in CHECKPOINT_EVENTS or not isinstance(event.get("task"), str):
+            continue
+        row = rows.setdefault(event["task"], {"task": event["task"], "restores": []})
+        if event["kind"] == "checkpoint":
+            row["restores"].append(
+                {"try_number": event.get("try_number"), "restored_from": event.get("restored_from"),
+                 "restored_via": event.get("restored_via"), "reason": event.get("reason", "")}
+            )  # fmt: skip
+            continue
+        total, processed = event.get("total_bytes"), event.get("processed_bytes")
+        row.update(
+            try_number=event.get("try_number"),
+            succeeded=event.get("succeeded"),
+            completed=event.get("completed"),
+            failed=event.get("failed"),
+            last_completed=event.get("last_completed"),
+            last_duration=event.get("last_duration"),
+            last_size=event.get("last_size"),
+            last_incremental_size=event.get("last_incremental_size"),
+            progress=processed / total
+            if isinstance(total, int) and total and isinstance(processed, int)
+            else None,
+        )
+    return [rows[task] for task in sorted(rows)]
+
+
 def build_run_view(
     description: PipelineDescription,
     run_id: str,
@@ -156,6 +188,7 @@ def build_run_view(
 ) -> dict[str, Any]:
     """The page's data: regions (with task states), stage edges, partitions, history, strategy."""
     clock = clock or SystemClock()
+    events = list(events)
     tasks = _task_rows(description, task_instances)
     regions = []
     for region in sorted(description.regions, key=region_id):
@@ -194,5 +227,6 @@ def build_run_view(
         "regions": regions,
         "partitions": _partition_rows(description, report, tasks),
         "history": _history(events),
+        "checkpoints": _checkpoint_rows(events),
         "strategy": _strategy(description, state, clock),
     }

@@ -127,10 +127,15 @@ def run_to_success(dag, task_id, first_try, faults=()):
     raise AssertionError(f"{task_id} did not succeed in 3 tries")
 
 
+def history(dag):
+    return RecoveryJournal(dag.task_dict["squares"].store, RunRef("ft_checkpointed", RUN_ID)).events()
+
+
 def restores(dag):
     """(try, checkpoint restored from, sentence) of every try of squares, from the run's history."""
-    history = RecoveryJournal(dag.task_dict["squares"].store, RunRef("ft_checkpointed", RUN_ID)).events()
-    return [(e["try_number"], e["restored_from"], e["reason"]) for e in history if e["kind"] == "checkpoint"]
+    return [
+        (e["try_number"], e["restored_from"], e["reason"]) for e in history(dag) if e["kind"] == "checkpoint"
+    ]
 
 
 def output(dag):
@@ -162,6 +167,16 @@ def test_a_retry_resumes_after_the_last_completed_micro_batch_and_reads_only_the
         assert summary["input_bytes_read"] == pytest.approx(summary["input_bytes"] * 5 / 8, rel=0.15)
     assert output(dag) == EXPECTED  # every row once: no duplicate from batch 3's partial output
     assert pushed["squares"]["rows"] == apps.ROWS
+    # Seed 003's monitoring: each try's checkpoint statistics are in the history (and the task log).
+    stats = [e for e in history(dag) if e["kind"] == "checkpoints"]
+    assert [(e["try_number"], e["succeeded"]) for e in stats] == [
+        (1, False),
+        *((t, False) for t in range(2, last)),
+        (last, True),
+    ]
+    assert stats[0]["completed"] >= 1 and stats[0]["last_completed"] == 2 and stats[0]["failed"] == 0
+    assert 0 < stats[0]["processed_bytes"] < stats[0]["total_bytes"] and stats[0]["last_size"] > 0
+    assert stats[-1]["last_completed"] >= 6 and stats[-1]["processed_bytes"] == stats[-1]["total_bytes"]
 
 
 # The fencing is the try's, not the backend's: one backend is enough (spark-submit costs a JVM per try).

@@ -194,3 +194,61 @@ def test_manual_restart_events_show_who_and_why():
         [["enrich", "score"], ["report"]],
     )
     assert event["cause"] == "restart region from the failover page by ada"
+
+
+def test_checkpointed_tasks_show_their_statistics_and_every_try_s_restore_point():
+    restore = {"time": 1.0, "kind": "checkpoint", "task": "score", "restored_via": None}
+    stats = {"time": 2.0, "kind": "checkpoints", "task": "score", "failed": 0, "last_duration": 0.25}
+    view = build_run_view(
+        pipeline(),
+        "r1",
+        task_instances=[],
+        state=RecoveryState(),
+        report=None,
+        events=iter(  # read once, as the journal hands them over
+            [
+                {**restore, "try_number": 1, "restored_from": None, "reason": "score try 1 starts fresh"},
+                {
+                    **stats,
+                    "try_number": 1,
+                    "succeeded": False,
+                    "completed": 3,
+                    "last_completed": 2,
+                    "last_size": 4096,
+                    "last_incremental_size": 1024,
+                    "processed_bytes": 30,
+                    "total_bytes": 80,
+                    "reason": "score try 1 failed: 3 checkpoints completed, 0 failed",
+                },
+                {
+                    **restore,
+                    "try_number": 2,
+                    "restored_from": 2,
+                    "restored_via": "store",
+                    "reason": "score try 2 resumed at checkpoint 2",
+                },
+                {
+                    **stats,
+                    "try_number": 2,
+                    "succeeded": True,
+                    "completed": 5,
+                    "last_completed": 7,
+                    "last_size": 9000,
+                    "last_incremental_size": 800,
+                    "processed_bytes": 80,
+                    "total_bytes": 80,
+                    "reason": "score try 2 succeeded: 5 checkpoints completed, 0 failed",
+                },
+            ]
+        ),  # fmt: skip
+    )
+    [row] = view["checkpoints"]
+    assert (row["task"], row["try_number"], row["succeeded"], row["completed"], row["last_completed"]) == (
+        "score", 2, True, 5, 7
+    )  # fmt: skip
+    assert (row["last_size"], row["last_incremental_size"], row["progress"]) == (9000, 800, 1.0)
+    assert [(r["try_number"], r["restored_from"], r["restored_via"]) for r in row["restores"]] == [
+        (1, None, None),
+        (2, 2, "store"),
+    ]
+    assert [h["cause"] for h in view["history"]][1] == "score try 1 failed: 3 checkpoints completed, 0 failed"
