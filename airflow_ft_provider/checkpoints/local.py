@@ -77,8 +77,9 @@ class LocalCheckpoint:
         return CompletedCheckpoint(last, dict(inputs), self.bytes_read_through(last), total, taken_by)
 
     def bytes_read_through(self, last: int) -> int:
-        """The size of every input file the micro-batches up to ``last`` read (Spark's file source log)."""
-        total = 0
+        """The size of every input file the micro-batches up to ``last`` read (Spark's file source log;
+        a compacted log file, every tenth batch, repeats the entries of the files before it)."""
+        read: set[str] = set()
         for log in sorted((self.spark_dir / "sources" / "0").glob("*")):
             for line in log.read_text(errors="replace").splitlines()[1:]:
                 try:
@@ -86,9 +87,8 @@ class LocalCheckpoint:
                 except ValueError:
                     continue
                 if isinstance(entry, dict) and int(entry.get("batchId", last + 1)) <= last:
-                    path = urllib.parse.urlparse(str(entry.get("path", ""))).path
-                    total += os.path.getsize(path) if os.path.isfile(path) else 0
-        return total
+                    read.add(urllib.parse.urlparse(str(entry.get("path", ""))).path)
+        return sum(os.path.getsize(path) for path in read if os.path.isfile(path))
 
     def start_fresh(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

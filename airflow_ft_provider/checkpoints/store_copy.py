@@ -194,6 +194,14 @@ class StoreCheckpoints:
         self._in_store.clear()
         return len(keys)
 
+    def stored_outputs(self, metadata: CheckpointMetadata, task_dir: Path) -> dict[Path, str]:
+        """The output files of ``metadata`` (under ``task_dir``) and the keys of their objects."""
+        return {
+            task_dir / f.path: self.prefix + "objects/" + _object_name(f)
+            for f in metadata.files
+            if f.path.startswith("out/") and not f.compressed
+        }
+
     # -- restoring ------------------------------------------------------------------------------
     def restore(self, metadata: CheckpointMetadata, task_dir: Path) -> int:
         """Download the checkpoint's files into ``task_dir`` (which holds none of them yet), each checked

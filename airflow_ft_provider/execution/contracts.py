@@ -6,7 +6,8 @@ name: a backend that keeps no pipelined partitions still answers ``server``, ``h
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any, Protocol, Self
 
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer
@@ -114,5 +115,7 @@ class DataPlacement(Protocol):
         producer: Producer,
         compression: str,
         rows: int,
+        copy_from: Mapping[Path, str] | None = None,
     ) -> Manifest:
-        """Publish what the application wrote at ``location`` (a manifest, conditionally)."""
+        """Publish what the application wrote at ``location`` (a manifest, conditionally);
+        ``copy_from``: its files already in the store (a checkpoint's copy), copied inside S3."""

@@ -6,6 +6,7 @@ a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps ar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from airflow_ft_provider.execution.submit import local_dir
@@ -51,13 +52,19 @@ class StagedFiles:
         producer: Producer,
         compression: str,
         rows: int,
+        copy_from: Mapping[Path, str] | None = None,
     ) -> Manifest:
         if pipelined:
             return self.pipelined.commit(
                 ref, local_dir(location), producer=producer, compression=compression, row_count=rows
             )
         return self.store.commit(
-            ref, local_dir(location), producer=producer, compression=compression, row_count=rows
+            ref,
+            local_dir(location),
+            producer=producer,
+            compression=compression,
+            row_count=rows,
+            copy_from=copy_from,
         )
 
 
@@ -100,6 +107,7 @@ class DirectS3a:
         producer: Producer,
         compression: str,
         rows: int,
+        copy_from: Mapping[Path, str] | None = None,
     ) -> Manifest:
         if attempt is None:
             raise ValueError(f"no attempt id for the direct-s3a output of {ref}")

@@ -74,6 +74,7 @@ class CheckpointedTry:
         self.uploader: CheckpointUploader | None = None
         self.restored_via: str | None = None  # "local" or "store"
         self.restored_bytes = 0
+        self.restored: CheckpointMetadata | None = None
         self._newest: CheckpointMetadata | None = None  # the store's newest checkpoint, restored or not
         self._damage: str | None = None
 
@@ -100,6 +101,7 @@ class CheckpointedTry:
         self._record()
         fence = Fence(inputs, total, self.try_number)
         taken = restored.checkpoint_id if restored else None
+        self.restored = restored
         self.uploader = CheckpointUploader(
             self.copy, self.local, self.config, fence, taken=taken, on_intolerable=self._intolerable
         ).start()
@@ -115,6 +117,14 @@ class CheckpointedTry:
         self._record_statistics(succeeded=True)
         self.local.release()
         self.copy.release()
+
+    def finish(self) -> dict[Path, str]:
+        """The micro-batches are done: stop copying checkpoints (their objects stay until the output is
+        committed), and name the output files the store has already, for the commit to copy in S3."""
+        assert self.uploader is not None
+        self.uploader.stop(drain=False)
+        newest = self.uploader.stats.completed[-1] if self.uploader.stats.completed else self.restored
+        return self.copy.stored_outputs(newest, self.local.path) if newest else {}
 
     def _record_statistics(self, *, succeeded: bool) -> None:
         """Seed 003's monitoring for this try, in the task log and the run's history (``checkpoints``)."""

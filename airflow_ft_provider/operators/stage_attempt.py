@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Protocol
 
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
@@ -157,7 +158,8 @@ class StageAttempt:
                 )
                 backend.run(spec, fail_in_app=faults.fails_in_app)
                 faults.after_work()
-                committed = self._commit_outputs(outputs, placement, backend)
+                stored = checkpointed.finish() if checkpointed else {}
+                committed = self._commit_outputs(outputs, placement, backend, stored)
                 if checkpointed:
                     for entry in committed.values():
                         entry["checkpoint"] = checkpointed.summary()
@@ -286,9 +288,14 @@ class StageAttempt:
             backend.drop(previous.engine.view)
 
     def _commit_outputs(
-        self, outputs: dict[str, _PlannedOutput], placement: DataPlacement, backend: StageBackend
+        self,
+        outputs: dict[str, _PlannedOutput],
+        placement: DataPlacement,
+        backend: StageBackend,
+        stored: Mapping[Path, str],
     ) -> dict[str, Any]:
-        """Commit each declared output; all must have been written before the first is committed."""
+        """Commit each declared output; all must have been written before the first is committed.
+        ``stored``: output files a checkpoint has in the store already (copied, not uploaded again)."""
         rows = {name: backend.rows_written(planned.spec) for name, planned in outputs.items()}
         committed: dict[str, Any] = {}
         producer = Producer(
@@ -319,6 +326,7 @@ class StageAttempt:
                     producer=producer,
                     compression=planned.output.compression,
                     rows=rows[name],
+                    copy_from=stored,
                 )
                 entry.update(
                     files=len(manifest.files),

@@ -10,14 +10,16 @@ from __future__ import annotations
 import logging
 import os
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .errors import (
+    MISSING_CODES,
     PartitionStoreError,
     StaleCommitError,
+    error_code,
 )
 from .manifest import (
     MAX_MANIFEST_BYTES,
@@ -58,6 +60,15 @@ def default_transfer_config() -> TransferConfig:
     from boto3.s3.transfer import TransferConfig
 
     return TransferConfig(multipart_threshold=64 * MiB, multipart_chunksize=32 * MiB, max_concurrency=8)
+
+
+def _missing(future: Any) -> bool:
+    """Whether a finished transfer failed because its source object does not exist."""
+    try:
+        future.result()
+    except Exception as exc:  # noqa: BLE001 - only a missing source is told apart here
+        return error_code(exc) in MISSING_CODES
+    return False
 
 
 def _source_files(source: Any) -> list[tuple[str, Path]]:
@@ -102,16 +113,20 @@ class PartitionCommits(StoreObjects):
         compression: str = "snappy",
         row_count: int | None = None,
         execution_id: str | None = None,
+        copy_from: Mapping[Path, str] | None = None,
     ) -> Manifest:
         """Upload a directory (or list) of files as partition ``ref`` and publish its manifest: a
         blocking partition, or with ``execution_id`` the pipelined (scratch) partition of that region
         execution, which no other execution may read.
 
+        ``copy_from``: local files whose content is already in this store (the key of an object with
+        the same bytes, e.g. a checkpoint's copy): copied inside S3 instead of uploaded again.
+
         In a directory, names starting with '_' or '.' (``_SUCCESS``, ``.crc``, ``_temporary``) are
         skipped, as Spark and Hadoop do. Raises StaleCommitError when a newer try already committed.
         """
         loc = self._location(ref, execution_id)
-        return self._commit(loc, source, producer, format, compression, row_count)
+        return self._commit(loc, source, producer, format, compression, row_count, copy_from or {})
 
     def _commit(
         self,
@@ -121,6 +136,7 @@ class PartitionCommits(StoreObjects):
         fmt: str,
         compression: str,
         row_count: int | None,
+        copy_from: Mapping[Path, str],
     ) -> Manifest:
         if not isinstance(producer, Producer):
             raise ValueError(f"producer must be a Producer(task_id, map_index, try_number), got {producer!r}")
@@ -135,7 +151,7 @@ class PartitionCommits(StoreObjects):
         manifest = self._publish_attempt(
             loc,
             attempt_id,
-            lambda: self._upload(files, loc.prefix, attempt_id),
+            lambda: self._upload(files, loc.prefix, attempt_id, copy_from),
             producer,
             fmt,
             compression,
@@ -288,7 +304,13 @@ class PartitionCommits(StoreObjects):
         )
         return manifest
 
-    def _upload(self, files: list[tuple[str, Path]], prefix: str, attempt_id: str) -> list[FileEntry]:
+    def _upload(
+        self,
+        files: list[tuple[str, Path]],
+        prefix: str,
+        attempt_id: str,
+        copy_from: Mapping[Path, str] | None = None,
+    ) -> list[FileEntry]:
         from boto3.s3.transfer import create_transfer_manager
 
         keys = [f"{attempt_dir(attempt_id)}{name}" for name, _ in files]
@@ -297,14 +319,35 @@ class PartitionCommits(StoreObjects):
             checksums = [hashers.submit(file_checksum, path, self.checksum) for _, path in files]
             transfers = _Transfers(create_transfer_manager(self.client, self.transfer_config))
             with transfers.manager:
+                copies = {i: (copy_from or {}).get(path) for i, (_, path) in enumerate(files)}
                 for i, (_, path) in enumerate(files):
+                    source = copies[i]
+                    if source is not None:  # the same bytes are in the store: copied inside S3
+                        transfers.manager.copy(
+                            {"Bucket": self.bucket, "Key": self._inside_store(source)},
+                            self.bucket,
+                            prefix + keys[i],
+                            subscribers=[transfers.subscriber(i, sizes[i])],
+                        )
+                        continue
                     transfers.manager.upload(
                         str(path), self.bucket, prefix + keys[i], subscribers=[transfers.subscriber(i)]
                     )
-                for uploaded in range(1, len(files) + 1):
+                uploaded = 0
+                while uploaded < len(files):
                     i, future = transfers.done.get()
+                    if copies[i] is not None and _missing(future):  # the copy's source is gone: upload
+                        copies[i] = None
+                        transfers.manager.upload(
+                            str(files[i][1]),
+                            self.bucket,
+                            prefix + keys[i],
+                            subscribers=[transfers.subscriber(i)],
+                        )
+                        continue
                     with self._s3_errors("PutObject", prefix + keys[i]):
                         future.result()
+                    uploaded += 1
                     self._step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
             self._step("files_uploaded", total=len(files))
             entries = [FileEntry(keys[i], sizes[i], checksums[i].result()) for i in range(len(files))]

@@ -54,3 +54,17 @@ def test_checkpoints_unused_for_a_retention_are_swept_and_recent_ones_kept(tmp_p
     now = os.stat(recent.fence_file).st_mtime + 10
     assert sweep_stale(tmp_path, older_than=3600, now=now) == [old.path]
     assert not old.path.exists() and recent.path.exists()
+
+
+def test_a_compacted_file_source_log_does_not_count_a_file_twice(tmp_path):
+    local = LocalCheckpoint(tmp_path, RUN, "score")
+    local.start_fresh()
+    files = []
+    for i in range(3):
+        files.append(tmp_path / f"in-{i}.parquet")
+        files[-1].write_bytes(b"x" * 100)
+    spark_checkpoint(local, [0, 1, 2], {0: [files[0]], 1: [files[1]]}, {"raw": "a1"})
+    # Spark compacts its file-source log every tenth batch: N.compact repeats every entry before it.
+    entries = [json.dumps({"path": f"file:{f}", "timestamp": 0, "batchId": b}) for b, f in enumerate(files)]
+    (local.spark_dir / "sources" / "0" / "2.compact").write_text("\n".join(["v1", *entries]))
+    assert local.latest().processed_bytes == 300

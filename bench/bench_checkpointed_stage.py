@@ -1,0 +1,239 @@
+"""A checkpointed stage against the same stage restarted from scratch, on local Spark (a Spark Connect
+server, local[2]) and a moto S3 server over HTTP, side by side in one run.
+
+    python bench/bench_checkpointed_stage.py [--rows 20000000] [--batches 10] [--fail-at 0.8]
+
+``numbers`` writes ``--rows`` rows (40 Parquet files); ``squares`` reads them and writes each row with
+its square. Variants, each on a fresh run of the same DAG:
+
+- plain: ``squares`` as an ordinary stage (``io.read`` / ``io.write``), failure-free;
+- checkpointed: ``squares`` checkpointed (``--batches`` micro-batches: interval-volume = input/batches),
+  failure-free: the overhead of checkpointing;
+- resumed: checkpointed, failing inside the micro-batch at ``--fail-at`` of its input; the retry resumes
+  from the last checkpoint;
+- from scratch: the same failure, but the retry finds no checkpoint (both copies removed before it), as
+  a stage without checkpoints restarts.
+
+Figures: wall times, the retry's wall, the input read again by the retry that the failed try had read
+already (work redone), and the ratios. Writes bench/results/checkpointed_stage.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from ft_harness.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from ft_harness.spark_connect import SparkConnectServer  # noqa: E402
+
+RESULTS = REPO / "bench" / "results" / "checkpointed_stage.json"
+FILES = 40
+ROWS = 20_000_000
+
+
+def numbers(spark, io):
+    io.write("numbers", spark.range(0, ROWS, numPartitions=FILES).selectExpr("id", "id % 13 AS k"))
+
+
+def squares_plain(spark, io):
+    io.write("squares", io.read("numbers").selectExpr("id", "id * id AS sq", "k"))
+
+
+def squares_checkpointed(spark, io):
+    io.write_stream("squares", io.read_stream("numbers").selectExpr("id", "id * id AS sq", "k"))
+
+
+class TaskInstance(types.SimpleNamespace):
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+    def xcom_pull(self, **kwargs):
+        return None
+
+
+def build(dag_id: str, store_url: str, *, checkpointed: bool, volume: int):
+    from airflow.sdk import DAG
+
+    from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+    from airflow_ft_provider.pipeline import FailoverPipeline
+
+    with DAG(dag_id, schedule=None) as dag:
+        with FailoverPipeline(
+            store=store_url,
+            spark_conn_id="ft_bench_connect",
+            restart_strategy={
+                "restart-strategy.type": "fixed-delay",
+                "restart-strategy.fixed-delay.attempts": 5,
+            },
+        ):
+            SparkStageOperator(task_id="numbers", python_callable=numbers, outputs=["numbers"])
+            SparkStageOperator(
+                task_id="squares",
+                python_callable=squares_checkpointed if checkpointed else squares_plain,
+                inputs=["numbers"],
+                outputs=["squares"],
+                checkpointing={"execution.checkpointing.interval-volume": volume} if checkpointed else None,
+            )
+    return dag
+
+
+def run(dag, task_id: str, try_number: int, faults=()) -> tuple[float, dict | None]:
+    """One try as the task runner makes it; (wall seconds, the try's ft_partitions XCom or None)."""
+    operator = dag.task_dict[task_id]
+    ti = TaskInstance(map_index=-1, try_number=try_number, pushed={}, task_id=task_id, dag_id=dag.dag_id)
+    context = {
+        "ti": ti,
+        "dag": dag,
+        "run_id": "manual__bench",
+        "dag_run": types.SimpleNamespace(conf={"ft_faults": list(faults)}),
+        "params": {},
+    }
+    started = time.perf_counter()
+    try:
+        operator.execute(context)
+    except Exception as failure:  # noqa: BLE001 - the failed try is part of what is measured
+        if not faults or try_number > 1:
+            raise
+        print(f"   {task_id} try {try_number} failed as injected: {str(failure)[:80]}")
+        operator.retry_policy.evaluate(failure, try_number, 5, context)  # as the task runner does
+    finally:
+        operator.__dict__.pop("store", None)
+    return time.perf_counter() - started, ti.pushed.get("ft_partitions")
+
+
+def read_through_failed_batch(checkpoints: Path, dag_id: str, batch: int) -> int:
+    """The input the failed try had read, its failing micro-batch included (its file-source log)."""
+    from airflow_ft_provider.checkpoints.local import LocalCheckpoint
+    from airflow_ft_provider.partitions import RunRef
+
+    return LocalCheckpoint(checkpoints, RunRef(dag_id, "manual__bench"), "squares").bytes_read_through(batch)
+
+
+def variant(name: str, store_url: str, checkpoints: Path, *, checkpointed: bool, volume: int, fail_batch=None,
+            scratch=False) -> dict:  # fmt: skip
+    dag_id = f"bench_ckpt_{name.replace(' ', '_')}"
+    dag = build(dag_id, store_url, checkpointed=checkpointed, volume=volume)
+    run(dag, "numbers", 1)
+    if fail_batch is None:
+        wall, pushed = run(dag, "squares", 1)
+        return {"variant": name, "wall_s": round(wall, 2), "retry_s": None, "redone_bytes": 0,
+                "checkpoint": pushed["squares"].get("checkpoint")}  # fmt: skip
+    fault = [{"task": "squares", "mode": "batch", "batch": fail_batch}]
+    first, _ = run(dag, "squares", 1, fault)
+    read_by_first = read_through_failed_batch(checkpoints, dag_id, fail_batch)
+    if scratch:  # a stage without checkpoints: nothing to resume from
+        store = dag.task_dict["squares"].store
+        from airflow_ft_provider.partitions import RunRef
+
+        prefix = store.layout.checkpoints_prefix(RunRef(dag_id, "manual__bench"), "squares")
+        store.delete_keys(list(store.list_objects(prefix)))
+        dag.task_dict["squares"].__dict__.pop("store", None)
+        shutil.rmtree(checkpoints / dag_id, ignore_errors=True)
+    retry, pushed = run(dag, "squares", 2, fault)
+    summary = pushed["squares"]["checkpoint"]
+    total, read_again = summary["input_bytes"], summary["input_bytes_read"]
+    redone = read_again - (total - read_by_first)
+    return {
+        "variant": name,
+        "wall_s": round(first + retry, 2),
+        "retry_s": round(retry, 2),
+        "redone_bytes": redone,
+        "input_bytes": total,
+        "read_by_failed_try": read_by_first,
+        "checkpoint": summary,
+    }
+
+
+def main() -> None:
+    global ROWS
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=ROWS)
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--fail-at", type=float, default=0.8)
+    args = parser.parse_args()
+    ROWS = args.rows
+    work = Path(tempfile.mkdtemp(prefix="ft-bench-ckpt-"))
+    checkpoints = work / "checkpoints"
+    s3 = start_moto_server()
+    server = SparkConnectServer(conf={"spark.sql.shuffle.partitions": "2"}).start()
+    os.environ.update(
+        AIRFLOW_CONN_AWS_DEFAULT=s3.aws_connection(),
+        AIRFLOW_CONN_FT_BENCH_CONNECT=json.dumps(server.connection()),
+        AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION="True",
+        AIRFLOW__FT_PROVIDER__CHECKPOINT_LOCAL_DIR=str(checkpoints),
+    )
+    try:
+        s3.client().create_bucket(Bucket="ft-bench-ckpt")
+        url = "s3://ft-bench-ckpt/pipelines/"
+        # The input's size sets the micro-batch volume: --batches batches of equal input.
+        probe = build("bench_ckpt_probe", url, checkpointed=False, volume=1)
+        run(probe, "numbers", 1)
+        from airflow_ft_provider.partitions import RunRef
+
+        store = probe.task_dict["numbers"].store
+        input_bytes = store.manifest(RunRef("bench_ckpt_probe", "manual__bench").parse("numbers")).total_size
+        volume = -(-input_bytes // args.batches)
+        fail_batch = int(args.fail_at * args.batches)
+        print(f"input: {ROWS:,} rows, {input_bytes / 2**20:.1f} MiB in {FILES} files; "
+              f"micro-batches of {volume / 2**20:.1f} MiB; failure inside batch {fail_batch}")  # fmt: skip
+        rows = [
+            variant("plain", url, checkpoints, checkpointed=False, volume=volume),
+            variant("checkpointed", url, checkpoints, checkpointed=True, volume=volume),
+            variant("resumed", url, checkpoints, checkpointed=True, volume=volume, fail_batch=fail_batch),
+            variant(
+                "from scratch",
+                url,
+                checkpoints,
+                checkpointed=True,
+                volume=volume,
+                fail_batch=fail_batch,
+                scratch=True,
+            ),  # fmt: skip
+        ]
+    finally:
+        server.stop()
+        stop_moto_server(s3)
+        shutil.rmtree(work, ignore_errors=True)
+    by = {r["variant"]: r for r in rows}
+    overhead = by["checkpointed"]["wall_s"] / by["plain"]["wall_s"] - 1
+    retry_ratio = by["resumed"]["retry_s"] / by["from scratch"]["retry_s"]
+    wall_ratio = by["resumed"]["wall_s"] / by["from scratch"]["wall_s"]
+    print(f"{'variant':>14} {'wall':>8} {'retry':>8} {'redone':>10}")
+    for r in rows:
+        retry = f"{r['retry_s']:.2f} s" if r["retry_s"] is not None else ""
+        print(f"{r['variant']:>14} {r['wall_s']:>6.2f} s {retry:>8} {r['redone_bytes'] / 2**20:>6.1f} MiB")
+    print(f"failure-free overhead of checkpointing: {overhead:+.1%} (target ≤ +10 %)")
+    print(f"retry, resumed vs from scratch: {retry_ratio:.2f}× (target ≤ 0.4×); "
+          f"failure to success: {wall_ratio:.2f}×")  # fmt: skip
+    print(f"work redone: {by['resumed']['redone_bytes'] / volume:.2f} micro-batch(es) vs "
+          f"{by['from scratch']['redone_bytes'] / volume:.2f} from scratch (target ≤ 1)")  # fmt: skip
+    RESULTS.parent.mkdir(parents=True, exist_ok=True)
+    RESULTS.write_text(
+        json.dumps(
+            {
+                "rows_in": ROWS,
+                "input_bytes": input_bytes,
+                "batch_bytes": volume,
+                "fail_batch": fail_batch,
+                "overhead": round(overhead, 4),
+                "retry_ratio": round(retry_ratio, 3),
+                "wall_ratio": round(wall_ratio, 3),
+                "variants": rows,
+            },
+            indent=2,
+        )  # fmt: skip
+    )
+
+
+if __name__ == "__main__":
+    main()
