@@ -81,7 +81,13 @@ class LocalCheckpoint:
         a compacted log file, every tenth batch, repeats the entries of the files before it)."""
         read: set[str] = set()
         for log in sorted((self.spark_dir / "sources" / "0").glob("*")):
-            for line in log.read_text(errors="replace").splitlines()[1:]:
+            if log.name.startswith("."):
+                continue  # a temporary Spark renames (or removes) while we look
+            try:
+                text = log.read_text(errors="replace")
+            except FileNotFoundError:
+                continue  # an old log file Spark removed after compacting it
+            for line in text.splitlines()[1:]:
                 try:
                     entry = json.loads(line)
                 except ValueError:

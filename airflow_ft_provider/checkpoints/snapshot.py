@@ -14,6 +14,7 @@ makes every checkpoint after the first incremental. ``_metadata`` lists them and
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -172,12 +173,13 @@ def files_of_checkpoint(task_dir: Path, checkpoint_id: int) -> list[Path]:
 
 
 def _visible_files(root: Path) -> Iterator[Path]:
-    """Files below ``root`` but Spark's and Hadoop's hidden ones (temporaries, .crc checksums)."""
-    if not root.is_dir():
-        return
-    for path in sorted(root.rglob("*")):
-        if path.is_file() and not any(p.startswith(".") for p in path.relative_to(root).parts):
-            yield path
+    """Files below ``root`` but Spark's and Hadoop's hidden ones (temporaries, .crc checksums), which
+    come and go while Spark runs: they are passed over by name, never looked at."""
+    found: list[Path] = []
+    for folder, dirs, names in os.walk(root):  # a folder removed meanwhile is skipped
+        dirs[:] = [d for d in dirs if not d.startswith(".")]
+        found.extend(Path(folder) / name for name in names if not name.startswith("."))
+    yield from sorted(found)
 
 
 def relocate_source_logs(task_dir: Path, taken_in: str) -> int:

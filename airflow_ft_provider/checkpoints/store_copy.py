@@ -123,17 +123,21 @@ class StoreCheckpoints:
         started = time.time()
         files: list[CheckpointFile] = []
         for path in files_of_checkpoint(task_dir, checkpoint_id):
-            size, digest = self._hashes.of(path)
+            try:
+                size, digest = self._hashes.of(path)
+            except FileNotFoundError:
+                continue  # removed by Spark meanwhile (old logs and state versions): not needed
             relative = path.relative_to(task_dir).as_posix()
             files.append(CheckpointFile(relative, size, digest, compress and relative.startswith("spark/")))
         missing = {_object_name(f): f for f in files if _object_name(f) not in self._in_store}
         with ThreadPoolExecutor(self.store.max_workers, thread_name_prefix="ft-checkpoint") as pool:
-            uploads = [
-                pool.submit(self._upload, task_dir / f.path, name, f.compressed, deadline)
+            uploads = {
+                name: pool.submit(self._upload, task_dir / f.path, name, f.compressed, deadline)
                 for name, f in missing.items()
-            ]
-            for upload in uploads:
-                upload.result()
+            }
+            vanished = {name for name, upload in uploads.items() if not upload.result()}
+        files = [f for f in files if _object_name(f) not in vanished]
+        missing = {name: f for name, f in missing.items() if name not in vanished}
         self._in_store.update(missing)
         self._step("objects_uploaded", checkpoint_id)
         if deadline is not None and time.monotonic() > deadline:
@@ -153,18 +157,25 @@ class StoreCheckpoints:
         self.store.write_object(self._metadata_key(checkpoint_id), metadata.to_json())
         return metadata
 
-    def _upload(self, path: Path, name: str, compressed: bool, deadline: float | None) -> None:
+    def _upload(self, path: Path, name: str, compressed: bool, deadline: float | None) -> bool:
+        """Upload one file as object ``name``; False when Spark removed it meanwhile."""
         if deadline is not None and time.monotonic() > deadline:
             raise CheckpointTimeout(f"checkpoint upload outlasted the timeout before {path.name}")
         key = self.prefix + "objects/" + name
-        if not compressed:
-            self.store.upload_file(key, path)
-            return
-        with tempfile.NamedTemporaryFile(suffix=".gz") as packed:
-            with open(path, "rb") as source, gzip.GzipFile(fileobj=packed, mode="wb", mtime=0) as sink:
-                shutil.copyfileobj(source, sink, _CHUNK)
-            packed.flush()
-            self.store.upload_file(key, packed.name)
+        try:
+            if not compressed:
+                self.store.upload_file(key, path)
+                return True
+            with tempfile.NamedTemporaryFile(suffix=".gz") as packed:
+                with open(path, "rb") as source, gzip.GzipFile(fileobj=packed, mode="wb", mtime=0) as sink:
+                    shutil.copyfileobj(source, sink, _CHUNK)
+                packed.flush()
+                self.store.upload_file(key, packed.name)
+        except FileNotFoundError:
+            if path.exists():
+                raise
+            return False
+        return True
 
     def retain(self, keep: int) -> int:
         """Keep the newest ``keep`` completed checkpoints (``state.checkpoints.num-retained``): delete the

@@ -219,3 +219,19 @@ def test_hostile_metadata_is_refused_and_the_try_looks_further(store, tmp_path, 
     key = next(k for k in s3_bucket.keys("store/") if k.endswith("chk-0000000001/_metadata"))
     s3_bucket.client().put_object(Bucket=s3_bucket.name, Key=key, Body=json.dumps(doc).encode())
     assert [m.checkpoint_id for m in copy.candidates()] == [0]  # passed over, not trusted
+
+
+def test_a_file_spark_removes_while_the_checkpoint_is_taken_is_left_out(store, tmp_path, monkeypatch):
+    from airflow_ft_provider.checkpoints import store_copy
+
+    task_dir = tmp_path / "task"
+    spark_dir(task_dir, 2)
+    listed = store_copy.files_of_checkpoint
+    # Spark deletes old log files and state versions as it goes: listed, then gone before it is read.
+    monkeypatch.setattr(
+        store_copy, "files_of_checkpoint", lambda d, k: [*listed(d, k), d / "spark" / "offsets" / "0.old"]
+    )
+    metadata = StoreCheckpoints(store, RUN, "score").take(
+        task_dir, 1, FENCE, processed_bytes=0, compress=False
+    )
+    assert "spark/offsets/0.old" not in {f.path for f in metadata.files} and metadata.files

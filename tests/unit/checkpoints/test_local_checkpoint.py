@@ -68,3 +68,15 @@ def test_a_compacted_file_source_log_does_not_count_a_file_twice(tmp_path):
     entries = [json.dumps({"path": f"file:{f}", "timestamp": 0, "batchId": b}) for b, f in enumerate(files)]
     (local.spark_dir / "sources" / "0" / "2.compact").write_text("\n".join(["v1", *entries]))
     assert local.latest().processed_bytes == 300
+
+
+def test_spark_s_temporary_log_files_are_not_read(tmp_path):
+    local = LocalCheckpoint(tmp_path, RUN, "score")
+    local.start_fresh()
+    (tmp_path / "in-0.parquet").write_bytes(b"x" * 100)
+    (tmp_path / "in-1.parquet").write_bytes(b"x" * 200)
+    spark_checkpoint(local, [0], {0: [tmp_path / "in-0.parquet"]}, {"raw": "a1"})
+    # Spark writes .<batch>.<uuid>.tmp and renames it: a reader may list it and find it gone, or half-written.
+    entry = json.dumps({"path": f"file:{tmp_path / 'in-1.parquet'}", "batchId": 0})
+    (local.spark_dir / "sources" / "0" / ".1.abc.tmp").write_text(f"v1\n{entry}")
+    assert local.latest().processed_bytes == 100
