@@ -14,6 +14,7 @@ checkpoints on its worker that nothing has written to for a retention (``sweep_s
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import shutil
@@ -60,6 +61,17 @@ class LocalCheckpoint:
         commits = self.spark_dir / "commits"
         batch_ids = [int(p.name) for p in commits.iterdir() if p.name.isdigit()] if commits.is_dir() else []
         return max(batch_ids) if batch_ids else None
+
+    def seconds_between_commits(self) -> list[float]:
+        """The time from each completed micro-batch to the next (Spark's commits log, by file time):
+        the time between checkpoints that seed 004 keeps bounded under backpressure."""
+        commits = self.spark_dir / "commits"
+        times = (
+            sorted(p.stat().st_mtime for p in commits.iterdir() if p.name.isdigit())
+            if commits.is_dir()
+            else []
+        )
+        return [round(b - a, 3) for a, b in itertools.pairwise(times)]
 
     def latest(self) -> CompletedCheckpoint | None:
         """The last completed micro-batch here, with the input its file source had read by then. None

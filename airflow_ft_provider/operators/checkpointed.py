@@ -207,6 +207,7 @@ class CheckpointedTry:
             max_bytes_per_trigger=self.config.interval_volume,
             fail_in_batch=fail_in_batch,
             changelog=self.config.incremental,
+            interval_seconds=self.config.interval,
         )
 
     def summary(self) -> dict[str, object]:
@@ -225,6 +226,7 @@ class CheckpointedTry:
             "input_bytes_read": (last.processed_bytes if last else 0) - read_before,
             "restored_via": self.restored_via,
             "restored_bytes": self.restored_bytes,
+            "seconds_between_checkpoints": self.local.seconds_between_commits(),
             "checkpoints": self.uploader.stats.as_dict() if self.uploader else {},
         }
 

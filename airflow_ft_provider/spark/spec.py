@@ -59,6 +59,7 @@ class CheckpointSpec:
     max_bytes_per_trigger: int
     fail_in_batch: int | None = None
     changelog: bool = False  # RocksDB changelog checkpointing (execution.checkpointing.incremental)
+    interval_seconds: float = 60.0  # the time a micro-batch aims at (execution.checkpointing.interval)
 
 
 @dataclass(frozen=True)

@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .feed import FedFile, Feeder, batch_seconds
 from .spec import (
     ENV_VAR,
     INJECT_FAILURE_CONF,
@@ -81,6 +84,7 @@ class StageIO:
         self._in_process = in_process
         self._written: set[str] = set()
         self._streamed: str | None = None
+        self._feeder: Feeder | None = None
 
     @property
     def map_index(self) -> int | None:
@@ -127,23 +131,36 @@ class StageIO:
             )
         self._streamed = name
         partitions = self._input(name).partitions
-        dirs = sorted({_partition_dir(p.paths) for p in partitions if p.paths})
-        if not dirs or any(p.view for p in partitions):
+        if not any(p.paths for p in partitions) or any(p.view for p in partitions):
             raise StageIOError(
                 f"input {name!r} of stage {self.spec.stage!r} has no data files to stream (a pipelined input "
                 "kept by the Spark Connect server cannot be read incrementally: use read())"
             )
-        parent = os.path.dirname(dirs[0])
-        if any(os.path.dirname(d) != parent for d in dirs):
-            raise StageIOError(f"input {name!r}: its partitions are not staged side by side ({dirs[:3]})")
-        names = [os.path.basename(d) for d in dirs]
-        pattern = f"{parent}/{{{','.join(names)}}}" if len(names) > 1 else dirs[0]
+        task_dir = os.path.dirname(checkpoint.location.removeprefix("file://").rstrip("/"))
+        staged_root = os.path.join(task_dir, "in")
+        feed_root = os.path.join(task_dir, "feed", name)
+        files = []
+        for partition in partitions:
+            for uri in partition.paths:
+                staged = uri.removeprefix("file://")
+                relative = os.path.relpath(staged, staged_root)
+                if relative.startswith(".."):
+                    raise StageIOError(f"input {name!r}: {staged} is not staged under {staged_root}")
+                files.append(FedFile(staged, os.path.join(feed_root, relative), os.path.getsize(staged)))
+        self._feeder = Feeder(
+            files,
+            checkpoint.location.removeprefix("file://"),
+            volume=checkpoint.max_bytes_per_trigger,
+            target=checkpoint.interval_seconds,
+        )
+        self._feeder.resume()
         schema = self.spark.read.parquet(*partitions[0].paths).schema
+        os.makedirs(feed_root, exist_ok=True)
         return (
             self.spark.readStream.schema(schema)
             .option("recursiveFileLookup", "true")
             .option("maxBytesPerTrigger", checkpoint.max_bytes_per_trigger)
-            .parquet(pattern)
+            .parquet(Path(feed_root).as_uri())
         )
 
     def write_stream(self, name: str, df: DataFrame, *, output_mode: str = "append") -> None:
@@ -188,7 +205,7 @@ class StageIO:
             df.writeStream.foreachBatch(write_batch)
             .outputMode(output_mode)
             .option("checkpointLocation", checkpoint.location)
-            .trigger(availableNow=True)
+            .trigger(processingTime="0 seconds")  # fed chunk by chunk until the feeder is done
         )
         try:
             query = writer.start()
@@ -201,17 +218,37 @@ class StageIO:
                 "run incrementally (sorting before an aggregation, limit) need an ordinary stage "
                 "(read/write, checkpointing=False)"
             ) from err
-        query.awaitTermination()
+        durations = self._feed(query, checkpoint)
         progress = [p for p in query.recentProgress if p is not None]
         read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
         batches = [int(p.batchId) for p in progress]
         rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
-        stream = {"batches": batches, "input_rows": read_rows}
+        stream = {"batches": batches, "input_rows": read_rows, "batch_seconds": durations}
         if self._in_process is not None:
             self._in_process.rows[name] = rows
             self._in_process.streams[name] = stream
         else:
             self._write_marker(location, {"result": name, "rows": rows, "format": output.format, **stream})
+
+    def _feed(self, query: Any, checkpoint: CheckpointSpec) -> dict[str, float]:
+        """Admit the input chunk by chunk (``feed.Feeder``) until all of it is in committed micro-batches,
+        then stop the idle query; a failed query's error is raised. Returns each batch's seconds."""
+        feeder = self._feeder
+        assert feeder is not None
+        commits = os.path.join(checkpoint.location.removeprefix("file://"), "commits")
+        seconds: dict[int, float] = {}
+        while query.isActive:
+            seconds.update(batch_seconds(query.recentProgress))
+            feeder.observe(seconds)
+            committed = [int(n) for n in os.listdir(commits) if n.isdigit()] if os.path.isdir(commits) else []
+            if feeder.finished(max(committed, default=None)):
+                query.stop()
+                break
+            feeder.feed_if_planned()
+            time.sleep(FEED_POLL_SECONDS)
+        query.awaitTermination()  # raises the query's failure
+        seconds.update(batch_seconds(query.recentProgress))
+        return {str(batch): round(s, 3) for batch, s in sorted(seconds.items())}
 
     def _checkpoint(self, what: str) -> CheckpointSpec:
         if self.spec.checkpoint is None:
@@ -278,6 +315,7 @@ class StageIO:
 
 
 OUTPUT_MODES = ("append", "complete")
+FEED_POLL_SECONDS = 0.1
 STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
@@ -286,16 +324,6 @@ CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.
 def _codec(output: OutputSpec) -> str:
     """The Parquet codec Spark calls what the output declares (``none`` for no compression)."""
     return "none" if output.compression in ("none", "uncompressed") else output.compression
-
-
-def _partition_dir(paths: list[str]) -> str:
-    """The directory a staged partition's files are in (``file://`` URIs or paths)."""
-    local = [p.removeprefix("file://") for p in paths]
-    return (
-        os.path.commonpath([os.path.dirname(p) for p in local])
-        if len(local) > 1
-        else os.path.dirname(local[0])
-    )
 
 
 def load_spec(spark: SparkSession | None = None) -> StageSpec:

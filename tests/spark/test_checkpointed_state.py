@@ -32,7 +32,7 @@ def make_dag(s3_bucket, spark_connect, monkeypatch, tmp_path):
     monkeypatch.setenv("AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION", "True")
     monkeypatch.setenv("AIRFLOW__FT_PROVIDER__CHECKPOINT_LOCAL_DIR", str(tmp_path / "checkpoints"))
 
-    def make(dag_id, app, output):
+    def make(dag_id, app, output, **keys):
         with DAG(dag_id, schedule=None) as dag:
             with FailoverPipeline(
                 store=s3_bucket.url,
@@ -51,7 +51,7 @@ def make_dag(s3_bucket, spark_connect, monkeypatch, tmp_path):
                     python_callable=app,
                     inputs=["numbers"],
                     outputs=[output],
-                    checkpointing={"execution.checkpointing.incremental": "true"},
+                    checkpointing={"execution.checkpointing.incremental": "true", **keys},
                 )
         return dag
 
@@ -111,3 +111,15 @@ def test_what_spark_cannot_run_incrementally_is_refused_with_the_fix(make_dag, a
     run(dag, "numbers", 1)
     with pytest.raises(StageIOError, match=message.replace("(", r"\(").replace(")", r"\)")):
         run(dag, "stage", 1)
+
+
+def test_under_a_slow_operator_micro_batches_shrink_and_checkpoints_stay_near_the_interval(make_dag):
+    # interval-volume alone would admit the whole input (8 files, ~5 s of work) in one micro-batch.
+    keys = {"execution.checkpointing.interval": "2 s", "execution.checkpointing.interval-volume": "1 mb"}
+    dag = make_dag("ft_state_slow", apps.slow_squares, "squares", **keys)
+    run(dag, "numbers", 1)
+    pushed, _ = run_to_success(dag, "stage", 1)
+    between = pushed["squares"]["checkpoint"]["seconds_between_checkpoints"]
+    assert len(between) >= 3, between  # at least four micro-batches
+    assert max(between) <= 2 * 2.0, between  # seed 004's aim: bounded by about the interval
+    assert rows(dag, "squares") == [(i, i * i) for i in range(apps.ROWS)]

@@ -29,3 +29,17 @@ def aggregate_appended(spark, io):
 
 def two_streams(spark, io):
     io.write_stream("totals", io.read_stream("numbers").join(io.read_stream("numbers"), "id"))
+
+
+def slow_squares(spark, io):
+    """A slow operator (a sink would do the same): 0.4 ms a row, about 0.6 s per input file."""
+
+    def slow(batches):  # shipped to the Spark server by value
+        import time
+
+        for batch in batches:
+            time.sleep(batch.num_rows * 0.0004)
+            yield batch
+
+    stream = io.read_stream("numbers")
+    io.write_stream("squares", stream.mapInArrow(slow, stream.schema).selectExpr("id", "id * id AS sq"))

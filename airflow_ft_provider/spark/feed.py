@@ -1,0 +1,142 @@
+"""How much input each micro-batch of a checkpointed stage admits, so that checkpoints stay frequent
+under backpressure (seed 004).
+
+Spark's file source plans a micro-batch from the files it can see. The stream therefore reads a feed
+directory, and the feeder links the staged input files into it one chunk at a time: the next chunk as
+soon as Spark has planned the previous one. A chunk is sized from the last completed micro-batch's
+rate so that a micro-batch takes about 0.8× ``execution.checkpointing.interval``, never more input
+than ``interval-volume``; the first chunk is one file (a probe). A slow sink (or operator) makes the
+chunks smaller, so the time between completed checkpoints stays near the interval instead of growing
+with the slowness.
+
+Spark tracks input files by path: a resumed query finds the feed directory rebuilt with every file its
+log names, and the feeder goes on with the files not seen yet. Stdlib only: this runs in the Spark
+driver of a spark-submit stage too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import urllib.parse
+from dataclasses import dataclass, field
+
+HEADROOM = 0.8  # a micro-batch aims at this share of the interval
+
+
+@dataclass(frozen=True)
+class FedFile:
+    staged: str  # the input file as staged (local path)
+    fed: str  # its link in the feed directory (the path Spark sees)
+    size: int
+
+
+@dataclass
+class Feeder:
+    files: list[FedFile]  # in feeding order
+    spark_dir: str  # the query's checkpointLocation (local path)
+    volume: int  # interval-volume: the most input a micro-batch admits
+    target: float  # interval: the time a micro-batch aims at (seconds)
+    fed: set[str] = field(default_factory=set)
+    credit: int = 0  # bytes the next chunk admits; 0 = one file (no rate measured yet)
+    sized_batches: set[int] = field(default_factory=set)
+
+    def __post_init__(self) -> None:
+        self._by_fed = {f.fed: f for f in self.files}
+
+    def resume(self) -> int:
+        """Link every file Spark's log names (a restored checkpoint's, or a failed try's planned batch):
+        the query re-runs or skips them by path. Returns how many."""
+        for path in self._logged():
+            self._link(path)
+        return len(self.fed)
+
+    def feed_if_planned(self) -> None:
+        """Feed the next chunk once Spark has planned every file fed so far."""
+        if self.fed - self._logged():
+            return
+        pending = [f for f in self.files if f.fed not in self.fed]
+        chunk: list[FedFile] = []
+        size = 0
+        for file in pending:
+            if chunk and size + file.size > (self.credit or 1):
+                break
+            chunk.append(file)
+            size += file.size
+            if not self.credit:
+                break  # the probe: one file
+        for file in chunk:
+            self._link(file.fed)
+
+    def observe(self, batches: dict[int, float]) -> None:
+        """Size the next chunk from completed micro-batches (batch id -> seconds it took)."""
+        logged = self._logged_by_batch()
+        for batch_id in sorted(set(batches) - self.sized_batches):
+            self.sized_batches.add(batch_id)
+            seconds = batches[batch_id]
+            size = sum(self._size(p) for p in logged.get(batch_id, ()))
+            if seconds > 0 and size > 0:
+                self.credit = max(1, min(self.volume, int(size / seconds * self.target * HEADROOM)))
+
+    def finished(self, last_committed: int | None) -> bool:
+        """Every file fed, and every one of them in a committed micro-batch."""
+        if len(self.fed) < len(self.files) or last_committed is None:
+            return False
+        logged = self._logged_by_batch()
+        done = {p for batch, paths in logged.items() if batch <= last_committed for p in paths}
+        return self.fed <= done
+
+    # -- Spark's file-source log: sources/0/<batch> ("v1" then one JSON line per file) -------------
+    def _logged_by_batch(self) -> dict[int, set[str]]:
+        by_batch: dict[int, set[str]] = {}
+        folder = os.path.join(self.spark_dir, "sources", "0")
+        for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else ():
+            if name.startswith("."):
+                continue
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as log:
+                    lines = log.read().splitlines()[1:]
+            except FileNotFoundError:
+                continue
+            for line in lines:
+                try:
+                    entry = json.loads(line)
+                    batch, path = int(entry["batchId"]), urllib.parse.urlparse(entry["path"]).path
+                except (ValueError, KeyError, TypeError):
+                    continue
+                by_batch.setdefault(batch, set()).add(urllib.parse.unquote(path))
+        return by_batch
+
+    def _logged(self) -> set[str]:
+        return {p for paths in self._logged_by_batch().values() for p in paths}
+
+    def _size(self, fed: str) -> int:
+        file = self._by_fed.get(fed)
+        return file.size if file else 0
+
+    def _link(self, fed: str) -> None:
+        file = self._by_fed.get(fed)
+        staged = file.staged if file else None
+        if staged is None:
+            return  # not an input of this try (the log of another input set: fenced out before)
+        os.makedirs(os.path.dirname(fed), exist_ok=True)
+        if not os.path.exists(fed):
+            try:
+                os.link(staged, fed)
+            except OSError:  # another file system, or no hard links: a copy has the same bytes
+                shutil.copyfile(staged, fed)
+        self.fed.add(fed)
+
+
+def batch_seconds(progress: list[object]) -> dict[int, float]:
+    """Completed micro-batches' durations from a query's ``recentProgress``."""
+    seconds = {}
+    for p in progress:
+        durations = getattr(p, "durationMs", None) or {}
+        total = durations.get("triggerExecution") if isinstance(durations, dict) else None
+        batch = getattr(p, "batchId", None)
+        rows = getattr(p, "numInputRows", 0) or 0
+        if isinstance(batch, int) and isinstance(total, (int, float)) and rows > 0:
+            seconds[batch] = total / 1000
+    return seconds

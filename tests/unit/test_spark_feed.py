@@ -1,0 +1,62 @@
+"""The feeder of a checkpointed stage's stream: a probe file first, then chunks sized from the last
+micro-batch's rate (bounded by interval-volume), the next chunk only once Spark planned the last one."""
+
+import json
+
+from airflow_ft_provider.spark.feed import FedFile, Feeder, batch_seconds
+
+
+def staged(tmp_path, sizes):
+    files = []
+    for i, size in enumerate(sizes):
+        path = tmp_path / "in" / f"part-{i}"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * size)
+        files.append(FedFile(str(path), str(tmp_path / "feed" / f"part-{i}"), size))
+    return files
+
+
+def plan(tmp_path, batch, files):
+    """What Spark writes when it plans a micro-batch: its files in sources/0/<batch>."""
+    log = tmp_path / "spark" / "sources" / "0"
+    log.mkdir(parents=True, exist_ok=True)
+    lines = ["v1", *(json.dumps({"path": f"file://{f.fed}", "batchId": batch}) for f in files)]
+    (log / str(batch)).write_text("\n".join(lines))
+
+
+def test_chunks_follow_the_rate_of_the_last_micro_batch_and_wait_for_spark(tmp_path):
+    files = staged(tmp_path, [100] * 10)
+    feeder = Feeder(files, str(tmp_path / "spark"), volume=400, target=1.0)
+    feeder.feed_if_planned()
+    assert feeder.fed == {files[0].fed}  # the probe: one file
+    feeder.feed_if_planned()
+    assert len(feeder.fed) == 1  # Spark has not planned it yet
+    plan(tmp_path, 0, files[:1])
+    feeder.observe({0: 0.4})  # 100 bytes in 0.4 s: 250 B/s, 0.8 s of it is 200 bytes
+    feeder.feed_if_planned()
+    assert len(feeder.fed) == 3
+    plan(tmp_path, 1, files[1:3])
+    feeder.observe({0: 0.4, 1: 0.01})  # fast now: the volume bounds the chunk
+    feeder.feed_if_planned()
+    assert len(feeder.fed) == 7
+    assert (tmp_path / "feed" / "part-6").read_bytes() == b"x" * 100  # linked to the staged file
+
+
+def test_finished_only_when_every_fed_file_is_in_a_committed_batch_and_a_resume_relinks(tmp_path):
+    files = staged(tmp_path, [100, 100])
+    feeder = Feeder(files, str(tmp_path / "spark"), volume=1000, target=1.0)
+    plan(tmp_path, 0, files[:1])  # a failed try's planned batch: relinked for Spark to run it again
+    assert feeder.resume() == 1 and (tmp_path / "feed" / "part-0").exists()
+    feeder.observe({0: 0.1})
+    feeder.feed_if_planned()
+    assert not feeder.finished(0)  # part-1 is fed, not planned
+    plan(tmp_path, 1, files[1:])
+    assert not feeder.finished(0) and feeder.finished(1)
+
+
+def test_batch_seconds_counts_micro_batches_that_read_input():
+    class Progress:
+        def __init__(self, batch, ms, rows):
+            self.batchId, self.durationMs, self.numInputRows = batch, {"triggerExecution": ms}, rows
+
+    assert batch_seconds([Progress(0, 1500, 10), Progress(1, 20, 0), None]) == {0: 1.5}
