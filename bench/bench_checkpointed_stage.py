@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import sys
 import tempfile
 import time
@@ -55,6 +56,21 @@ def squares_checkpointed(spark, io):
     io.write_stream("squares", io.read_stream("numbers").selectExpr("id", "id * id AS sq", "k"))
 
 
+SLOW_SECONDS_PER_ROW = 3e-6  # about 4x the stage's own work per row: the whole stage 5x slower
+
+
+def squares_slow_sink(spark, io):
+    def slow(batches):  # shipped to the Spark server by value
+        import time
+
+        for batch in batches:
+            time.sleep(batch.num_rows * SLOW_SECONDS_PER_ROW)
+            yield batch
+
+    stream = io.read_stream("numbers").selectExpr("id", "id * id AS sq", "k")
+    io.write_stream("squares", stream.mapInArrow(slow, stream.schema))
+
+
 class TaskInstance(types.SimpleNamespace):
     def xcom_push(self, key, value):
         self.pushed[key] = value
@@ -63,7 +79,7 @@ class TaskInstance(types.SimpleNamespace):
         return None
 
 
-def build(dag_id: str, store_url: str, *, checkpointed: bool, volume: int):
+def build(dag_id: str, store_url: str, *, checkpointed: bool, volume: int, slow_interval: str | None = None):
     from airflow.sdk import DAG
 
     from airflow_ft_provider.operators.spark_stage import SparkStageOperator
@@ -81,10 +97,19 @@ def build(dag_id: str, store_url: str, *, checkpointed: bool, volume: int):
             SparkStageOperator(task_id="numbers", python_callable=numbers, outputs=["numbers"])
             SparkStageOperator(
                 task_id="squares",
-                python_callable=squares_checkpointed if checkpointed else squares_plain,
+                python_callable=squares_slow_sink
+                if slow_interval
+                else squares_checkpointed
+                if checkpointed
+                else squares_plain,
                 inputs=["numbers"],
                 outputs=["squares"],
-                checkpointing={"execution.checkpointing.interval-volume": volume} if checkpointed else None,
+                checkpointing={
+                    "execution.checkpointing.interval-volume": volume,
+                    **({"execution.checkpointing.interval": slow_interval} if slow_interval else {}),
+                }
+                if checkpointed
+                else None,
             )
     return dag
 
@@ -113,6 +138,22 @@ def run(dag, task_id: str, try_number: int, faults=()) -> tuple[float, dict | No
     return time.perf_counter() - started, ti.pushed.get("ft_partitions")
 
 
+def failing_batch(sizes: list[int], volume: int, share: float) -> int:
+    """The micro-batch that reads the input at ``share`` of the bytes, as the feeder cuts the input
+    when nothing slows it down: one file (the probe), then as many files as ``volume`` admits."""
+    bounds, batch, total, chunk = [], [], 0, 0
+    for size in sizes:
+        limit = sizes[0] if not bounds else volume
+        if batch and chunk + size > limit:
+            bounds.append(total)
+            batch, chunk = [], 0
+        batch.append(size)
+        chunk += size
+        total += size
+    bounds.append(total)
+    return next(i for i, end in enumerate(bounds) if end >= share * total)
+
+
 def read_through_failed_batch(checkpoints: Path, dag_id: str, batch: int) -> int:
     """The input the failed try had read, its failing micro-batch included (its file-source log)."""
     from airflow_ft_provider.checkpoints.local import LocalCheckpoint
@@ -122,9 +163,9 @@ def read_through_failed_batch(checkpoints: Path, dag_id: str, batch: int) -> int
 
 
 def variant(name: str, store_url: str, checkpoints: Path, *, checkpointed: bool, volume: int, fail_batch=None,
-            scratch=False) -> dict:  # fmt: skip
+            scratch=False, slow_interval=None) -> dict:  # fmt: skip
     dag_id = f"bench_ckpt_{name.replace(' ', '_').replace('/', '_')}"
-    dag = build(dag_id, store_url, checkpointed=checkpointed, volume=volume)
+    dag = build(dag_id, store_url, checkpointed=checkpointed, volume=volume, slow_interval=slow_interval)
     run(dag, "numbers", 1)
     if fail_batch is None:
         wall, pushed = run(dag, "squares", 1)
@@ -163,6 +204,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--overhead-batches", type=int, default=4)
     parser.add_argument("--fail-at", type=float, default=0.8)
+    parser.add_argument("--slow-interval", type=float, default=2.0, help="interval (s) of the slow-sink run")
     args = parser.parse_args()
     ROWS = args.rows
     work = Path(tempfile.mkdtemp(prefix="ft-bench-ckpt-"))
@@ -185,8 +227,11 @@ def main() -> None:
 
         store = probe.task_dict["numbers"].store
         input_bytes = store.manifest(RunRef("bench_ckpt_probe", "manual__bench").parse("numbers")).total_size
-        volume = -(-input_bytes // args.batches)
-        fail_batch = int(args.fail_at * args.batches)
+        sizes = [
+            f.size for f in store.manifest(RunRef("bench_ckpt_probe", "manual__bench").parse("numbers")).files
+        ]
+        volume = int(input_bytes / args.batches * 1.02)  # --batches micro-batches of whole files
+        fail_batch = failing_batch(sizes, volume, args.fail_at)
         print(f"input: {ROWS:,} rows, {input_bytes / 2**20:.1f} MiB in {FILES} files; "
               f"micro-batches of {volume / 2**20:.1f} MiB; failure inside batch {fail_batch}")  # fmt: skip
         rows = [
@@ -209,6 +254,14 @@ def main() -> None:
                 fail_batch=fail_batch,
                 scratch=True,
             ),  # fmt: skip
+            variant(
+                "slow sink",
+                url,
+                checkpoints,
+                checkpointed=True,
+                volume=volume,
+                slow_interval=f"{args.slow_interval} s",
+            ),
         ]
     finally:
         server.stop()
@@ -227,6 +280,16 @@ def main() -> None:
           f"{fewer:+.1%} with {args.overhead_batches} (target ≤ +10 %)")  # fmt: skip
     print(f"retry, resumed vs from scratch: {retry_ratio:.2f}× (target ≤ 0.4×); "
           f"failure to success: {wall_ratio:.2f}×")  # fmt: skip
+    slow = by["slow sink"]["checkpoint"]["seconds_between_checkpoints"]
+    steady = slow[1:] or slow  # the first follows the one-file probe
+    fixed = by["slow sink"]["wall_s"] / (input_bytes / volume)
+    worst = max(slow)
+    print(
+        f"slow sink (5x), interval {args.slow_interval:g} s: {len(slow) + 1} checkpoints, time between "
+        f"them median {statistics.median(steady):.2f} s, max {worst:.2f} s "
+        f"({worst / args.slow_interval:.2f}x the interval, target ≤ 2x); "
+        f"a micro-batch of interval-volume would take ~{fixed:.1f} s"
+    )
     print(f"work redone: {by['resumed']['redone_bytes'] / volume:.2f} micro-batch(es) vs "
           f"{by['from scratch']['redone_bytes'] / volume:.2f} from scratch (target ≤ 1)")  # fmt: skip
     RESULTS.parent.mkdir(parents=True, exist_ok=True)
@@ -238,8 +301,12 @@ def main() -> None:
                 "batch_bytes": volume,
                 "fail_batch": fail_batch,
                 "overhead": round(overhead, 4),
+                "overhead_fewer_batches": round(fewer, 4),
                 "retry_ratio": round(retry_ratio, 3),
                 "wall_ratio": round(wall_ratio, 3),
+                "slow_interval": args.slow_interval,
+                "slow_max_between": worst,
+                "slow_median_between": statistics.median(steady),
                 "variants": rows,
             },
             indent=2,

@@ -56,7 +56,6 @@ class CheckpointedTry:
         try_number: int,
         log: TaskLog,
         kill: Callable[[], None],
-        on_step: Callable[[str, int], None] | None = None,
     ) -> None:
         self.config = config
         self.description = description
@@ -69,7 +68,7 @@ class CheckpointedTry:
         self.log = log
         self.kill = kill
         self.local = LocalCheckpoint(local_root(), run, self.task)
-        self.copy = StoreCheckpoints(store, run, self.task, on_step=on_step)
+        self.copy = StoreCheckpoints(store, run, self.task)
         self.decision: RestoreDecision | None = None
         self.uploader: CheckpointUploader | None = None
         self.restored_via: str | None = None  # "local" or "store"

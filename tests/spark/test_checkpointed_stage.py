@@ -10,7 +10,11 @@ only the rest of its input, and the output is committed once, equal to a failure
 from __future__ import annotations
 
 import json
+import os
 import shutil
+import signal
+import subprocess
+import sys
 import types
 from pathlib import Path
 
@@ -18,10 +22,11 @@ import pytest
 from airflow.sdk import DAG
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
-from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions import PartitionNotFound, RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.pipeline import FailoverPipeline
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.s3_server import REPO_ROOT
 from tests.spark.apps import checkpointed as apps
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
@@ -50,22 +55,11 @@ def make_pipeline(s3_bucket, spark_connect, monkeypatch, tmp_path):
     return lambda backend, **keys: build(backend, keys, s3_bucket, spark_connect, monkeypatch, tmp_path)
 
 
-def build(backend, keys, s3_bucket, spark_connect, monkeypatch, tmp_path):
-    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", s3_bucket.endpoint.aws_connection())
-    monkeypatch.setenv("AIRFLOW_CONN_FT_CHECKPOINT_CONNECT", json.dumps(spark_connect.connection()))
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_FT_CHECKPOINT_SUBMIT", json.dumps({"conn_type": "spark", "host": "local[1]"})
-    )
-    squares = (
-        {"python_callable": apps.squares}
-        if backend == "spark-connect"
-        else {"application": SQUARES_APP, "spark_conn_id": "ft_checkpoint_submit"}
-    )
-    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION", "True")
-    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__CHECKPOINT_LOCAL_DIR", str(tmp_path / "checkpoints"))
+def checkpointed_dag(store_url, squares, keys):
+    """numbers -> squares (checkpointed); the connections come from the environment."""
     with DAG("ft_checkpointed", schedule=None) as dag:
         with FailoverPipeline(
-            store=s3_bucket.url,
+            store=store_url,
             spark_conn_id="ft_checkpoint_connect",
             restart_strategy={
                 "restart-strategy.type": "fixed-delay",
@@ -82,6 +76,23 @@ def build(backend, keys, s3_bucket, spark_connect, monkeypatch, tmp_path):
                 # a file per batch
                 checkpointing={"execution.checkpointing.interval-volume": "1 kb", **keys},
             )
+    return dag
+
+
+def build(backend, keys, s3_bucket, spark_connect, monkeypatch, tmp_path):
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", s3_bucket.endpoint.aws_connection())
+    monkeypatch.setenv("AIRFLOW_CONN_FT_CHECKPOINT_CONNECT", json.dumps(spark_connect.connection()))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_CHECKPOINT_SUBMIT", json.dumps({"conn_type": "spark", "host": "local[1]"})
+    )
+    squares = (
+        {"python_callable": apps.squares}
+        if backend == "spark-connect"
+        else {"application": SQUARES_APP, "spark_conn_id": "ft_checkpoint_submit"}
+    )
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION", "True")
+    monkeypatch.setenv("AIRFLOW__FT_PROVIDER__CHECKPOINT_LOCAL_DIR", str(tmp_path / "checkpoints"))
+    dag = checkpointed_dag(s3_bucket.url, squares, keys)
     # spark-submit reports the application's failure as its exit status (the reason is in its log)
     failed = "injected failure inside micro-batch {}" if backend == "spark-connect" else "Cannot execute"
     return dag, tmp_path / "checkpoints", failed
@@ -256,4 +267,34 @@ def test_a_damaged_local_copy_falls_back_to_the_store(make_pipeline):
     pushed, _ = run_to_success(dag, "squares", 2)
     summary = pushed["squares"]["checkpoint"]
     assert (summary["why"], summary["restored_via"]) == ("resume", "store")
+    assert output(dag) == EXPECTED
+
+
+def test_a_worker_killed_between_the_last_micro_batch_and_the_commit_loses_nothing(make_pipeline, s3_bucket):
+    """SIGKILL of the whole try (a worker lost) after its last micro-batch, before the commit: nothing is
+    visible, and the retry resumes from the last checkpoint the dead try had copied to the store."""
+    dag, _, _ = make_pipeline("spark-connect")
+    run(dag, "numbers", 1)
+    env = dict(
+        os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(REPO_ROOT), os.environ.get("PYTHONPATH")]))
+    )
+    kill = '[{"task": "squares", "mode": "kill"}]'
+    child = subprocess.run(
+        [sys.executable, "-m", "tests.spark.checkpoint_try", s3_bucket.url, "squares", "1", kill],
+        env=env, cwd=str(REPO_ROOT), capture_output=True, text=True, timeout=600,
+    )  # fmt: skip
+    assert child.returncode == -signal.SIGKILL, child.stderr[-2000:]
+    store, prefix = store_objects(dag)
+    with pytest.raises(PartitionNotFound):
+        store.manifest(RunRef("ft_checkpointed", RUN_ID).parse("squares"))  # no partial partition
+    assert any(k.endswith("/_metadata") for k in store.list_objects(prefix))
+    # The dead try's failure, recorded as the retry policy records it (a live Airflow's next try does
+    # this itself through the REST API: tests/cluster kills whole workers).
+    ti = TaskInstance(map_index=-1, try_number=1, pushed={}, task_id="squares", dag_id=dag.dag_id)
+    conf = types.SimpleNamespace(conf={})
+    context = {"ti": ti, "dag": dag, "run_id": RUN_ID, "dag_run": conf, "params": {}}
+    dag.task_dict["squares"].retry_policy.evaluate(RuntimeError("worker lost"), 1, 100, context)
+    pushed, _ = run_to_success(dag, "squares", 2)
+    summary = pushed["squares"]["checkpoint"]
+    assert summary["why"] == "resume" and summary["restored_from"] is not None
     assert output(dag) == EXPECTED
