@@ -55,6 +55,7 @@ class LocalCheckpoint:
         self.path = root / encode_segment(run.pipeline) / encode_segment(run.run_id) / encode_segment(task)
         self.spark_dir = self.path / "spark"
         self.fence_file = self.path / FENCE_FILE
+        self.input_sizes: dict[str, int] = {}  # "<result>-<n>/<file>" -> bytes, from the manifests
 
     def last_committed(self) -> int | None:
         """The highest micro-batch in Spark's commits log here (its output and offsets are complete)."""
@@ -88,10 +89,11 @@ class LocalCheckpoint:
             return None
         return CompletedCheckpoint(last, dict(inputs), self.bytes_read_through(last), total, taken_by)
 
-    def bytes_read_through(self, last: int) -> int:
-        """The size of every input file the micro-batches up to ``last`` read (Spark's file source log;
-        a compacted log file, every tenth batch, repeats the entries of the files before it)."""
+    def read_through(self, last: int) -> set[str]:
+        """The input files the micro-batches up to ``last`` read, as ``<result>-<n>/<file>`` (Spark's
+        file-source log; a compacted log file, every tenth batch, repeats the entries before it)."""
         read: set[str] = set()
+        feed = self.path / "feed"  # the stream's directory of linked inputs (spark/feed.py)
         for log in sorted((self.spark_dir / "sources" / "0").glob("*")):
             if log.name.startswith("."):
                 continue  # a temporary Spark renames (or removes) while we look
@@ -105,8 +107,16 @@ class LocalCheckpoint:
                 except ValueError:
                     continue
                 if isinstance(entry, dict) and int(entry.get("batchId", last + 1)) <= last:
-                    read.add(urllib.parse.urlparse(str(entry.get("path", ""))).path)
-        return sum(os.path.getsize(path) for path in read if os.path.isfile(path))
+                    path = urllib.parse.unquote(urllib.parse.urlparse(str(entry.get("path", ""))).path)
+                    fed = Path(path).relative_to(feed) if Path(path).is_relative_to(feed) else None
+                    if fed is not None and len(fed.parts) > 2:  # <input>/<result>-<n>/<file ...>
+                        read.add("/".join(fed.parts[1:]))
+        return read
+
+    def bytes_read_through(self, last: int) -> int:
+        """The size of every input file the micro-batches up to ``last`` read (``input_sizes``, the
+        manifests' sizes: a resumed try does not fetch the files its checkpoint had read)."""
+        return sum(self.input_sizes.get(name, 0) for name in self.read_through(last))
 
     def start_fresh(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)

@@ -6,7 +6,7 @@ a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps ar
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from airflow_ft_provider.execution.submit import local_dir
@@ -22,20 +22,25 @@ class StagedFiles:
 
     name = "staged"
 
-    def __init__(self, store: S3PartitionStore, workdir: Path) -> None:
+    def __init__(self, store: S3PartitionStore, workdir: Path, *, processed: Collection[str] = ()) -> None:
         self.store = store
         self.pipelined = PipelinedPartitions(store)
         self.workdir = workdir
+        # "<result>-<n>/<file>": input a resumed checkpointed stage processed already (not fetched)
+        self.processed = processed
 
     def input_paths(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
     ) -> list[str]:
         # Not the partition id: '[' is a glob character in Hadoop paths.
-        dest = self.workdir / "in" / f"{result}-{number}"
-        fetched = (
-            self.pipelined.fetch(ref, handle, dest) if handle is not None else self.store.fetch(ref, dest)
-        )
-        return [p.as_uri() for p in fetched.paths]
+        folder = f"{result}-{number}"
+        dest = self.workdir / "in" / folder
+        if handle is not None:
+            return [p.as_uri() for p in self.pipelined.fetch(ref, handle, dest).paths]
+        skip = {name.partition("/")[2] for name in self.processed if name.startswith(folder + "/")}
+        if number == 0 and skip:  # the first file stays: the stream reads its schema there
+            skip.discard(self.store.manifest(ref).files[0].name)
+        return [p.as_uri() for p in self.store.fetch(ref, dest, skip=skip).paths]
 
     def output_location(
         self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int

@@ -74,6 +74,7 @@ class CheckpointedTry:
         self.restored_via: str | None = None  # "local" or "store"
         self.restored_bytes = 0
         self.restored: CheckpointMetadata | None = None
+        self.processed: set[str] = set()  # input files ("<result>-<n>/<file>") the restored checkpoint read
         self._newest: CheckpointMetadata | None = None  # the store's newest checkpoint, restored or not
         self._damage: str | None = None
 
@@ -97,6 +98,8 @@ class CheckpointedTry:
             self.local.start_fresh()
             self.copy.release()  # taken against other inputs, or by another execution of the region
         self.local.fence(inputs, total_bytes=total, try_number=self.try_number)
+        if restored is not None:  # read by the committed micro-batches: not fetched again
+            self.processed = self.local.read_through(restored.checkpoint_id)
         self._record()
         fence = Fence(inputs, total, self.try_number)
         taken = restored.checkpoint_id if restored else None
@@ -238,10 +241,12 @@ class CheckpointedTry:
             if not self.description.graph.results[result].result_type.is_reconsumable:
                 pipelined = True
                 continue
-            for partition_id in partition_ids:
+            for number, partition_id in enumerate(partition_ids):
                 manifest = self.store.manifest(self.run.parse(partition_id))
                 attempts[partition_id] = manifest.attempt_id
                 total += manifest.total_size
+                for entry in manifest.files:  # staged as in/<result>-<n>/<file> (placement.StagedFiles)
+                    self.local.input_sizes[f"{result}-{number}/{entry.name}"] = entry.size
         return attempts, total, pipelined
 
 

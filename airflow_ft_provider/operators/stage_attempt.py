@@ -124,7 +124,13 @@ class StageAttempt:
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
         checkpointed = self._checkpointed()
         with checkpointed.workdir() if checkpointed else TryWorkdir(log=self.log) as workdir:
-            placement: DataPlacement = DirectS3a(self.store) if direct else StagedFiles(self.store, workdir)
+            placement: DataPlacement = (
+                DirectS3a(self.store)
+                if direct
+                else StagedFiles(
+                    self.store, workdir, processed=checkpointed.processed if checkpointed else ()
+                )
+            )
             self.backend = backend_for(
                 stage,
                 conn_id=stage.spark_conn_id or stage.pipeline.spark_conn_id,

@@ -6,6 +6,7 @@ import logging
 import os
 import shutil
 import uuid
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -142,8 +143,10 @@ class PartitionReads(StoreObjects):
         *,
         verify: bool = True,
         execution_id: str | None = None,
+        skip: Collection[str] = (),
     ) -> FetchedPartition:
-        """The partition's files on local disk, each checked against the manifest (size, checksum).
+        """The partition's files on local disk, each checked against the manifest (size, checksum);
+        but the files named in ``skip`` (a resumed checkpointed stage processed them already).
 
         With a local cache, verified cached files are used and anything else is downloaded from S3
         and repaired in the cache; ``dest`` (a directory) then gets a copy under the files' names.
@@ -151,9 +154,11 @@ class PartitionReads(StoreObjects):
         ``execution_id``: the pipelined partition that region execution wrote.
         """
         loc = self._location(ref, execution_id)
-        return self._fetch(loc, self._manifest(loc), dest, verify)
+        return self._fetch(loc, self._manifest(loc), dest, verify, skip)
 
-    def _fetch(self, loc: _Location, manifest: Manifest, dest: Any, verify: bool) -> FetchedPartition:
+    def _fetch(
+        self, loc: _Location, manifest: Manifest, dest: Any, verify: bool, skip: Collection[str] = ()
+    ) -> FetchedPartition:
         from boto3.s3.transfer import create_transfer_manager
 
         if dest is None and self.cache is None:
@@ -161,11 +166,12 @@ class PartitionReads(StoreObjects):
         dest_dir = Path(dest) if dest is not None else None
         # Checked before anything is written: every file lands inside dest (names are validated, but
         # a symlink already in dest could still point elsewhere).
-        targets = [_inside(dest_dir, entry.name) for entry in manifest.files] if dest_dir is not None else []
-        paths: list[Path | None] = [None] * len(manifest.files)
+        wanted = [entry for entry in manifest.files if entry.name not in skip]
+        targets = [_inside(dest_dir, entry.name) for entry in wanted] if dest_dir is not None else []
+        paths: list[Path | None] = [None] * len(wanted)
         todo: list[tuple[int, FileEntry, str, Path]] = []
         hits = 0
-        for i, entry in enumerate(manifest.files):
+        for i, entry in enumerate(wanted):
             key = loc.prefix + entry.key
             if self.cache is not None:
                 cached = self.cache.lookup(self.bucket, key, entry)

@@ -9,6 +9,16 @@ from airflow_ft_provider.partitions import RunRef
 RUN = RunRef("etl", "manual__1")
 
 
+def input_files(local, sizes):
+    """Input files as the stream sees them (feed/<input>/<result>-<n>/<file>), their sizes known from
+    the manifests: the files themselves need not exist (a resumed try does not fetch those it read)."""
+    files = []
+    for i, size in enumerate(sizes):
+        files.append(local.path / "feed" / "raw" / "raw-0" / f"in-{i}.parquet")
+        local.input_sizes[f"raw-0/in-{i}.parquet"] = size
+    return files
+
+
 def spark_checkpoint(local, commits, files_by_batch, inputs):
     """Spark's layout: commits/<batch id>, sources/0/<batch id> ("v1" then one JSON line per file)."""
     (local.spark_dir / "commits").mkdir(parents=True)
@@ -24,10 +34,7 @@ def spark_checkpoint(local, commits, files_by_batch, inputs):
 def test_the_last_completed_checkpoint_and_the_input_it_read(tmp_path):
     local = LocalCheckpoint(tmp_path, RUN, "score[2]")
     local.start_fresh()
-    files = []
-    for i in range(3):
-        files.append(tmp_path / f"in-{i}.parquet")
-        files[-1].write_bytes(b"x" * 100)
+    files = input_files(local, [100, 100, 100])
     # batches 0 and 1 completed; batch 2 was planned (its files logged) but never committed
     spark_checkpoint(local, [0, 1], {0: [files[0]], 1: [files[1]], 2: [files[2]]}, {"raw[2]": "a1"})
     latest = local.latest()
@@ -59,10 +66,7 @@ def test_checkpoints_unused_for_a_retention_are_swept_and_recent_ones_kept(tmp_p
 def test_a_compacted_file_source_log_does_not_count_a_file_twice(tmp_path):
     local = LocalCheckpoint(tmp_path, RUN, "score")
     local.start_fresh()
-    files = []
-    for i in range(3):
-        files.append(tmp_path / f"in-{i}.parquet")
-        files[-1].write_bytes(b"x" * 100)
+    files = input_files(local, [100, 100, 100])
     spark_checkpoint(local, [0, 1, 2], {0: [files[0]], 1: [files[1]]}, {"raw": "a1"})
     # Spark compacts its file-source log every tenth batch: N.compact repeats every entry before it.
     entries = [json.dumps({"path": f"file:{f}", "timestamp": 0, "batchId": b}) for b, f in enumerate(files)]
@@ -73,10 +77,9 @@ def test_a_compacted_file_source_log_does_not_count_a_file_twice(tmp_path):
 def test_spark_s_temporary_log_files_are_not_read(tmp_path):
     local = LocalCheckpoint(tmp_path, RUN, "score")
     local.start_fresh()
-    (tmp_path / "in-0.parquet").write_bytes(b"x" * 100)
-    (tmp_path / "in-1.parquet").write_bytes(b"x" * 200)
-    spark_checkpoint(local, [0], {0: [tmp_path / "in-0.parquet"]}, {"raw": "a1"})
+    files = input_files(local, [100, 200])
+    spark_checkpoint(local, [0], {0: [files[0]]}, {"raw": "a1"})
     # Spark writes .<batch>.<uuid>.tmp and renames it: a reader may list it and find it gone, or half-written.
-    entry = json.dumps({"path": f"file:{tmp_path / 'in-1.parquet'}", "batchId": 0})
+    entry = json.dumps({"path": f"file:{files[1]}", "batchId": 0})
     (local.spark_dir / "sources" / "0" / ".1.abc.tmp").write_text(f"v1\n{entry}")
     assert local.latest().processed_bytes == 100
