@@ -101,7 +101,8 @@ class CheckpointUploader:
         return self
 
     def stop(self, *, drain: bool) -> None:
-        """Stop watching; with ``drain`` (the try failed) first upload the last completed micro-batch."""
+        """Stop watching; with ``drain`` then upload the last completed micro-batch (a failed try's, or
+        the final one before the commit)."""
         self._stop.set()
         if self._thread.ident is not None:  # started
             self._thread.join()

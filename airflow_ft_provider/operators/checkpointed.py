@@ -121,10 +121,11 @@ class CheckpointedTry:
         self.copy.release()
 
     def finish(self) -> dict[Path, str]:
-        """The micro-batches are done: stop copying checkpoints (their objects stay until the output is
-        committed), and name the output files the store has already, for the commit to copy in S3."""
+        """The micro-batches are done: take the final checkpoint (Flink takes one at the end of input
+        too: a worker lost during the commit leaves nothing to redo) and stop copying; then name the
+        output files the store has, for the commit to copy inside S3 instead of uploading them again."""
         assert self.uploader is not None
-        self.uploader.stop(drain=False)
+        self.uploader.stop(drain=True)
         newest = self.uploader.stats.completed[-1] if self.uploader.stats.completed else self.restored
         return self.copy.stored_outputs(newest, self.local.path) if newest else {}
 
