@@ -92,6 +92,7 @@ def build(dag_id: str, store_url: str, *, checkpointed: bool, volume: int, slow_
             restart_strategy={
                 "restart-strategy.type": "fixed-delay",
                 "restart-strategy.fixed-delay.attempts": 5,
+                "restart-strategy.fixed-delay.delay": "0 s",  # the retry's own work, no backoff
             },
         ):
             SparkStageOperator(task_id="numbers", python_callable=numbers, outputs=["numbers"])
@@ -154,12 +155,16 @@ def failing_batch(sizes: list[int], volume: int, share: float) -> int:
     return next(i for i, end in enumerate(bounds) if end >= share * total)
 
 
-def read_through_failed_batch(checkpoints: Path, dag_id: str, batch: int) -> int:
-    """The input the failed try had read, its failing micro-batch included (its file-source log)."""
+def read_through_failed_batch(store, checkpoints: Path, dag_id: str, batch: int) -> int:
+    """The input the failed try had read, its failing micro-batch included (its file-source log, the
+    sizes from the input's manifest)."""
     from airflow_ft_provider.checkpoints.local import LocalCheckpoint
     from airflow_ft_provider.partitions import RunRef
 
-    return LocalCheckpoint(checkpoints, RunRef(dag_id, "manual__bench"), "squares").bytes_read_through(batch)
+    run = RunRef(dag_id, "manual__bench")
+    local = LocalCheckpoint(checkpoints, run, "squares")
+    local.input_sizes = {f"numbers-0/{f.name}": f.size for f in store.manifest(run.parse("numbers")).files}
+    return local.bytes_read_through(batch)
 
 
 def variant(name: str, store_url: str, checkpoints: Path, *, checkpointed: bool, volume: int, fail_batch=None,
@@ -173,7 +178,7 @@ def variant(name: str, store_url: str, checkpoints: Path, *, checkpointed: bool,
                 "checkpoint": pushed["squares"].get("checkpoint")}  # fmt: skip
     fault = [{"task": "squares", "mode": "batch", "batch": fail_batch}]
     first, _ = run(dag, "squares", 1, fault)
-    read_by_first = read_through_failed_batch(checkpoints, dag_id, fail_batch)
+    read_by_first = read_through_failed_batch(dag.task_dict["squares"].store, checkpoints, dag_id, fail_batch)
     if scratch:  # a stage without checkpoints: nothing to resume from
         store = dag.task_dict["squares"].store
         from airflow_ft_provider.partitions import RunRef
