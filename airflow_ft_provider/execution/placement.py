@@ -38,8 +38,6 @@ class StagedFiles:
         if handle is not None:
             return [p.as_uri() for p in self.pipelined.fetch(ref, handle, dest).paths]
         skip = {name.partition("/")[2] for name in self.processed if name.startswith(folder + "/")}
-        if number == 0 and skip:  # the first file stays: the stream reads its schema there
-            skip.discard(self.store.manifest(ref).files[0].name)
         return [p.as_uri() for p in self.store.fetch(ref, dest, skip=skip).paths]
 
     def output_location(

@@ -77,6 +77,7 @@ class CheckpointedTry:
         self.processed: set[str] = set()  # input files ("<result>-<n>/<file>") the restored checkpoint read
         self._newest: CheckpointMetadata | None = None  # the store's newest checkpoint, restored or not
         self._damage: str | None = None
+        self._schema_files: set[str] = set()  # the first file of each input's partition 0
 
     @contextmanager
     def workdir(self) -> Iterator[Path]:
@@ -99,7 +100,7 @@ class CheckpointedTry:
             self.copy.release()  # taken against other inputs, or by another execution of the region
         self.local.fence(inputs, total_bytes=total, try_number=self.try_number)
         if restored is not None:  # read by the committed micro-batches: not fetched again
-            self.processed = self.local.read_through(restored.checkpoint_id)
+            self.processed = self.local.read_through(restored.checkpoint_id) - self._schema_files
         self._record()
         fence = Fence(inputs, total, self.try_number)
         taken = restored.checkpoint_id if restored else None
@@ -157,7 +158,7 @@ class CheckpointedTry:
         for candidate in self.copy.candidates():
             self._newest = self._newest or candidate
             if dict(candidate.inputs) != inputs:
-                return None  # fenced out; older ones were taken against the same inputs, or older ones
+                return None  # fenced out: every older one was taken against the same (other) inputs
             if self.config.local_recovery:
                 wrong = self.copy.verify_local(candidate, self.local.path)
                 if wrong is None:
@@ -248,6 +249,8 @@ class CheckpointedTry:
                 total += manifest.total_size
                 for entry in manifest.files:  # staged as in/<result>-<n>/<file> (placement.StagedFiles)
                     self.local.input_sizes[f"{result}-{number}/{entry.name}"] = entry.size
+                if number == 0 and manifest.files:  # always fetched: the stream reads its schema there
+                    self._schema_files.add(f"{result}-0/{manifest.files[0].name}")
         return attempts, total, pipelined
 
 

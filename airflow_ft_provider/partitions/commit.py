@@ -309,7 +309,7 @@ class PartitionCommits(StoreObjects):
         files: list[tuple[str, Path]],
         prefix: str,
         attempt_id: str,
-        copy_from: Mapping[Path, str] | None = None,
+        copy_from: Mapping[Path, str],
     ) -> list[FileEntry]:
         from boto3.s3.transfer import create_transfer_manager
 
@@ -319,7 +319,7 @@ class PartitionCommits(StoreObjects):
             checksums = [hashers.submit(file_checksum, path, self.checksum) for _, path in files]
             transfers = _Transfers(create_transfer_manager(self.client, self.transfer_config))
             with transfers.manager:
-                copies = {i: (copy_from or {}).get(path) for i, (_, path) in enumerate(files)}
+                copies = {i: copy_from.get(path) for i, (_, path) in enumerate(files)}
                 for i, (_, path) in enumerate(files):
                     source = copies[i]
                     if source is not None:  # the same bytes are in the store: copied inside S3

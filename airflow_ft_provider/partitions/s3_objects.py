@@ -247,7 +247,7 @@ class StoreObjects:
             try:
                 self.client.download_file(self.bucket, key, str(path), Config=self.transfer_config)
             except ClientError as exc:
-                if error_code(exc) in MISSING_CODES or error_code(exc) == "404":
+                if error_code(exc) in MISSING_CODES:
                     return False
                 raise
         return True

@@ -71,8 +71,9 @@ class Feeder:
 
     def observe(self, batches: dict[int, float]) -> None:
         """Size the next chunk from completed micro-batches (batch id -> seconds it took)."""
-        logged = self._logged_by_batch()
-        for batch_id in sorted(set(batches) - self.sized_batches):
+        new = sorted(set(batches) - self.sized_batches)
+        logged = self._logged_by_batch() if new else {}  # polled every 0.1 s: read only when needed
+        for batch_id in new:
             self.sized_batches.add(batch_id)
             seconds = batches[batch_id]
             size = sum(self._size(p) for p in logged.get(batch_id, ()))
