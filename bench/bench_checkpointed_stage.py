@@ -2,7 +2,7 @@
 server, local[2]) and a moto S3 server over HTTP, side by side in one run.
 
     python bench/bench_checkpointed_stage.py [--rows 20000000] [--batches 10] [--overhead-batches 4]
-                                             [--fail-at 0.8]
+                                             [--fail-at 0.8] [--runs 3]
 
 ``numbers`` writes ``--rows`` rows (40 Parquet files); ``squares`` reads them and writes each row with
 its square. Variants, each on a fresh run of the same DAG:
@@ -16,7 +16,9 @@ its square. Variants, each on a fresh run of the same DAG:
 - from scratch: the same failure, but the retry finds no checkpoint (both copies removed before it), as
   a stage without checkpoints restarts.
 
-Figures: wall times, the retry's wall, the input read again by the retry that the failed try had read
+Every variant but the slow sink runs ``--runs`` times, in rounds (one of each per round, so that a
+slower stretch of the machine hits them all); the figures are the medians. Figures: wall times, the
+retry's wall, the input read again by the retry that the failed try had read
 already (work redone), and the ratios. Writes bench/results/checkpointed_stage.json.
 """
 
@@ -168,8 +170,8 @@ def read_through_failed_batch(store, checkpoints: Path, dag_id: str, batch: int)
 
 
 def variant(name: str, store_url: str, checkpoints: Path, *, checkpointed: bool, volume: int, fail_batch=None,
-            scratch=False, slow_interval=None) -> dict:  # fmt: skip
-    dag_id = f"bench_ckpt_{name.replace(' ', '_').replace('/', '_')}"
+            scratch=False, slow_interval=None, round_number=0) -> dict:  # fmt: skip
+    dag_id = f"bench_ckpt_{name.replace(' ', '_').replace('/', '_')}_{round_number}"
     dag = build(dag_id, store_url, checkpointed=checkpointed, volume=volume, slow_interval=slow_interval)
     run(dag, "numbers", 1)
     if fail_batch is None:
@@ -202,6 +204,17 @@ def variant(name: str, store_url: str, checkpoints: Path, *, checkpointed: bool,
     }
 
 
+def median_of(runs: list[dict]) -> dict:
+    """The run with the median wall time (its other figures come with it), and every run's walls."""
+    ordered = sorted(runs, key=lambda r: r["wall_s"])
+    chosen = dict(ordered[(len(ordered) - 1) // 2])
+    chosen["walls_s"] = [r["wall_s"] for r in runs]
+    chosen["retries_s"] = [r["retry_s"] for r in runs]
+    if chosen["retry_s"] is not None:
+        chosen["retry_s"] = statistics.median(r["retry_s"] for r in runs)
+    return chosen
+
+
 def main() -> None:
     global ROWS
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
@@ -209,6 +222,7 @@ def main() -> None:
     parser.add_argument("--batches", type=int, default=10)
     parser.add_argument("--overhead-batches", type=int, default=4)
     parser.add_argument("--fail-at", type=float, default=0.8)
+    parser.add_argument("--runs", type=int, default=3, help="rounds of the variants (medians are shown)")
     parser.add_argument("--slow-interval", type=float, default=2.0, help="interval (s) of the slow-sink run")
     args = parser.parse_args()
     ROWS = args.rows
@@ -239,26 +253,23 @@ def main() -> None:
         fail_batch = failing_batch(sizes, volume, args.fail_at)
         print(f"input: {ROWS:,} rows, {input_bytes / 2**20:.1f} MiB in {FILES} files; "
               f"micro-batches of {volume / 2**20:.1f} MiB; failure inside batch {fail_batch}")  # fmt: skip
-        rows = [
-            variant("plain", url, checkpoints, checkpointed=False, volume=volume),
-            variant("checkpointed", url, checkpoints, checkpointed=True, volume=volume),
-            variant(
-                f"checkpointed/{args.overhead_batches}",
-                url,
-                checkpoints,
-                checkpointed=True,
-                volume=-(-input_bytes // args.overhead_batches),
-            ),  # fmt: skip
-            variant("resumed", url, checkpoints, checkpointed=True, volume=volume, fail_batch=fail_batch),
-            variant(
-                "from scratch",
-                url,
-                checkpoints,
-                checkpointed=True,
-                volume=volume,
-                fail_batch=fail_batch,
-                scratch=True,
-            ),  # fmt: skip
+        rounds = []
+        for round_number in range(args.runs):
+            print(f"round {round_number + 1} of {args.runs}")
+            one = {"checkpoints": checkpoints, "volume": volume, "round_number": round_number}
+            rounds.append(
+                [
+                    variant("plain", url, checkpointed=False, **one),
+                    variant("checkpointed", url, checkpointed=True, **one),
+                    variant(f"checkpointed/{args.overhead_batches}", url, checkpointed=True,
+                            **{**one, "volume": -(-input_bytes // args.overhead_batches)}),
+                    variant("resumed", url, checkpointed=True, fail_batch=fail_batch, **one),
+                    variant("from scratch", url, checkpointed=True, fail_batch=fail_batch, scratch=True,
+                            **one),
+                ]
+            )  # fmt: skip
+        rows = [median_of([r[i] for r in rounds]) for i in range(len(rounds[0]))]
+        rows.append(
             variant(
                 "slow sink",
                 url,
@@ -266,8 +277,8 @@ def main() -> None:
                 checkpointed=True,
                 volume=volume,
                 slow_interval=f"{args.slow_interval} s",
-            ),
-        ]
+            )
+        )
     finally:
         server.stop()
         stop_moto_server(s3)
@@ -277,10 +288,13 @@ def main() -> None:
     fewer = by[f"checkpointed/{args.overhead_batches}"]["wall_s"] / by["plain"]["wall_s"] - 1
     retry_ratio = by["resumed"]["retry_s"] / by["from scratch"]["retry_s"]
     wall_ratio = by["resumed"]["wall_s"] / by["from scratch"]["wall_s"]
-    print(f"{'variant':>14} {'wall':>8} {'retry':>8} {'redone':>10}")
+    print(f"medians of {args.runs} runs")
+    print(f"{'variant':>14} {'wall':>8} {'retry':>8} {'redone':>10}  walls")
     for r in rows:
         retry = f"{r['retry_s']:.2f} s" if r["retry_s"] is not None else ""
-        print(f"{r['variant']:>14} {r['wall_s']:>6.2f} s {retry:>8} {r['redone_bytes'] / 2**20:>6.1f} MiB")
+        walls = " ".join(f"{w:.1f}" for w in r.get("walls_s", [r["wall_s"]]))
+        redone = r["redone_bytes"] / 2**20
+        print(f"{r['variant']:>14} {r['wall_s']:>6.2f} s {retry:>8} {redone:>6.1f} MiB  {walls}")
     print(f"failure-free overhead of checkpointing: {overhead:+.1%} with {args.batches} micro-batches, "
           f"{fewer:+.1%} with {args.overhead_batches} (target ≤ +10 %)")  # fmt: skip
     print(f"retry, resumed vs from scratch: {retry_ratio:.2f}× (target ≤ 0.4×); "
@@ -302,6 +316,7 @@ def main() -> None:
         json.dumps(
             {
                 "rows_in": ROWS,
+                "runs": args.runs,
                 "input_bytes": input_bytes,
                 "batch_bytes": volume,
                 "fail_batch": fail_batch,

@@ -5,7 +5,9 @@ Spark's file source plans a micro-batch from the files it can see. The stream th
 directory, and the feeder links the staged input files into it one chunk at a time: the next chunk as
 soon as Spark has planned the previous one. A chunk is sized from the last completed micro-batch's
 rate so that a micro-batch takes about 0.8× ``execution.checkpointing.interval``, never more input
-than ``interval-volume``; the first chunk is one file (a probe). A slow sink (or operator) makes the
+than ``interval-volume``; the first chunk is one file (a probe), and nothing more is fed until its rate
+is known. A resumed query takes its rate from the restored log instead (Spark records when it planned
+each micro-batch), so it needs no probe. A slow sink (or operator) makes the
 chunks smaller, so the time between completed checkpoints stays near the interval instead of growing
 with the slowness.
 
@@ -47,15 +49,25 @@ class Feeder:
 
     def resume(self) -> int:
         """Link every file Spark's log names (a restored checkpoint's, or a failed try's planned batch):
-        the query re-runs or skips them by path. Returns how many."""
+        the query re-runs or skips them by path, and the next chunk is sized from the rate the log
+        shows. Returns how many files are linked."""
         for path in self._logged():
             self._link(path)
+        self.credit = self._credit_from_log()
         return len(self.fed)
 
-    def feed_if_planned(self) -> None:
-        """Feed the next chunk once Spark has planned every file fed so far."""
-        if self.fed - self._logged():
+    def feed_if_planned(self, last_committed: int | None) -> None:
+        """Feed the next chunk once Spark has planned every file fed so far; without a rate, once the
+        probe's micro-batch is committed too (a second probe only if the first showed no rate)."""
+        logged = self._logged_by_batch()
+        planned = {p for paths in logged.values() for p in paths}
+        if self.fed - planned:
             return
+        if not self.credit and self.fed:
+            through = -1 if last_committed is None else last_committed
+            done = {p for batch, paths in logged.items() if batch <= through for p in paths}
+            if self.fed - done:
+                return  # the probe is running: its rate sizes the next chunk
         pending = [f for f in self.files if f.fed not in self.fed]
         chunk: list[FedFile] = []
         size = 0
@@ -78,7 +90,35 @@ class Feeder:
             seconds = batches[batch_id]
             size = sum(self._size(p) for p in logged.get(batch_id, ()))
             if seconds > 0 and size > 0:
-                self.credit = max(1, min(self.volume, int(size / seconds * self.target * HEADROOM)))
+                self.credit = self._credit(size, seconds)
+
+    def _credit(self, size: int, seconds: float) -> int:
+        """The chunk that takes HEADROOM of the interval at ``size`` bytes in ``seconds``."""
+        return max(1, min(self.volume, int(size / seconds * self.target * HEADROOM)))
+
+    def _credit_from_log(self) -> int:
+        """The rate of the newest logged micro-batch whose successor was planned too: its input over
+        the time between the two plannings (``batchTimestampMs`` of Spark's offsets log). 0 if none."""
+        folder = os.path.join(self.spark_dir, "offsets")
+        planned_at: dict[int, int] = {}
+        for name in os.listdir(folder) if os.path.isdir(folder) else ():
+            if not name.isdigit():
+                continue
+            try:
+                with open(os.path.join(folder, name), encoding="utf-8", errors="replace") as log:
+                    metadata = json.loads(log.read().splitlines()[1])
+                planned_at[int(name)] = int(metadata["batchTimestampMs"])
+            except (OSError, IndexError, ValueError, KeyError, TypeError):
+                continue
+        logged = self._logged_by_batch()
+        for batch in sorted(planned_at, reverse=True):
+            if batch + 1 not in planned_at:
+                continue
+            seconds = (planned_at[batch + 1] - planned_at[batch]) / 1000
+            size = sum(self._size(p) for p in logged.get(batch, ()))
+            if seconds > 0 and size > 0:
+                return self._credit(size, seconds)
+        return 0
 
     def finished(self, last_committed: int | None) -> bool:
         """Every file fed, and every one of them in a committed micro-batch."""

@@ -27,17 +27,19 @@ def plan(tmp_path, batch, files):
 def test_chunks_follow_the_rate_of_the_last_micro_batch_and_wait_for_spark(tmp_path):
     files = staged(tmp_path, [100] * 10)
     feeder = Feeder(files, str(tmp_path / "spark"), volume=400, target=1.0)
-    feeder.feed_if_planned()
+    feeder.feed_if_planned(None)
     assert feeder.fed == {files[0].fed}  # the probe: one file
-    feeder.feed_if_planned()
+    feeder.feed_if_planned(None)
     assert len(feeder.fed) == 1  # Spark has not planned it yet
     plan(tmp_path, 0, files[:1])
+    feeder.feed_if_planned(None)
+    assert len(feeder.fed) == 1  # planned, but its rate is not known yet: no second probe
     feeder.observe({0: 0.4})  # 100 bytes in 0.4 s: 250 B/s, 0.8 s of it is 200 bytes
-    feeder.feed_if_planned()
+    feeder.feed_if_planned(0)
     assert len(feeder.fed) == 3
     plan(tmp_path, 1, files[1:3])
     feeder.observe({0: 0.4, 1: 0.01})  # fast now: the volume bounds the chunk
-    feeder.feed_if_planned()
+    feeder.feed_if_planned(0)
     assert len(feeder.fed) == 7
     assert (tmp_path / "feed" / "part-6").read_bytes() == b"x" * 100  # linked to the staged file
 
@@ -48,10 +50,39 @@ def test_finished_only_when_every_fed_file_is_in_a_committed_batch_and_a_resume_
     plan(tmp_path, 0, files[:1])  # a failed try's planned batch: relinked for Spark to run it again
     assert feeder.resume() == 1 and (tmp_path / "feed" / "part-0").exists()
     feeder.observe({0: 0.1})
-    feeder.feed_if_planned()
+    feeder.feed_if_planned(None)
     assert not feeder.finished(0)  # part-1 is fed, not planned
     plan(tmp_path, 1, files[1:])
     assert not feeder.finished(0) and feeder.finished(1)
+
+
+def test_a_probe_that_shows_no_rate_is_followed_by_another_once_committed(tmp_path):
+    files = staged(tmp_path, [100] * 3)
+    feeder = Feeder(files, str(tmp_path / "spark"), volume=400, target=1.0)
+    feeder.feed_if_planned(None)
+    plan(tmp_path, 0, files[:1])
+    feeder.observe({})  # an empty file: Spark reports no rows, so no duration
+    feeder.feed_if_planned(None)
+    assert len(feeder.fed) == 1
+    feeder.feed_if_planned(0)  # committed without a rate: probe again rather than wait forever
+    assert len(feeder.fed) == 2
+
+
+def test_a_resumed_feeder_sizes_its_first_chunk_from_the_restored_log_without_a_probe(tmp_path):
+    files = staged(tmp_path, [100] * 10)
+    plan(tmp_path, 0, files[:1])
+    plan(tmp_path, 1, files[1:3])
+    offsets = tmp_path / "spark" / "offsets"
+    offsets.mkdir(parents=True)
+    for batch, planned_at_ms in ((0, 1_000), (1, 1_100), (2, 2_100)):  # batch 1: 200 bytes in 1 s
+        metadata = json.dumps({"batchWatermarkMs": 0, "batchTimestampMs": planned_at_ms})
+        (offsets / str(batch)).write_text(f"v1\n{metadata}\n{{}}")
+    (offsets / ".2.crc").write_text("not a batch")
+    feeder = Feeder(files, str(tmp_path / "spark"), volume=1000, target=2.0)
+    assert feeder.resume() == 3
+    assert feeder.credit == 320  # 200 B/s for 0.8 of the 2 s interval
+    feeder.feed_if_planned(None)
+    assert len(feeder.fed) == 6  # three files of 100 bytes fit in 320: no probe
 
 
 def test_batch_seconds_counts_micro_batches_that_read_input():
