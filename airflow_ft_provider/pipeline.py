@@ -16,7 +16,7 @@ one. Edges to and from other tasks (sensors, notifications) are untouched.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import timedelta
 from types import TracebackType
 from typing import Any
@@ -36,6 +36,7 @@ from airflow_ft_provider._compat import (
 from airflow_ft_provider.failover import (
     StageGraph,
 )
+from airflow_ft_provider.failover.classification import FailureLabels, FailureRules
 from airflow_ft_provider.failover.union_find import UnionFind
 from airflow_ft_provider.model.description import (
     PipelineDescription,
@@ -44,12 +45,13 @@ from airflow_ft_provider.model.description import (
 )
 from airflow_ft_provider.model.parsed import attach, attached, parsed_description
 from airflow_ft_provider.partitions.naming import check_name
+from airflow_ft_provider.recovery.classify import StageClassification
 from airflow_ft_provider.recovery.restart_settings import (
     own_retry_settings,
     pipeline_restart_config,
     where_set,
 )
-from airflow_ft_provider.stage_settings import checkpoint_configs, stage_declaration
+from airflow_ft_provider.stage_settings import checkpoint_configs, stage_classifications, stage_declaration
 
 __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_of", "stage_declaration"]
 
@@ -86,8 +88,17 @@ class FailoverPipeline:
         pipelined_in_engine: bool = True,
         group_regions: bool = True,
         checkpointing: bool | Mapping[str, object] | None = None,
+        failure_rules: FailureRules | Mapping[str, object] | None = None,
+        failure_classifier: Callable[[BaseException], bool | None] | None = None,
     ) -> None:
         self.store = store
+        # Which failures a restart cannot heal, on top of the defaults (recovery/classify.py); each
+        # stage's own extend these. Checked when the pipeline is built.
+        self.failure_rules = failure_rules
+        self.failure_classifier = failure_classifier
+        self.failure_classifications: dict[
+            str, StageClassification
+        ] = {}  # per stage, built with the pipeline
         self.checkpointing = checkpointing  # the stages' default (checkpoints/config.py)
         self.aws_conn_id = aws_conn_id or cluster_store_conn_id()
         self.spark_conn_id = spark_conn_id
@@ -109,6 +120,11 @@ class FailoverPipeline:
         self.region_groups: dict[str, TaskGroup] = {}
         self.stage_connections: dict[str, str] = {}  # stage -> its Spark connection id
         self._tasks_before: set[str] = set()
+
+    def failure_labels(self, task_id: str, failure: BaseException) -> FailureLabels:
+        """``failure`` of stage ``task_id`` classified with the stage's rules (the defaults for a task
+        the pipeline did not build)."""
+        return self.failure_classifications.get(task_id, StageClassification()).labels(failure)
 
     @property
     def store_url(self) -> str | None:
@@ -182,6 +198,12 @@ class FailoverPipeline:
         self._check_pipelined_connections()
         self.checkpoint_configs = checkpoint_configs(
             self.stages, tasks_by_id, pipeline_default=self.checkpointing, pipeline_direct_s3a=self.direct_s3a
+        )
+        self.failure_classifications = stage_classifications(
+            self.stages,
+            tasks_by_id,
+            pipeline_rules=self.failure_rules,
+            pipeline_classifier=self.failure_classifier,
         )
         self.description.check_failover_strategy()
         if self.group_regions:

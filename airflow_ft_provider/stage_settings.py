@@ -1,5 +1,6 @@
-"""What a stage task declares, read when the DAG is parsed: the partitions it exchanges and whether
-(and how) it is checkpointed. ``FailoverPipeline`` builds the pipeline from these."""
+"""What a stage task declares, read when the DAG is parsed: the partitions it exchanges, whether (and
+how) it is checkpointed, and how its failures are classified. ``FailoverPipeline`` builds the pipeline
+from these."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from airflow_ft_provider.checkpoints.config import (
 )
 from airflow_ft_provider.model.description import PipelineWiringError, StageDeclaration
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.recovery.classify import StageClassification, failure_classifier, failure_rules
 from airflow_ft_provider.recovery.restart_settings import CLUSTER_SOURCE, cluster_keys
 
 
@@ -88,3 +90,31 @@ def checkpoint_configs(
             )
         configs[stage] = config
     return configs
+
+
+def stage_classifications(
+    stages: Iterable[str],
+    tasks_by_id: Mapping[str, Any],
+    *,
+    pipeline_rules: object,
+    pipeline_classifier: object,
+) -> dict[str, StageClassification]:
+    """Each stage's failure classification: the defaults, extended by the pipeline's ``failure_rules``
+    and ``failure_classifier``, then by the stage's own; checked now (the key, the value and the fix)."""
+    try:
+        base = StageClassification().extended(
+            failure_rules(pipeline_rules, "FailoverPipeline"),
+            failure_classifier(pipeline_classifier, "FailoverPipeline"),
+        )
+        classifications = {}
+        for stage in stages:
+            task = tasks_by_id[stage]
+            own = given_arguments(task) if is_mapped(task) else vars(task)
+            where = f"stage {stage!r}"
+            classifications[stage] = base.extended(
+                failure_rules(own.get("failure_rules"), where),
+                failure_classifier(own.get("failure_classifier"), where),
+            )
+    except ValueError as err:
+        raise PipelineWiringError(str(err)) from None
+    return classifications

@@ -13,6 +13,7 @@ from typing import Any
 from airflow_ft_provider.execution.contracts import StageSettings
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.partitions import S3PartitionStore
+from airflow_ft_provider.spark.failure_report import FAILURE_REPORT_CONF, read_report
 from airflow_ft_provider.spark.spec import (
     INJECT_FAILURE_CONF,
     OUTPUT_MARKER,
@@ -95,10 +96,12 @@ class SubmitBackend:
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             **stage.env_vars,
         }
+        report = self.workdir / "driver-failure.json"
         self.hook = stage.spark_hook(
             conf={
                 **stage.conf,
                 SPARK_CONF_KEY: spec.encode(),
+                FAILURE_REPORT_CONF: str(report),
                 **({INJECT_FAILURE_CONF: "true"} if fail_in_app else {}),
             },
             conn_id=self.conn_id,
@@ -109,7 +112,13 @@ class SubmitBackend:
             py_files=py_files,
             **extra,
         )
-        self.hook.submit(stage.application)
+        try:
+            self.hook.submit(stage.application)
+        except Exception as failure:  # the exit code alone; the driver may have said why
+            reported = read_report(str(report))
+            if reported is None:
+                raise
+            raise reported from failure
 
     def rows_written(self, output: OutputSpec) -> int:
         """From the marker the application wrote beside the output's data (local staging or s3a)."""

@@ -14,6 +14,8 @@ import dataclasses
 import enum
 from dataclasses import dataclass
 
+from .classification import FailureLabels
+
 
 class IllegalDecisionState(RuntimeError):
     """A decision was asked for something its outcome does not have (Flink: ``checkState``)."""
@@ -45,6 +47,7 @@ class TryKey:
 class Outcome(enum.Enum):
     RESTART = "restart"  # restartable: the regions run again at ``restart_at``
     SUPPRESSED = "suppressed"  # unrecoverable: the restart strategy allows no more restarts
+    NOT_RECOVERABLE = "not-recoverable"  # unrecoverable: a restart cannot heal it (classification)
     SUPERSEDED = "superseded"  # stopped by a failover restart: not a failure, nothing to decide
 
 
@@ -74,6 +77,7 @@ class FailoverDecision:
     scope: str = ""
     plan: RestartPlan | None = None
     already_handled: bool = False  # replayed from the journal: another try or component decided it
+    labels: FailureLabels | None = None  # the failure's classification (None: decided before labels)
 
     # -- factories ----------------------------------------------------------------------------------
     @classmethod
@@ -90,17 +94,55 @@ class FailoverDecision:
         strategy: str,
         scope: str,
         restart_at: float | None = None,
+        labels: FailureLabels | None = None,
     ) -> FailoverDecision:
         """``restart_at`` defaults to ``decided_at + delay``; a decision read back keeps its stored one."""
         at = decided_at + delay if restart_at is None else restart_at
         plan = RestartPlan(regions, delay, at, unavailable, new_attempt)
-        return cls(failed.task, failed.try_number, Outcome.RESTART, cause, decided_at, strategy, scope, plan)
+        return cls(
+            failed.task,
+            failed.try_number,
+            Outcome.RESTART,
+            cause,
+            decided_at,
+            strategy,
+            scope,
+            plan,
+            labels=labels,
+        )
 
     @classmethod
     def unrecoverable(
-        cls, failed: TryKey, *, cause: str, decided_at: float, strategy: str, scope: str
+        cls,
+        failed: TryKey,
+        *,
+        cause: str,
+        decided_at: float,
+        strategy: str,
+        scope: str,
+        labels: FailureLabels | None = None,
     ) -> FailoverDecision:
-        return cls(failed.task, failed.try_number, Outcome.SUPPRESSED, cause, decided_at, strategy, scope)
+        """The restart strategy allows no more restarts (Flink: ``FailureHandlingResult.unrecoverable``)."""
+        return cls(
+            failed.task,
+            failed.try_number,
+            Outcome.SUPPRESSED,
+            cause,
+            decided_at,
+            strategy,
+            scope,
+            labels=labels,
+        )
+
+    @classmethod
+    def not_recoverable(
+        cls, failed: TryKey, *, cause: str, decided_at: float, labels: FailureLabels
+    ) -> FailoverDecision:
+        """A failure a restart cannot heal (Flink: ``SuppressRestartsException``): the restart strategy
+        is not asked, and nothing counts against its budget."""
+        if labels.recoverable:
+            raise IllegalDecisionState(f"{failed}: labels say the failure is recoverable: {labels}")
+        return cls(failed.task, failed.try_number, Outcome.NOT_RECOVERABLE, cause, decided_at, labels=labels)
 
     @classmethod
     def stopped_by_failover(cls, failed: TryKey, *, cause: str, decided_at: float) -> FailoverDecision:
@@ -119,7 +161,7 @@ class FailoverDecision:
     @property
     def restart(self) -> bool:
         """Whether the failed task runs again (a superseded try runs again too: as part of its restart)."""
-        return self.outcome is not Outcome.SUPPRESSED
+        return self.outcome not in (Outcome.SUPPRESSED, Outcome.NOT_RECOVERABLE)
 
     @property
     def superseded(self) -> bool:

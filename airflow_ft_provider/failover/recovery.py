@@ -16,6 +16,7 @@ import random
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from .classification import FailureLabels
 from .clock import Clock
 from .decision import FailoverDecision, Outcome, TryKey
 from .failover_strategies import FailoverStrategy
@@ -87,11 +88,14 @@ def handle_failure(
     partitions_persisted: bool = True,
     per_region: bool = False,
     being_ended: Collection[str] = (),
+    labels: FailureLabels | None = None,
 ) -> FailoverDecision:
     """Record one failure in ``state`` and decide; ``state`` is updated in place.
 
     ``being_ended``: tasks whose running try a restart decided earlier is about to end (its clears are
-    under way): their failure is that restart's doing, not a new one."""
+    under way): their failure is that restart's doing, not a new one. ``labels``: the failure's
+    classification; a non-recoverable one is decided without the restart strategy (no restart, and
+    none counted)."""
     key = TryKey(failed_task, try_number)
     if state.handled.get(failed_task, 0) >= try_number and key in state.decisions:
         return state.decisions[key].replayed()
@@ -100,6 +104,11 @@ def handle_failure(
         # Failover itself stopped this try (cleared while running), or a restart decided before this
         # failure is about to (its clears are under way): its end is not a new failure.
         return FailoverDecision.stopped_by_failover(key, cause=cause, decided_at=now)
+    if labels is not None and not labels.recoverable:
+        decision = FailoverDecision.not_recoverable(key, cause=cause, decided_at=now, labels=labels)
+        state.handled[failed_task] = max(state.handled.get(failed_task, 0), try_number)
+        state.decisions[key] = decision
+        return decision
     lost = tuple(sorted(set(unavailable)))
     scope = scope_of(failover, failed_task, per_region)
     strategy = load_restart_strategy(
@@ -121,12 +130,13 @@ def handle_failure(
             new_attempt=new_attempt,
             strategy=repr(strategy),
             scope=scope,
+            labels=labels,
         )
         for task in decision.tasks:
             state.not_before[task] = max(state.not_before.get(task, 0.0), now + delay)
     else:
         decision = FailoverDecision.unrecoverable(
-            key, cause=cause, decided_at=now, strategy=repr(strategy), scope=scope
+            key, cause=cause, decided_at=now, strategy=repr(strategy), scope=scope, labels=labels
         )
     state.strategies[scope] = strategy.export_state()
     state.handled[failed_task] = max(state.handled.get(failed_task, 0), try_number)

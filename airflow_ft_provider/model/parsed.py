@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Protocol
 
+from airflow_ft_provider.failover.classification import FailureLabels
+
 from .description import PipelineDescription, PipelineWiringError
 
 PIPELINE_ATTRIBUTE = "ft_failover_pipeline"
@@ -21,6 +23,10 @@ class ParsedPipeline(Protocol):
     """What the DAG carries: its pipeline, with the description built when its block closed."""
 
     description: PipelineDescription | None
+
+    def failure_labels(self, task_id: str, failure: BaseException) -> FailureLabels:
+        """A stage's failure classified with the stage's rules (``recovery/classify.py``)."""
+        ...
 
 
 def attach(dag: object, pipeline: ParsedPipeline) -> None:

@@ -6,7 +6,7 @@ import os
 import re
 import time
 import urllib.parse
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
@@ -20,6 +20,7 @@ if TYPE_CHECKING:
     from airflow.sdk.types import TaskInstanceKey
 
     from airflow_ft_provider.execution.contracts import Killable
+    from airflow_ft_provider.failover.classification import FailureRules
     from airflow_ft_provider.model.description import PipelineDescription
     from airflow_ft_provider.partitions import S3PartitionStore
     from airflow_ft_provider.pipeline import FailoverPipeline
@@ -138,6 +139,8 @@ class SparkStageOperator(BaseOperator):
         spark_submit_kwargs: dict[str, Any] | None = None,
         direct_s3a: bool | None = None,
         checkpointing: bool | dict[str, object] | None = None,
+        failure_rules: FailureRules | Mapping[str, object] | None = None,
+        failure_classifier: Callable[[BaseException], bool | None] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -153,6 +156,8 @@ class SparkStageOperator(BaseOperator):
             )
         self.direct_s3a = direct_s3a
         self.checkpointing = checkpointing
+        self.failure_rules = failure_rules  # checked by FailoverPipeline (recovery/classify.py)
+        self.failure_classifier = failure_classifier
         self.application = application
         self.python_callable = python_callable
         self.inputs = normalize_inputs(inputs)
@@ -194,7 +199,10 @@ class SparkStageOperator(BaseOperator):
     # -- execution ----------------------------------------------------------------------------------
     def execute(self, context: Any, event: Any = None) -> dict[str, Any]:
         # Imported here: a DAG parse needs none of a try's machinery (bench/bench_parse_cost.py).
+        from airflow.sdk.exceptions import AirflowFailException
+
         from airflow_ft_provider.operators.stage_attempt import StageAttempt
+        from airflow_ft_provider.recovery.retry_policy import record_failure_without_retry
 
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
@@ -203,7 +211,12 @@ class SparkStageOperator(BaseOperator):
             self._wait_for_restart_time(context, map_index, resumed=event is not None)
         attempt = StageAttempt(self, context, map_index)
         self._attempt = attempt
-        return attempt.run()
+        try:
+            return attempt.run()
+        except AirflowFailException as failure:  # Airflow fails it without asking the retry policy
+            if self.pipeline.store_url:
+                record_failure_without_retry(context, failure)
+            raise
 
     def resolved_application(self) -> str | None:
         """``application`` with a relative path taken from the DAG file's folder (where a DAG folder

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.indexed_name import UNMAPPED
 from airflow_ft_provider.failover.recovery import RUN_SCOPE, RecoveryState
@@ -140,9 +141,21 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "strategy_state": event.get("strategy_state"),
                 "reason": event.get("reason", ""),
                 "user": event.get("user"),
+                "labels": _labels(event.get("labels")),
             }
         )
     return rows
+
+
+def _labels(value: object) -> str:
+    """A failure's labels as the page shows them: ``user code, UNRESOLVED_COLUMN · not recoverable``."""
+    if not isinstance(value, Mapping):
+        return ""
+    try:
+        labels = FailureLabels.from_dict(value)
+    except ValueError:
+        return ""
+    return labels.describe() + ("" if labels.recoverable else " · not recoverable")
 
 
 def _checkpoint_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:

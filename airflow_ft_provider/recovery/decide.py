@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome, TryKey
 from airflow_ft_provider.failover.recovery import handle_failure
 from airflow_ft_provider.failover.restart_strategies import StrategyState
@@ -48,8 +49,10 @@ class FailureHandler:
         cause: BaseException | str,
         *,
         keep_running: Iterable[str] = (),
+        labels: FailureLabels | None = None,
     ) -> FailoverDecision:
-        """Decide on one failed try (once: a failure handled before is replayed), and carry it out."""
+        """Decide on one failed try (once: a failure handled before is replayed), and carry it out.
+        ``labels``: the failure's classification (a non-recoverable one restarts nothing)."""
         core_task = self.pipeline.core_task_id(task_id, map_index)
         unavailable = self.unavailable_partitions(cause)
         text = describe_cause(cause)
@@ -71,6 +74,7 @@ class FailureHandler:
                 partitions_persisted=True,
                 per_region=self.pipeline.per_region_restarts,
                 being_ended=state.being_ended(),
+                labels=labels,
             )
             others = sorted(decision.tasks - keep) if decision.outcome is Outcome.RESTART else []
             if not decision.already_handled and others:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 
+from airflow_ft_provider.failover.classification import KILLED
 from airflow_ft_provider.failover.decision import Outcome
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.hooks.airflow_api import api_unavailable
@@ -103,7 +104,7 @@ class TryGate:
             if ended_as in FAILED_TRY_STATES:
                 log.warning("%s try %d: %s; applying region failover now", core_task, previous, KILLED_CAUSE)
                 decision = self.failures.handle(
-                    task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task]
+                    task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task], labels=KILLED
                 )
                 if decision.outcome is Outcome.RESTART:
                     restarted.update(decision.tasks)

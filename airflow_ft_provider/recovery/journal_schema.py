@@ -20,6 +20,7 @@ import reprlib
 from collections.abc import Callable, Mapping
 from typing import TypeVar
 
+from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision, TryKey
 from airflow_ft_provider.failover.restart_strategies import StrategyState
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
@@ -47,6 +48,7 @@ def decision_fields(decision: FailoverDecision) -> dict[str, object]:
         "strategy": decision.strategy,
         "scope": decision.scope,
         "cause": decision.cause,
+        **({"labels": decision.labels.to_dict()} if decision.labels else {}),
     }
 
 
@@ -162,9 +164,14 @@ def _decision(value: object, where: str) -> FailoverDecision:
         raise ValueError(f"malformed recovery state: {where}['regions'] must list regions")
     key = TryKey(text("failed_task"), _try_number(fields.get("try_number"), f"{where}['try_number']"))
     restart_at = _number(fields.get("restart_at"), f"{where}['restart_at']")
+    labels = _labels(fields.get("labels"), where)
+    if fields.get("restart") is not True and labels is not None and not labels.recoverable:
+        return FailoverDecision.not_recoverable(
+            key, cause=text("cause"), decided_at=restart_at, labels=labels
+        )
     common = {"cause": text("cause"), "strategy": text("strategy"), "scope": text("scope")}
     if fields.get("restart") is not True:
-        return FailoverDecision.unrecoverable(key, decided_at=restart_at, **common)
+        return FailoverDecision.unrecoverable(key, decided_at=restart_at, labels=labels, **common)
     delay = _number(fields.get("delay"), f"{where}['delay']")
     return FailoverDecision.restartable(
         key,
@@ -174,8 +181,19 @@ def _decision(value: object, where: str) -> FailoverDecision:
         delay=delay,
         unavailable=tuple(names("unavailable")),
         new_attempt=fields.get("new_attempt") is True,
+        labels=labels,
         **common,
     )
+
+
+def _labels(value: object, where: str) -> FailureLabels | None:
+    """A decision's failure labels (absent in decisions taken before labels existed)."""
+    if value is None:
+        return None
+    try:
+        return FailureLabels.from_dict(_object(value, f"{where}['labels']"))
+    except ValueError as err:
+        raise ValueError(f"malformed recovery state: {where}['labels']: {err}") from None
 
 
 def _names_in(region: list[object], where: str) -> list[str]:

@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.decision import FailoverDecision
 from airflow_ft_provider.hooks.task_instances import TaskInstanceApi
@@ -102,10 +103,16 @@ class RunRecovery:
         return cls(description, run_id, store, api=api)
 
     def handle_failure(
-        self, task_id: str, map_index: int | None, try_number: int, cause: BaseException | str
+        self,
+        task_id: str,
+        map_index: int | None,
+        try_number: int,
+        cause: BaseException | str,
+        *,
+        labels: FailureLabels | None = None,
     ) -> FailoverDecision:
         """A try failed (the retry policy): decide, record, clear the other tasks of the restart set."""
-        return self.failures.handle(task_id, map_index, try_number, cause)
+        return self.failures.handle(task_id, map_index, try_number, cause, labels=labels)
 
     def before_try(self, task_id: str, map_index: int | None, try_number: int) -> TryStart:
         """A try starts: proceed, wait (deferred) or step aside (superseded)."""

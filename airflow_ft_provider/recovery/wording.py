@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from airflow_ft_provider.failover.decision import FailoverDecision
+from airflow_ft_provider.failover.decision import FailoverDecision, Outcome
 from airflow_ft_provider.failover.durations import format_duration
 
 KILLED_CAUSE = (
@@ -53,6 +53,13 @@ def decision_reason(decision: FailoverDecision) -> str:
             f"{decision.failed_task} try {decision.try_number} was stopped by a failover restart; "
             "not counted as a failure"
         )
+    labels = f" [{decision.labels.describe()}]" if decision.labels else ""
+    if decision.outcome is Outcome.NOT_RECOVERABLE and decision.labels is not None:
+        return (
+            f"{decision.failed_task} try {decision.try_number} failed ({decision.cause}){labels}: not "
+            f"recoverable, {decision.labels.reason}; not restarted (no restart counted). Fix the cause, "
+            "then clear the task or restart its region from the failover page"
+        )
     if not decision.restart:
         return f"Recovery is suppressed by {decision.strategy}"
     what = "; ".join(f"[{task_names(r)}]" for r in decision.regions[:NAMES_SHOWN])
@@ -60,8 +67,9 @@ def decision_reason(decision: FailoverDecision) -> str:
     lost = f"; unavailable partitions: {', '.join(decision.unavailable)}" if decision.unavailable else ""
     merged = "" if decision.new_attempt else " (merged into the restart already scheduled)"
     return (
-        f"{decision.failed_task} failed ({decision.cause}); restarting {len(decision.regions)} region(s) "
-        f"{what} after {format_duration(decision.delay)}{merged}{lost}; strategy {decision.strategy}"
+        f"{decision.failed_task} failed ({decision.cause}){labels}; restarting {len(decision.regions)} "
+        f"region(s) {what} after {format_duration(decision.delay)}{merged}{lost}; "
+        f"strategy {decision.strategy}"
     )
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .failure_report import FAILURE_REPORT_CONF, report_uncaught
 from .feed import FedFile, Feeder, batch_seconds
 from .spec import (
     ENV_VAR,
@@ -360,4 +361,7 @@ def load_spec(spark: SparkSession | None = None) -> StageSpec:
 def for_session(spark: SparkSession) -> StageIO:
     if _current is not None:
         return StageIO(spark, _current.spec, in_process=_current)
+    report = spark.conf.get(FAILURE_REPORT_CONF, None)
+    if report:  # a spark-submit driver: its uncaught exception is told to the operator
+        report_uncaught(report)
     return StageIO(spark, load_spec(spark))

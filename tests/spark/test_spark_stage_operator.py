@@ -80,7 +80,10 @@ def test_failing_application_commits_nothing(pipelines, s3_bucket):
     assert result.task("broken")["state"] == "failed"
     events = RecoveryJournal(store, RunRef("ft_failing_app", result.run_id)).events()
     assert [e["reason"] for e in events] == ["Recovery is suppressed by NoRestart()"]
-    assert events[0]["cause"].startswith("AirflowException: Cannot execute: spark-submit")  # the app failed
+    # the app failed, and its driver told why (spark/failure_report.py)
+    assert events[0]["cause"] == (
+        "DriverFailure: the Spark driver failed: RuntimeError: injected failure after writing 'first'"
+    )
     written = [key for key in s3_bucket.keys() if "ft_failing_app" in key]
     assert not [key for key in written if "/blocking/" in key or "/scratch/" in key], (
         "no partition data may be written"

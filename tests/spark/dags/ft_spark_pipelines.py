@@ -149,3 +149,68 @@ def store_run(run_id):
     from airflow_ft_provider.partitions import RunRef
 
     return RunRef("ft_missing_input", run_id)
+
+
+# Failure classification: six independent stages under a strategy that allows restarts. Code bugs fail
+# once, without a restart (a misspelt column on Spark Connect and under spark-submit, an
+# AirflowFailException, an exception the stage lists as not recoverable, on Connect and in a spark-submit
+# driver); a flaky stage restarts.
+RESTARTS = {
+    "restart-strategy.type": "fixed-delay",
+    "restart-strategy.fixed-delay.attempts": 5,
+    "restart-strategy.fixed-delay.delay": "0 s",
+}
+
+
+def misspelt_column(spark, io):
+    io.write("connect_out", spark.range(3).select("idd"))
+
+
+def fail_fast(spark, io):
+    from airflow.sdk.exceptions import AirflowFailException
+
+    raise AirflowFailException("the input is for another tenant: do not retry")
+
+
+def flaky(spark, io):
+    marker = Path(MARKERS) / "flaky-ran-once"
+    if not marker.exists():
+        marker.touch()
+        raise ConnectionResetError("the shuffle service went away")
+    io.write("flaky_out", spark.range(3))
+
+
+class BadRecord(ValueError):
+    pass
+
+
+def bad_record(spark, io):
+    raise BadRecord("order 17 has a negative amount")
+
+
+with DAG("ft_classified", schedule=None, start_date=datetime(2026, 1, 1)):
+    with FailoverPipeline(store=STORE, restart_strategy=RESTARTS, spark_conn_id="spark_connect_test"):
+        SparkStageOperator(task_id="connect_bug", python_callable=misspelt_column, outputs=["connect_out"])
+        SparkStageOperator(
+            task_id="submit_bug",
+            application=str(APPS / "misspelt_column.py"),
+            outputs=["submit_out"],
+            spark_conn_id="spark_default",
+            **SPARK,
+        )
+        SparkStageOperator(
+            task_id="submit_bad_record",
+            application=str(APPS / "bad_record.py"),
+            outputs=["submit_bad_record_out"],
+            spark_conn_id="spark_default",
+            failure_rules={"non_recoverable_exceptions": ["__main__.BadRecord"]},  # the driver's own type
+            **SPARK,
+        )
+        SparkStageOperator(task_id="fail_fast", python_callable=fail_fast, outputs=["fail_fast_out"])
+        SparkStageOperator(task_id="flaky", python_callable=flaky, outputs=["flaky_out"])
+        SparkStageOperator(
+            task_id="bad_record",
+            python_callable=bad_record,
+            outputs=["bad_record_out"],
+            failure_rules={"non_recoverable_exceptions": [BadRecord]},
+        )

@@ -10,7 +10,8 @@ import random
 import pytest
 
 from airflow_ft_provider.failover import ManualClock, ResultPartitionType, StageGraph
-from airflow_ft_provider.failover.decision import TryKey
+from airflow_ft_provider.failover.classification import FailureKind, FailureLabels
+from airflow_ft_provider.failover.decision import IllegalDecisionState, Outcome, TryKey
 from airflow_ft_provider.failover.failover_strategies import RestartPipelinedRegionFailoverStrategy
 from airflow_ft_provider.failover.recovery import handle_failure
 from airflow_ft_provider.recovery import journal_schema
@@ -174,3 +175,28 @@ def test_unfinished_restarts_survive_the_round_trip_and_malformed_ones_are_refus
         doc["unfinished"]["C#1"] = bad
         with pytest.raises(ValueError, match=r"malformed recovery state: unfinished\['C#1'\]"):
             journal_schema.decode(json.dumps(doc).encode())
+
+
+def test_a_non_recoverable_failure_restarts_nothing_and_counts_no_restart(seed_002):
+    clock = ManualClock(100)
+    bug = FailureLabels(
+        False, FailureKind.USER_CODE, "UNRESOLVED_COLUMN.WITH_SUGGESTION", "an analysis error"
+    )
+    decision, state = fail(RunState(), seed_002, "C", 1, clock, labels=bug)
+    assert decision.outcome is Outcome.NOT_RECOVERABLE and not decision.restart
+    assert state.strategies == {} and state.not_before == {}  # the budget is untouched
+    reloaded = journal_schema.decode(journal_schema.encode(state)).decisions[TryKey("C", 1)]
+    assert reloaded.outcome is Outcome.NOT_RECOVERABLE and reloaded.labels == bug  # read back the same
+    assert decision_reason(decision) == (
+        "C try 1 failed (RuntimeError: boom) [user code, UNRESOLVED_COLUMN.WITH_SUGGESTION]: not "
+        "recoverable, an analysis error; not restarted (no restart counted). Fix the cause, then clear "
+        "the task or restart its region from the failover page"
+    )
+    with pytest.raises(IllegalDecisionState):
+        _ = decision.tasks
+    transient = FailureLabels(True, FailureKind.INFRASTRUCTURE)
+    restarted, state = fail(state, seed_002, "D", 1, clock, labels=transient)
+    assert restarted.restart and state.strategies["run"]["failures"] == 1  # the first counted
+    assert "[infrastructure]; restarting 1 region(s)" in decision_reason(restarted)
+    again = journal_schema.decode(journal_schema.encode(state)).decisions[TryKey("D", 1)]
+    assert again.labels == transient
