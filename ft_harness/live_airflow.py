@@ -782,13 +782,18 @@ def live_airflow(
     e2e_store_url,
     spark_connect_launched,
     postgres_server,
+    statsd_listener,
 ) -> LiveAirflow:
     """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
     environment of :func:`pipeline_environment` (stages on the session's Spark Connect server unless a
-    DAG names ``spark_submit``), metadata on PostgreSQL; its components reach S3 through ``s3_proxy``."""
+    DAG names ``spark_submit``), metadata on PostgreSQL, metrics to the session's StatsD listener; its
+    components reach S3 through ``s3_proxy``."""
     sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
     endpoint = dataclasses.replace(s3_endpoint, url=s3_proxy.url) if s3_proxy is not None else s3_endpoint
-    env = pipeline_environment(endpoint, e2e_store_url, spark_connect_launched)
+    env = {
+        **pipeline_environment(endpoint, e2e_store_url, spark_connect_launched),
+        **statsd_listener.environment(),
+    }
     database = postgres_server.create_database(f"airflow_{secrets.token_hex(4)}")
     # starts while the Connect server does
     airflow = live_airflow_factory(sources, env=env, database_url=database)

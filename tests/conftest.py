@@ -11,4 +11,5 @@ pytest_plugins = [
     "ft_harness.dag_test",
     "ft_harness.scenario_runs",
     "ft_harness.background_demo",
+    "ft_harness.statsd",
 ]

@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from airflow_ft_provider import metrics
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.checkpoints.fencing import CompletedCheckpoint, RestoreDecision, restore_decision
 from airflow_ft_provider.checkpoints.local import DEFAULT_ROOT, LocalCheckpoint, sweep_stale
@@ -136,6 +137,7 @@ class CheckpointedTry:
         stats = self.uploader.stats
         sentence = stats.describe(self.task, self.try_number, succeeded=succeeded)
         self.log.info("%s", sentence)
+        metrics.checkpoints(stats.as_dict(), dag_id=self.run.pipeline, task_id=self.task)
         try:
             RecoveryJournal(self.store, self.run).record(
                 {
@@ -193,6 +195,8 @@ class CheckpointedTry:
         explanation = self.decision.explain(self.task, self.try_number)
         self.log.info("%s", explanation)
         restored = self.decision.checkpoint if self.decision.resume else None
+        if restored is not None and self.restored_via:
+            metrics.restored(self.restored_via, dag_id=self.run.pipeline, task_id=self.task)
         RecoveryJournal(self.store, self.run).record(
             {
                 "time": time.time(),

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
+from airflow_ft_provider import metrics
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.execution.backend import backend_for
 from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend, StageSettings, TaskLog
@@ -108,6 +109,7 @@ class StageAttempt:
         self.log = stage.log
         self.task = self.description.core_task_id(stage.task_id, map_index)
         self.backend: StageBackend | None = None
+        self._lost: frozenset[str] | None = None  # partitions the run's decisions found lost (metrics)
 
     def run(self) -> dict[str, Any]:
         """Only after the application succeeds are its outputs committed; a failure commits nothing."""
@@ -349,8 +351,25 @@ class StageAttempt:
                     manifest.total_size,
                     manifest.attempt_id,
                 )
+                metrics.committed(
+                    dag_id=self.stage.dag_id,
+                    task_id=self.task,
+                    result=planned.output.result,
+                    size=manifest.total_size,
+                    rebuilt=self.ti.try_number > 1 and planned.partition_id in self._found_lost(),
+                )
             committed[planned.partition_id] = entry
         return committed
+
+    def _found_lost(self) -> frozenset[str]:
+        """Partitions a failure's decision in this run found lost (a retry's commits rebuild them)."""
+        if self._lost is None:
+            try:
+                decisions = RecoveryJournal(self.store, self.run_ref).load().decisions.values()
+                self._lost = frozenset(p for d in decisions for p in d.unavailable)
+            except Exception:  # noqa: BLE001 - a metric's lookup never fails a commit
+                self._lost = frozenset()
+        return self._lost
 
     def _release_consumed(
         self, engine_inputs: list[tuple[PartitionRef, PipelinedHandle]], backend: StageBackend

@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable
 
+from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome, TryKey
 from airflow_ft_provider.failover.recovery import handle_failure
@@ -85,6 +86,8 @@ class FailureHandler:
             return decision
 
         decision = self.journal.update(decide)
+        if not decision.already_handled:
+            metrics.decided(decision, dag_id=self.run.pipeline)
         reason = decision_reason(decision)
         if decision.superseded:
             log.info("%s", reason)

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import logging
 
+from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.classification import KILLED
-from airflow_ft_provider.failover.decision import Outcome
+from airflow_ft_provider.failover.decision import Outcome, TryKey
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.hooks.airflow_api import api_unavailable
 from airflow_ft_provider.partitions import PartitionNotFound
@@ -77,6 +78,13 @@ class TryGate:
         not_before = state.restart_not_before(core_task)
         if not_before is not None and not_before > self.clock.now():
             return WaitUntil(not_before)
+        failed = state.decisions.get(TryKey(core_task, try_number - 1)) if try_number > 1 else None
+        if (
+            failed is not None and failed.outcome is Outcome.RESTART
+        ):  # this try is the restart: how long it took
+            metrics.restarting(
+                self.clock.now() - failed.decided_at, dag_id=self.run.pipeline, task_id=core_task
+            )
         return Proceed()
 
     def _reconcile(

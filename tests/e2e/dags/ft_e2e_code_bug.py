@@ -1,0 +1,24 @@
+"""A stage with a code bug (a misspelt column) under a strategy that allows restarts: it fails once,
+not restarted (tests/e2e/test_metrics.py counts it)."""
+
+from datetime import datetime
+
+from airflow.sdk import DAG
+
+from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+from airflow_ft_provider.pipeline import FailoverPipeline
+
+
+def misspelt_column(spark, io):
+    io.write("amounts", spark.range(5).selectExpr("id AS order_id").select("amout"))
+
+
+with DAG("ft_e2e_code_bug", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
+    with FailoverPipeline(
+        restart_strategy={
+            "restart-strategy.type": "fixed-delay",
+            "restart-strategy.fixed-delay.attempts": 5,
+            "restart-strategy.fixed-delay.delay": "1 s",
+        }
+    ):
+        SparkStageOperator(task_id="amounts", python_callable=misspelt_column, outputs=["amounts"])

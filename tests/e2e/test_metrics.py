@@ -1,0 +1,84 @@
+"""Metrics through Airflow's stats, at a real StatsD socket (ft_harness/statsd.py): the session's live
+Airflow sends them with InfluxDB-style tags, so each run's lines are told apart by ``dag_id``.
+
+Three runs: seed 002 losing partition b (backtracking: B, C and D run again), a stage with a code bug
+(not recoverable), and the checkpointed example failing inside micro-batch 2 (its retry resumes)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from ft_harness.airflow_rest import try_numbers
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
+
+CHECKPOINTED = "ft_example_checkpointed_stage"
+BUG = "ft_e2e_code_bug"
+SEED = "ft_e2e_seed002"
+
+
+def of(metrics, name, dag_id):
+    return [m for m in metrics if m.name == f"airflow.{name}" and m.tags.get("dag_id") == dag_id]
+
+
+def test_restarts_failures_partitions_and_checkpoints_reach_statsd(
+    live_airflow, scenario_runs, statsd_listener
+):
+    api = live_airflow.client
+    live_airflow.wait_for_dags({BUG, CHECKPOINTED}, timeout=120)
+    stamp = datetime.now().strftime("%H%M%S%f")
+    started = {"seed": scenario_runs.start(["seed002_b_lost"])["seed002_b_lost"]}
+    for name, dag_id, faults in (
+        ("bug", BUG, []),
+        ("checkpointed", CHECKPOINTED, [{"task": "scale_readings", "mode": "batch", "batch": 2, "times": 1}]),
+    ):
+        run_id = f"metrics_{name}__{stamp}"
+        api.trigger_dag_run(dag_id, {"ft_faults": faults}, run_id=run_id)
+        started[name] = (dag_id, run_id)
+    ended = {name: api.wait_for_dag_run(*run, timeout=900) for name, run in started.items()}
+    assert ended["bug"]["state"] == "failed" and ended["seed"]["state"] == "success", ended
+    assert ended["checkpointed"]["state"] == "success", live_airflow.describe_run(*started["checkpointed"])
+    assert try_numbers(api.task_instances(*started["bug"])) == {"amounts": 1}  # no restart
+
+    def arrived(metrics):
+        return all(
+            of(metrics, name, dag_id)
+            for name, dag_id in (
+                ("ft.backtracking", SEED),
+                ("ft.restarting_time", SEED),
+                ("ft.partitions.rebuilt", SEED),
+                ("ft.failures.not_recoverable", BUG),
+                ("ft.checkpoints.restored", CHECKPOINTED),
+            )
+        )
+
+    metrics = statsd_listener.wait_for(arrived, timeout=60)
+
+    # seed 002, b lost: one restart of three regions that rebuilds b (Flink's numRestarts, restartingTime)
+    restarts = of(metrics, "ft.restarts", SEED)
+    assert restarts and {m.kind for m in restarts} == {"c"}
+    assert any(m.tags.get("task_id") == "C" and m.tags.get("kind") == "lost_data" for m in restarts)
+    assert max(m.value for m in of(metrics, "ft.regions_restarted", SEED)) == 3
+    assert sum(m.value for m in of(metrics, "ft.partitions.lost", SEED)) >= 1
+    timings = of(metrics, "ft.restarting_time", SEED)
+    assert timings and all(m.kind == "ms" and 0 < m.value < 120_000 for m in timings)
+    rebuilt = of(metrics, "ft.partitions.rebuilt", SEED)
+    assert {m.tags.get("result") for m in rebuilt} >= {"b"}
+    assert sum(m.value for m in of(metrics, "ft.partitions.committed_bytes", SEED)) > 0
+
+    # the code bug: a decision that restarts nothing, labelled
+    [failure] = of(metrics, "ft.failures.not_recoverable", BUG)
+    assert failure.tags["kind"] == "user_code" and failure.tags["error_class"].startswith("UNRESOLVED_COLUMN")
+    assert of(metrics, "ft.failover_decisions.not_recoverable", BUG)
+    assert not of(metrics, "ft.restarts", BUG)
+
+    # the checkpointed stage: its checkpoints, the restore of its retry, and their timings
+    assert sum(m.value for m in of(metrics, "ft.checkpoints.completed", CHECKPOINTED)) >= 3
+    assert {m.tags.get("via") for m in of(metrics, "ft.checkpoints.restored", CHECKPOINTED)} <= {
+        "local",
+        "store",
+    }
+    assert all(m.kind == "ms" for m in of(metrics, "ft.checkpoints.duration", CHECKPOINTED))
+    assert all(m.kind == "g" and m.value > 0 for m in of(metrics, "ft.checkpoints.size", CHECKPOINTED))
