@@ -60,6 +60,7 @@ class RestartPlan:
     restart_at: float
     unavailable: tuple[str, ...]  # lost partitions backtracking rebuilds
     new_attempt: bool  # False: merged into the restart already scheduled
+    backoff: str = ""  # how the restart strategy made the delay, in words
 
     @property
     def tasks(self) -> frozenset[str]:
@@ -95,10 +96,11 @@ class FailoverDecision:
         scope: str,
         restart_at: float | None = None,
         labels: FailureLabels | None = None,
+        backoff: str = "",
     ) -> FailoverDecision:
         """``restart_at`` defaults to ``decided_at + delay``; a decision read back keeps its stored one."""
         at = decided_at + delay if restart_at is None else restart_at
-        plan = RestartPlan(regions, delay, at, unavailable, new_attempt)
+        plan = RestartPlan(regions, delay, at, unavailable, new_attempt, backoff)
         return cls(
             failed.task,
             failed.try_number,

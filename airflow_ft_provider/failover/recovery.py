@@ -131,6 +131,7 @@ def handle_failure(
             strategy=repr(strategy),
             scope=scope,
             labels=labels,
+            backoff=strategy.explain_backoff() if new_attempt else "",
         )
         for task in decision.tasks:
             state.not_before[task] = max(state.not_before.get(task, 0.0), now + delay)

@@ -41,6 +41,10 @@ class RestartStrategy(Protocol):
     def remaining_budget(self) -> str:
         """In plain words, how many more failures a restart follows (for the UI and logs)."""
 
+    def explain_backoff(self) -> str:
+        """How the last failure's backoff was made, e.g. ``exponential-delay, attempt 3: 4 s + jitter
+        0.3 s`` (asked right after ``notify_failure``)."""
+
 
 def _check_state(
     strategy: RestartStrategy, state: Mapping[str, Any], fields: Mapping[str, type | tuple[type, ...]]
@@ -80,6 +84,9 @@ class NoRestartStrategy:
     def remaining_budget(self) -> str:
         return "no restarts: the first failure fails the run"
 
+    def explain_backoff(self) -> str:
+        return "none: no restart"
+
     def __repr__(self) -> str:
         return "NoRestart()"
 
@@ -115,6 +122,9 @@ class FixedDelayRestartStrategy:
     def remaining_budget(self) -> str:
         left = max(0, self.attempts - self._failures)
         return f"{left} of {self.attempts} restarts left ({self._failures} failures so far)"
+
+    def explain_backoff(self) -> str:
+        return f"fixed-delay, restart {self._failures} of {self.attempts}: {format_duration(self.delay)}"
 
     def __repr__(self) -> str:
         return f"FixedDelay(attempts={self.attempts}, delay={format_duration(self.delay)})"
@@ -169,6 +179,9 @@ class FailureRateRestartStrategy:
             f"{left} more failures allowed within {format_duration(self.interval)} "
             f"({recent} of {self.max_failures_per_interval} in the last {format_duration(self.interval)})"
         )
+
+    def explain_backoff(self) -> str:
+        return f"failure-rate: {format_duration(self.delay)}"
 
     def __repr__(self) -> str:
         return (
@@ -227,6 +240,7 @@ class ExponentialDelayRestartStrategy:
         self._rng = rng
         self._attempt = 0
         self._backoff_ms = 0  # the backoff drawn for the current attempt (shown in the run's state)
+        self._drawn: tuple[int, int] = (0, 0)  # the last backoff before jitter, and its jitter (words only)
         self._failed_at_ms: int | None = None
         self._restart_at_ms: int | None = None  # Flink's nextRestartTimestamp; None before any failure
 
@@ -257,6 +271,7 @@ class ExponentialDelayRestartStrategy:
         if self.jitter_factor != 0:
             offset = _java_long(backoff * self.jitter_factor)
             jitter = self._rng.randint(-offset, offset)
+        self._drawn = (backoff, jitter)
         # Python integers do not wrap around where Java's long addition would (backoffs near 2^63 ms).
         return max(self._initial_ms, min(backoff + jitter, self._max_ms))
 
@@ -302,6 +317,17 @@ class ExponentialDelayRestartStrategy:
             f"{left} of {int(self.attempts_before_reset_backoff)} restarts left; "
             f"the count resets after {quiet} without failure"
         )
+
+    def explain_backoff(self) -> str:
+        backoff, jitter = self._drawn
+        sign = "+" if jitter >= 0 else "−"
+        text = f"exponential-delay, attempt {self._attempt}: {format_duration(backoff / 1000)}"
+        if self.jitter_factor:
+            text += f" {sign} jitter {format_duration(abs(jitter) / 1000)}"
+        if self._backoff_ms != backoff + jitter:
+            bound = "max-backoff" if self._backoff_ms == self._max_ms else "initial-backoff"
+            text += f", held to {bound} {format_duration(self._backoff_ms / 1000)}"
+        return text
 
     def __repr__(self) -> str:
         attempts = self.attempts_before_reset_backoff

@@ -7,7 +7,9 @@ availability report (S3). Nothing here talks to Airflow or S3, so it is tested w
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
 from typing import Any
 
 from airflow_ft_provider.failover.classification import FailureLabels
@@ -142,9 +144,19 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "reason": event.get("reason", ""),
                 "user": event.get("user"),
                 "labels": _labels(event.get("labels")),
+                "next_try": _next_try(event) if not manual and event.get("restart") else "",
             }
         )
     return rows
+
+
+def _next_try(event: Mapping[str, Any]) -> str:
+    """``not before 14:02:07 UTC (exponential-delay, attempt 3: 4 s + jitter 300 ms)``."""
+    at, backoff = event.get("restart_at"), event.get("backoff")
+    if not isinstance(at, (int, float)) or isinstance(at, bool) or not math.isfinite(at):
+        return ""
+    text = "not before " + datetime.fromtimestamp(at, tz=timezone.utc).strftime("%H:%M:%S UTC")
+    return text + (f" ({backoff})" if isinstance(backoff, str) and backoff else "")
 
 
 def _labels(value: object) -> str:

@@ -49,6 +49,7 @@ def decision_fields(decision: FailoverDecision) -> dict[str, object]:
         "scope": decision.scope,
         "cause": decision.cause,
         **({"labels": decision.labels.to_dict()} if decision.labels else {}),
+        **({"backoff": plan.backoff} if plan and plan.backoff else {}),
     }
 
 
@@ -182,6 +183,7 @@ def _decision(value: object, where: str) -> FailoverDecision:
         unavailable=tuple(names("unavailable")),
         new_attempt=fields.get("new_attempt") is True,
         labels=labels,
+        backoff=text("backoff")[:500],
         **common,
     )
 

@@ -7,6 +7,7 @@ Rendered here, outside the core, from its typed decisions; causes are masked bef
 from __future__ import annotations
 
 from collections.abc import Iterable
+from datetime import datetime, timezone
 
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome
 from airflow_ft_provider.failover.durations import format_duration
@@ -46,6 +47,13 @@ def task_names(names: Iterable[str], limit: int = NAMES_SHOWN) -> str:
     return shown if len(listed) <= limit else f"{shown}, … ({len(listed)} in all)"
 
 
+def next_try(decision: FailoverDecision) -> str:
+    """``next try not before 14:02:07 UTC: exponential-delay, attempt 3: 4 s + jitter 300 ms``."""
+    at = datetime.fromtimestamp(decision.restart_at, tz=timezone.utc).strftime("%H:%M:%S")
+    backoff = decision.plan.backoff if decision.plan else ""
+    return f"next try not before {at} UTC" + (f": {backoff}" if backoff else "")
+
+
 def decision_reason(decision: FailoverDecision) -> str:
     """One sentence: what failed, what restarts when and why, or why nothing does."""
     if decision.superseded:
@@ -66,6 +74,7 @@ def decision_reason(decision: FailoverDecision) -> str:
     what += f"; … ({len(decision.regions)} regions)" if len(decision.regions) > NAMES_SHOWN else ""
     lost = f"; unavailable partitions: {', '.join(decision.unavailable)}" if decision.unavailable else ""
     merged = "" if decision.new_attempt else " (merged into the restart already scheduled)"
+    merged += f" ({next_try(decision)})" if decision.plan and decision.plan.backoff else ""
     return (
         f"{decision.failed_task} failed ({decision.cause}){labels}; restarting {len(decision.regions)} "
         f"region(s) {what} after {format_duration(decision.delay)}{merged}{lost}; "

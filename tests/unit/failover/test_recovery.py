@@ -91,9 +91,12 @@ def test_backtracking_decision_names_regions_and_lost_partitions(seed_002):
     assert decision.tasks == {"B", "C", "D"}
     assert state.not_before == {"B": 10.0, "C": 10.0, "D": 10.0}
     assert decision_reason(decision) == (
-        "C failed (RuntimeError: boom); restarting 3 region(s) [C]; [B]; [D] after 10 s; "
-        "unavailable partitions: b; strategy FixedDelay(attempts=2, delay=10 s)"
+        "C failed (RuntimeError: boom); restarting 3 region(s) [C]; [B]; [D] after 10 s (next try not "
+        "before 00:00:10 UTC: fixed-delay, restart 1 of 2: 10 s); unavailable partitions: b; strategy "
+        "FixedDelay(attempts=2, delay=10 s)"
     )
+    reloaded = journal_schema.decode(journal_schema.encode(state)).decisions[TryKey("C", 1)]
+    assert reloaded.plan.backoff == "fixed-delay, restart 1 of 2: 10 s"  # kept in the journal
 
 
 def test_the_same_failure_handled_twice_counts_once(seed_002):

@@ -277,3 +277,27 @@ def test_remaining_budget_counts_down_in_plain_words():
     unlimited = load_restart_strategy(SEED_000_EXAMPLE, clock=clock)
     assert unlimited.remaining_budget().startswith("unlimited restarts; 0 so far")
     assert NoRestartStrategy().remaining_budget().startswith("no restarts")
+
+
+def test_each_strategy_explains_the_backoff_it_made():
+    clock = ManualClock()
+    jittered = load_restart_strategy(
+        {**SEED_000_EXAMPLE, ED + "jitter-factor": "0.1"}, clock=clock, rng=random.Random(3)
+    )
+    delays = [fail_after_restart(jittered, clock) for _ in range(3)]
+    jitter = round(delays[2] * 1000) - 4000  # around the 4 s backoff of attempt 3
+    sign = "+" if jitter >= 0 else "−"
+    assert jittered.explain_backoff() == f"exponential-delay, attempt 3: 4 s {sign} jitter {abs(jitter)} ms"
+    capped = load_restart_strategy(SEED_000_EXAMPLE, clock=clock)
+    for _ in range(5):
+        fail_after_restart(capped, clock)
+    assert capped.explain_backoff() == "exponential-delay, attempt 5: 16 s, held to max-backoff 10 s"
+    fixed = FixedDelayRestartStrategy(attempts=3, delay=2)
+    fixed.notify_failure()
+    assert fixed.explain_backoff() == "fixed-delay, restart 1 of 3: 2 s"
+    rate = load_restart_strategy(
+        {"restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.delay": "5 s"}, clock=clock
+    )
+    rate.notify_failure()
+    assert rate.explain_backoff() == "failure-rate: 5 s"
+    assert NoRestartStrategy().explain_backoff() == "none: no restart"
