@@ -13,6 +13,7 @@ from datetime import date, datetime, timezone
 from decimal import Decimal
 from typing import Any
 
+from airflow_ft_provider.failover.durations import representable
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
@@ -40,7 +41,7 @@ class PartitionLine:
 
 def iso_time(seconds: float) -> str:
     """Seconds since the epoch as ISO-8601 in UTC, as the command line prints every time."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).isoformat()
+    return datetime.fromtimestamp(representable(seconds), tz=timezone.utc).isoformat()
 
 
 def list_partitions(

@@ -2,14 +2,16 @@
 
 Numbers are read exactly (``Decimal``), as Flink reads them into a ``long``: a number or a duration
 that overflows 64 bits is an error, like Flink's ``TimeUtils.parseDuration`` and ``Duration.toMillis``.
-Durations are also bounded by ``MAX_DURATION`` so that a restart time computed from one is always a
-valid date: "2000000000 d" fails when the DAG is parsed, not with an ``OverflowError`` mid-run.
+As in Flink, any duration that fits 64 bits of milliseconds is accepted ("987654 d" is, as Flink's
+TimeUtilsTest says). Where a duration becomes a date (a restart time, a retry's delay for Airflow, a
+time shown), it is held at ``LATEST_TIME`` by ``representable``, so that "100000000 d" waits "forever"
+instead of raising ``OverflowError`` mid-run.
 """
 
 from __future__ import annotations
 
 import re
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 from decimal import Decimal, InvalidOperation
 
 # Unit spellings accepted by Flink's TimeUtils.parseDuration, in nanoseconds (exact).
@@ -29,10 +31,9 @@ for _names, _nanos in (
 _DURATION = re.compile(r"^\s*([-+]?\d+(?:\.\d+)?)\s*([a-zµ]*)\s*\Z", re.IGNORECASE)
 
 JAVA_LONG_MAX = 2**63 - 1
-# About 1000 years: far beyond any sensible delay or retention, yet now + MAX_DURATION stays a valid
-# date (datetime ends at year 9999) and a valid timedelta, and Flink's own examples ("987654 h") fit.
-MAX_DURATION_DAYS = 365_000
-MAX_DURATION = MAX_DURATION_DAYS * 86_400.0  # seconds
+# The latest instant a duration is turned into (epoch seconds): far beyond any sensible restart time or
+# retention, and a date every datetime (ending at year 9999) and Airflow's scheduler can hold.
+LATEST_TIME = datetime(9000, 1, 1, tzinfo=timezone.utc).timestamp()
 
 DURATION_HELP = (
     'write a number with a unit, e.g. "10 s", "1 min", "500 ms", "1 h" (a bare number is milliseconds)'
@@ -47,14 +48,14 @@ def parse_duration(value: object) -> float:
     if seconds * 1000 > JAVA_LONG_MAX:
         raise ValueError(
             f"the duration {value!r} overflows a 64-bit count of milliseconds (Flink rejects it too); "
-            f"use at most {MAX_DURATION_DAYS} d"
-        )
-    if seconds > Decimal(MAX_DURATION_DAYS * 86_400):
-        raise ValueError(
-            f"the duration {value!r} is longer than the maximum of {MAX_DURATION_DAYS} d (about 1000 years), "
-            "beyond which a restart or clean-up time would not be a valid date; use a shorter duration"
+            "use a shorter duration"
         )
     return float(seconds)
+
+
+def representable(epoch_seconds: float) -> float:
+    """An instant computed from a duration, held at ``LATEST_TIME`` (a date everything can hold)."""
+    return min(epoch_seconds, LATEST_TIME)
 
 
 def _exact_seconds(value: object) -> Decimal:
@@ -81,7 +82,7 @@ def _exact_seconds(value: object) -> Decimal:
         if abs(Decimal(number)) > JAVA_LONG_MAX:
             raise ValueError(
                 f"the number in {value!r} does not fit a 64-bit integer (Flink rejects it too); "
-                f"use at most {MAX_DURATION_DAYS} d"
+                "use a shorter duration"
             )
         return Decimal(number) * _UNITS[unit] / 10**9
     raise ValueError(f"expected a duration, got {value!r}; {DURATION_HELP}")

@@ -263,6 +263,9 @@ class SparkStageOperator(BaseOperator):
 
         from airflow.providers.standard.triggers.temporal import DateTimeTrigger
 
+        from airflow_ft_provider.failover.durations import representable
+
+        restart_at = representable(restart_at)  # a delay of a million days waits, it does not overflow
         moment = datetime.fromtimestamp(restart_at, tz=timezone.utc)
         wait = restart_at - time.time()
         self.log.info(

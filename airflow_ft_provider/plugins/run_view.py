@@ -14,6 +14,7 @@ from typing import Any
 
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.clock import Clock, SystemClock
+from airflow_ft_provider.failover.durations import representable
 from airflow_ft_provider.failover.indexed_name import UNMAPPED
 from airflow_ft_provider.failover.recovery import RUN_SCOPE, RecoveryState
 from airflow_ft_provider.model.description import PipelineDescription
@@ -155,7 +156,10 @@ def _next_try(event: Mapping[str, Any]) -> str:
     at, backoff = event.get("restart_at"), event.get("backoff")
     if not isinstance(at, (int, float)) or isinstance(at, bool) or not math.isfinite(at):
         return ""
-    text = "not before " + datetime.fromtimestamp(at, tz=timezone.utc).strftime("%H:%M:%S UTC")
+    moment = datetime.fromtimestamp(representable(at), tz=timezone.utc)
+    delay = event.get("delay")
+    long_wait = isinstance(delay, (int, float)) and delay >= 86_400
+    text = "not before " + moment.strftime("%Y-%m-%d %H:%M:%S UTC" if long_wait else "%H:%M:%S UTC")
     return text + (f" ({backoff})" if isinstance(backoff, str) and backoff else "")
 
 

@@ -5,12 +5,14 @@ delay, and the region failover restarts the other tasks that must run again."""
 from __future__ import annotations
 
 import logging
+import time
 from datetime import timedelta
 from typing import Any
 
 from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_ft_provider.failover.classification import FailureKind, FailureLabels
+from airflow_ft_provider.failover.durations import representable
 from airflow_ft_provider.recovery.restart_settings import unrecorded_retry
 
 log = logging.getLogger(__name__)
@@ -39,7 +41,9 @@ class FailoverRetryPolicy(RetryPolicy):
             return unrecorded_retry(try_number, err)
         if not decision.restart:
             return RetryDecision.fail(reason=decision_reason(decision))
-        return RetryDecision.retry(delay=timedelta(seconds=decision.delay), reason=decision_reason(decision))
+        # Held to a date Airflow can schedule: a delay of a million days waits, it does not overflow.
+        delay = min(decision.delay, representable(time.time() + decision.delay) - time.time())
+        return RetryDecision.retry(delay=timedelta(seconds=delay), reason=decision_reason(decision))
 
     def serialize(self) -> dict[str, Any]:
         return {}

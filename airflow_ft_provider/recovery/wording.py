@@ -10,7 +10,7 @@ from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome
-from airflow_ft_provider.failover.durations import format_duration
+from airflow_ft_provider.failover.durations import format_duration, representable
 
 KILLED_CAUSE = (
     "the previous try ended without a recorded failure: its process was killed "
@@ -49,7 +49,8 @@ def task_names(names: Iterable[str], limit: int = NAMES_SHOWN) -> str:
 
 def next_try(decision: FailoverDecision) -> str:
     """``next try not before 14:02:07 UTC: exponential-delay, attempt 3: 4 s + jitter 300 ms``."""
-    at = datetime.fromtimestamp(decision.restart_at, tz=timezone.utc).strftime("%H:%M:%S")
+    moment = datetime.fromtimestamp(representable(decision.restart_at), tz=timezone.utc)
+    at = moment.strftime("%H:%M:%S" if decision.delay < 86_400 else "%Y-%m-%d %H:%M:%S")
     backoff = decision.plan.backoff if decision.plan else ""
     return f"next try not before {at} UTC" + (f": {backoff}" if backoff else "")
 

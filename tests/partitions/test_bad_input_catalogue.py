@@ -805,13 +805,13 @@ CATALOGUE = [
         "100000000000000000 h",
         "a duration ≥ 0",
         "overflows a 64-bit count of milliseconds (Flink rejects it too)",
-        "use at most 365000 d",
+        "use a shorter duration",
     ),
     restart(
         "failure-rate.delay",
-        "2000000000 d",
+        "2000000000000 d",
         "a duration ≥ 0",
-        "longer than the maximum of 365000 d (about 1000 years)",
+        "overflows a 64-bit count of milliseconds",
         "use a shorter duration",
     ),
     restart(
@@ -1176,12 +1176,12 @@ CATALOGUE = [
         "write a number with a unit",
     ),
     row(
-        "store-config/partition_store_retention=2000000000-d",
-        setting("partition_store_retention", "2000000000 d"),
+        "store-config/partition_store_retention=2000000000000-d",
+        setting("partition_store_retention", "2000000000000 d"),
         ValueError,
         "[ft_provider] partition_store_retention",
-        "'2000000000 d'",
-        "longer than the maximum of 365000 d",
+        "'2000000000000 d'",
+        "overflows a 64-bit count of milliseconds",
         "use a shorter duration",
     ),
     row(

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from airflow_ft_provider.failover import load_restart_strategy, parse_duration
-from airflow_ft_provider.failover.durations import MAX_DURATION, whole_millis
+from airflow_ft_provider.failover.durations import LATEST_TIME, representable, whole_millis
 
 
 @pytest.mark.parametrize("text", ["1234", "1234ms", "1234 ms"])
@@ -78,28 +78,28 @@ def test_parse_duration_number_time_unit_overflow():
         parse_duration("100000000000000000 h")
 
 
-@pytest.mark.parametrize("value", ["2000000000 d", "365001 d", 10**15, timedelta(days=999_999_999)])
-def test_durations_beyond_about_1000_years_are_refused_at_parse_time(value):
-    """Issue 18: "2000000000 d" used to pass parsing and overflow at run time (a timedelta or a
-    restart date beyond year 9999). The bound is in the message, with the fix."""
-    with pytest.raises(
-        ValueError, match=r"longer than the maximum of 365000 d \(about 1000 years\).*use a shorter"
-    ):
-        parse_duration(value)
+@pytest.mark.parametrize("value", ["987654 d", "365001 d", timedelta(days=999_999_999), 10**15])
+def test_long_durations_are_accepted_as_flink_accepts_them(value):
+    """Flink's TimeUtilsTest parses "987654 d"; only a 64-bit overflow of milliseconds is refused."""
+    assert parse_duration(value) > 365_000 * 86_400 or value == 10**15
 
 
-def test_the_longest_accepted_duration_still_makes_a_valid_restart_date():
-    assert parse_duration("365000 d") == MAX_DURATION
-    restart = datetime.now(timezone.utc) + timedelta(seconds=MAX_DURATION)
-    assert restart.year < 9999
+def test_a_long_duration_becomes_a_date_held_at_the_latest_time():
+    """Where a duration becomes a date (a restart time, Airflow's retry delay, a time shown), it is
+    held at LATEST_TIME: "100000000 d" waits that long, it never raises OverflowError mid-run."""
+    now = datetime.now(timezone.utc).timestamp()
+    restart_at = representable(now + parse_duration("100000000 d"))
+    assert restart_at == LATEST_TIME
+    assert datetime.fromtimestamp(restart_at, tz=timezone.utc).year == 9000
+    assert representable(now + 10) == now + 10
 
 
-def test_overlong_restart_delay_names_the_key_when_the_dag_is_parsed():
-    config = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "2000000000 d"}
+def test_a_duration_overflowing_64_bit_milliseconds_names_the_key_when_the_dag_is_parsed():
+    config = {"restart-strategy.type": "fixed-delay", "restart-strategy.fixed-delay.delay": "2000000000000 d"}
     with pytest.raises(
         ValueError,
         match=r"restart-strategy.fixed-delay.delay must be a duration ≥ 0, "
-        r"got '2000000000 d': .*longer than the maximum of 365000 d",
+        r"got '2000000000000 d': .*overflows a 64-bit count of milliseconds",
     ):
         load_restart_strategy(config)
 
