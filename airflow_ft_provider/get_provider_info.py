@@ -173,11 +173,12 @@ def _config_options() -> dict[str, dict[str, Any]]:
         "code with botocore's parsed S3 data files. Task processes forked from its workers then skip "
         "loading them (2.5-3.5 CPU-s per Connect stage try, ~0.5 CPU-s per try for S3). Needs [core] "
         "lazy_load_plugins = False, which makes Airflow load plugins at start; costs that process the "
-        "loading once and ~150 MB of memory. No session, channel or connection is opened before the fork.",
+        "loading once and ~150 MB of memory. No session, channel or connection is opened before the fork. "
+        "On by default: a Connect stage try costs 0.77 s with it and 2.4 s without.",
         "version_added": "0.1.0",
         "type": "boolean",
-        "example": "True",
-        "default": "False",
+        "example": "False",
+        "default": "True",
     }
     return options
 

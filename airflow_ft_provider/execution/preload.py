@@ -40,7 +40,7 @@ def preload_if_configured(argv: list[str] | None = None) -> bool:
     forks task processes; True if they are loaded."""
     from airflow.configuration import conf
 
-    if not conf.getboolean("ft_provider", CONFIG_KEY, fallback=False):
+    if not conf.getboolean("ft_provider", CONFIG_KEY, fallback=True):
         return preloaded()
     if not forks_task_processes(sys.argv if argv is None else argv):
         return preloaded()

@@ -1,5 +1,5 @@
 """[ft_provider] preload_stage_clients: the plugin module loads the Spark Connect client and botocore's
-S3 data only when on.
+S3 data unless switched off (on by default).
 
 Each case is a fresh interpreter that imports the plugin module as Airflow does at start with
 ``[core] lazy_load_plugins = False``; a task process forked from it inherits what it imported.
@@ -39,9 +39,12 @@ os.waitpid(child, 0)
 """
 
 
-@pytest.mark.parametrize(("setting", "loaded"), [("False", False), ("True", True)])
-def test_the_clients_are_loaded_before_the_fork_only_when_asked(setting, loaded):
-    env = {**os.environ, "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": setting}
+@pytest.mark.parametrize(("setting", "loaded"), [("False", False), ("True", True), (None, True)])
+def test_the_clients_are_loaded_before_the_fork_unless_switched_off(setting, loaded, tmp_path):
+    env = {k: v for k, v in os.environ.items() if k != "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS"}
+    env["AIRFLOW_HOME"] = str(tmp_path)  # a fresh airflow.cfg: the provider's defaults, not this machine's
+    if setting is not None:  # None: the default, on
+        env["AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS"] = setting
     result = subprocess.run(
         [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120
     )
