@@ -50,11 +50,30 @@ def _partition_store_options() -> dict[str, dict[str, Any]]:
         },
         "partition_store_cache_dir": {
             "description": "Local directory for task-local recovery: partitions read or written by a "
-            "worker are kept here and reused after verification against the S3 manifest. Unset: no cache.",
+            "worker are kept here and reused after verification against the S3 manifest, within "
+            "partition_store_cache_max_size and partition_store_cache_max_age (least recently used files "
+            "go first). Unset: no cache.",
             "version_added": "0.1.0",
             "type": "string",
             "example": "/var/cache/airflow-ft-partitions",
             "default": None,
+        },
+        "partition_store_cache_max_size": {
+            "description": "The most the task-local cache keeps (Flink's memory size notation, e.g. "
+            "'10 gb', '500 mb'; 'none' for no bound). After every fetch and commit that adds files, the "
+            "least recently used files are removed until the cache fits (files used in the last 5 "
+            "minutes stay).",
+            "version_added": "0.2.0",
+            "type": "string",
+            "example": "500 mb",
+            "default": "10 gb",
+        },
+        "partition_store_cache_max_age": {
+            "description": "Cached files unused for longer than this are removed ('none': no age bound).",
+            "version_added": "0.2.0",
+            "type": "string",
+            "example": "1 d",
+            "default": "7 d",
         },
         "partition_store_checksum": {
             "description": "Checksum recorded in manifests for every partition object: "

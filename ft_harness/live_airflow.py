@@ -656,6 +656,10 @@ class LiveAirflowFactory:
         self._base_tmp = base_tmp
         self._instances: dict[str, LiveAirflow] = {}
 
+    @property
+    def base_tmp(self) -> Path:
+        return self._base_tmp
+
     def __call__(
         self,
         dags: Iterable[str | os.PathLike[str]] = (),
@@ -690,6 +694,9 @@ class LiveAirflowFactory:
 
 
 _FACTORIES: list[LiveAirflowFactory] = []
+
+
+LIVE_CACHE_BOUND = "20 mb"
 
 
 @pytest.fixture(scope="session")
@@ -786,13 +793,18 @@ def live_airflow(
 ) -> LiveAirflow:
     """The default running Airflow: DAGs of ``tests/e2e/dags/`` and ``dags_examples/``, with the
     environment of :func:`pipeline_environment` (stages on the session's Spark Connect server unless a
-    DAG names ``spark_submit``), metadata on PostgreSQL, metrics to the session's StatsD listener; its
-    components reach S3 through ``s3_proxy``."""
+    DAG names ``spark_submit``), metadata on PostgreSQL, metrics to the session's StatsD listener, a
+    bounded task-local partition cache; its components reach S3 through ``s3_proxy``."""
     sources = [p for p in (E2E_DAGS_DIR, EXAMPLE_DAGS_DIR) if p.is_dir()]
     endpoint = dataclasses.replace(s3_endpoint, url=s3_proxy.url) if s3_proxy is not None else s3_endpoint
     env = {
         **pipeline_environment(endpoint, e2e_store_url, spark_connect_launched),
         **statsd_listener.environment(),
+        # Task-local recovery on, bounded (smaller than the default, so that the suite trims it).
+        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_CACHE_DIR": str(
+            live_airflow_factory.base_tmp / "partition-cache"
+        ),
+        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_CACHE_MAX_SIZE": LIVE_CACHE_BOUND,
     }
     database = postgres_server.create_database(f"airflow_{secrets.token_hex(4)}")
     # starts while the Connect server does

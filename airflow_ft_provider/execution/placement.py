@@ -6,6 +6,7 @@ a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps ar
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Collection, Mapping
 from pathlib import Path
 
@@ -13,6 +14,8 @@ from airflow_ft_provider.execution.submit import local_dir
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions
 from airflow_ft_provider.partitions.store import new_attempt_id
+
+log = logging.getLogger(__name__)
 
 
 class StagedFiles:
@@ -38,7 +41,15 @@ class StagedFiles:
         if handle is not None:
             return [p.as_uri() for p in self.pipelined.fetch(ref, handle, dest).paths]
         skip = {name.partition("/")[2] for name in self.processed if name.startswith(folder + "/")}
-        return [p.as_uri() for p in self.store.fetch(ref, dest, skip=skip).paths]
+        fetched = self.store.fetch(ref, dest, skip=skip)
+        if self.store.cache is not None:
+            log.info(
+                "input %s: %d files from the task-local cache, %d downloaded",
+                ref.partition_id,
+                fetched.cache_hits,
+                fetched.downloaded,
+            )
+        return [p.as_uri() for p in fetched.paths]
 
     def output_location(
         self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int

@@ -157,8 +157,8 @@ def injector_for(
 def delete_partitions(
     store: Any, run: Any, partition_ids: tuple[str, ...], log: Any, *, truncate: bool = False
 ) -> None:
-    """Lose (or cut in half) one data object of each partition; the manifest stays, so the partition is
-    corrupt rather than missing, and readers must notice."""
+    """Lose (or cut in half) one data object of each partition, and this worker's cached copy of it; the
+    manifest stays, so the partition is corrupt rather than missing, and readers must notice."""
     for partition_id in partition_ids:
         ref = run.parse(partition_id)
         try:
@@ -167,6 +167,8 @@ def delete_partitions(
             log.info("fault injection: %s already unavailable (%s)", partition_id, err)
             continue
         key = store.layout.partition_prefix(ref) + manifest.files[0].key
+        if store.cache is not None:  # this worker's task-local copy is lost with it
+            store.cache.path(store.bucket, key).unlink(missing_ok=True)
         if truncate:
             body = store.read_object(key) or b""
             store.write_object(key, body[: len(body) // 2], content_type="application/octet-stream")

@@ -19,6 +19,9 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from airflow_ft_provider.model.description import PipelineDescription
+from airflow_ft_provider.partitions.cache import DEFAULT_MAX_AGE as DEFAULT_CACHE_MAX_AGE
+from airflow_ft_provider.partitions.cache import DEFAULT_MAX_BYTES as DEFAULT_CACHE_MAX_BYTES
+from airflow_ft_provider.partitions.cache import LocalPartitionCache
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
 from airflow_ft_provider.partitions.s3_models import boto3_session
@@ -146,7 +149,8 @@ class PartitionStoreHook(BaseHook):
                 "no partition store URL: pass url='s3://bucket/prefix/' or set [ft_provider] "
                 "partition_store_url (AIRFLOW__FT_PROVIDER__PARTITION_STORE_URL)"
             )
-        kwargs.setdefault("cache", self.cache_dir or _config("partition_store_cache_dir") or None)
+        if "cache" not in kwargs:
+            kwargs["cache"] = self._cache()
         if "checksum" not in kwargs:
             kwargs["checksum"] = _config("partition_store_checksum") or DEFAULT_CHECKSUM
             try:
@@ -160,6 +164,34 @@ class PartitionStoreHook(BaseHook):
         if self.aws_conn_id:  # error hints name the connection to fix (never its secrets)
             kwargs.setdefault("credentials", f"the AWS connection {self.aws_conn_id!r}")
         return S3PartitionStore(self.get_client, url, **kwargs)
+
+    def _cache(self) -> LocalPartitionCache | None:
+        """The task-local cache (``partition_store_cache_dir``), bounded by ``partition_store_cache_max_size``
+        and ``partition_store_cache_max_age`` (``none`` for no bound)."""
+        root = self.cache_dir or _config("partition_store_cache_dir")
+        if not root:
+            return None
+        from airflow_ft_provider.checkpoints.config import parse_size
+
+        size, age = _config("partition_store_cache_max_size"), _config("partition_store_cache_max_age")
+        max_bytes: int | None = DEFAULT_CACHE_MAX_BYTES
+        if size and size.strip().lower() == "none":
+            max_bytes = None
+        elif size:
+            try:
+                max_bytes = parse_size(size, repr(size))
+            except ValueError as exc:
+                raise ValueError(f"[{CONFIG_SECTION}] partition_store_cache_max_size: {exc}") from None
+        max_age: float | None = DEFAULT_CACHE_MAX_AGE
+        if age and age.strip().lower() == "none":
+            max_age = None
+        elif age:
+            max_age = _seconds("partition_store_cache_max_age", DEFAULT_CACHE_MAX_AGE)
+            if max_age <= 0:
+                raise ValueError(
+                    f"[{CONFIG_SECTION}] partition_store_cache_max_age must be > 0 s (or none), got {age!r}"
+                )
+        return LocalPartitionCache(root, max_bytes=max_bytes, max_age=max_age)
 
     def test_connection(self) -> tuple[bool, str]:
         """For the UI's Test button: can we reach the store's bucket with these credentials?"""

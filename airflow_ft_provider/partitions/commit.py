@@ -160,6 +160,7 @@ class PartitionCommits(StoreObjects):
         if self.cache is not None:
             for (_, path), entry in zip(files, manifest.files, strict=True):
                 self.cache.add(path, self.bucket, loc.prefix + entry.key)
+            self.cache.trim()
         return manifest
 
     def attempt_location(self, ref: PartitionRef, attempt_id: str, *, execution_id: str | None = None) -> str:

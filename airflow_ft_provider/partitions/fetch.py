@@ -216,6 +216,8 @@ class PartitionReads(StoreObjects):
             for writer, (_, _, _, temp) in zip(writers, todo, strict=True):
                 writer.close()
                 temp.unlink(missing_ok=True)
+        if todo and self.cache is not None:
+            self.cache.trim()  # bounded: what was just added may push older files out
 
         if dest_dir is not None and self.cache is not None:
             for i, target in enumerate(targets):

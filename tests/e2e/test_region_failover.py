@@ -104,6 +104,12 @@ def test_seed002_failed_consumer_restarts_alone(live_airflow, runs, store):
     assert values(store, dag_id, run_id, "d") == expected(2)
     first_try = log_of(live_airflow, dag_id, run_id, "C", 1)
     assert "restarting 1 region(s) [C]" in first_try
+    # Task-local recovery (the live Airflow has a bounded cache): the retry on this worker reads its
+    # input from the cache, with no GET of the partition's objects.
+    read = re.search(r"input b: (\d+) files from the task-local cache, (\d+) downloaded", log_of(
+        live_airflow, dag_id, run_id, "C", 2
+    ))  # fmt: skip
+    assert read and int(read.group(1)) >= 1 and read.group(2) == "0", story
     # The live fixture preloads the Spark Connect client in the executor: no stage try imports it.
     assert "Spark Connect client: preloaded in the worker" in log_of(live_airflow, dag_id, run_id, "D", 1)
 

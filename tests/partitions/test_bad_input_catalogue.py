@@ -506,6 +506,17 @@ def setting(name: str, value: str) -> Callable[[Env], object]:
     return provoke
 
 
+def cache_setting(name: str, value: str) -> Callable[[Env], object]:
+    """A task-local cache directory with ``[ft_provider] <name> = <value>``, then the store is built."""
+
+    def provoke(env: Env) -> object:
+        env.monkeypatch.setenv("AIRFLOW__FT_PROVIDER__PARTITION_STORE_CACHE_DIR", str(env.tmp / "cache"))
+        env.monkeypatch.setenv(f"AIRFLOW__FT_PROVIDER__{name.upper()}", value)
+        return hook_store(env, env.aws_conn("ft_s3_ok"))
+
+    return provoke
+
+
 def cluster_store_connection(env: Env) -> object:
     """``[ft_provider] partition_store_conn_id`` names a connection nobody defined; a pipeline that names
     none (and airflow-ft without --aws-conn-id) builds its store with it."""
@@ -1174,6 +1185,23 @@ CATALOGUE = [
         "[ft_provider] partition_store_retention",
         "'7 parsecs'",
         "write a number with a unit",
+    ),
+    row(
+        "store-config/partition_store_cache_max_size=lots",
+        cache_setting("partition_store_cache_max_size", "lots"),
+        ValueError,
+        "[ft_provider] partition_store_cache_max_size",
+        "'lots'",
+        "not a size",
+        '"64 mb"',
+    ),
+    row(
+        "store-config/partition_store_cache_max_age=0-s",
+        cache_setting("partition_store_cache_max_age", "0 s"),
+        ValueError,
+        "[ft_provider] partition_store_cache_max_age",
+        "must be > 0 s (or none)",
+        "'0 s'",
     ),
     row(
         "store-config/partition_store_retention=2000000000000-d",

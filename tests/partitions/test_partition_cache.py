@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
-from airflow_ft_provider.partitions import LocalPartitionCache, Producer
-from ft_harness.partition_files import read_all, version_files, write_files
+from airflow_ft_provider.partitions import LocalPartitionCache, PartitionRef, Producer
+from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 
@@ -63,3 +66,40 @@ def test_release_evicts_the_local_copy(cached_store, ref, tmp_path):
     paths = cached_store.fetch(ref).paths
     cached_store.release_run(ref.pipeline, ref.run_id)
     assert not any(p.exists() for p in paths)
+
+
+def cache_bytes(root):
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file())
+
+
+def test_the_cache_stays_within_its_bound_and_keeps_the_most_recently_used(make_store, tmp_path):
+    #   five partitions of ~3 files each through a cache that holds about two of them
+    root = tmp_path / "cache"
+    size_of_one = sum(len(v) for v in version_files(1, 3).values())
+    bound = int(size_of_one * 2.5)
+    store = make_store(cache=LocalPartitionCache(root, max_bytes=bound, grace=0))
+    refs = [PartitionRef("etl", RUN_ID, f"orders{i}", 0) for i in range(5)]
+    for i, ref in enumerate(refs):
+        store.commit(
+            ref, write_files(tmp_path / f"src{i}", version_files(1, 3)), producer=Producer("p", 0, 1)
+        )
+        assert cache_bytes(root) <= bound, f"after commit {i}"
+        if i >= 1:  # orders0 is read again after every commit: the least recently used go first
+            assert store.fetch(refs[0], tmp_path / f"read{i}").cache_hits == 3
+            assert cache_bytes(root) <= bound
+    assert store.fetch(refs[4], tmp_path / "last").cache_hits == 3  # the newest is kept
+    assert store.fetch(refs[1], tmp_path / "old").downloaded == 3  # an old one was trimmed: from S3 again
+    assert cache_bytes(root) <= bound
+
+
+def test_old_files_are_trimmed_and_recently_used_ones_are_kept_whatever_the_bound(tmp_path):
+    root = tmp_path / "cache"
+    old, recent = root / "b" / "old.parquet", root / "b" / "recent.parquet"
+    for path in (old, recent):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * 100)
+    week_ago = time.time() - 8 * 86_400
+    os.utime(old, (week_ago, week_ago))
+    result = LocalPartitionCache(root, max_bytes=0, max_age=7 * 86_400, grace=300).trim()
+    assert not old.exists() and recent.exists()  # too old; used within the grace period
+    assert (result.removed_files, result.kept_bytes) == (1, 100)
