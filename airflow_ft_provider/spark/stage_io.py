@@ -223,7 +223,9 @@ class StageIO:
         progress = [p for p in query.recentProgress if p is not None]
         read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
         batches = [int(p.batchId) for p in progress]
-        rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
+        rows = _rows_in_footers(location)
+        if rows is None:  # not readable here: Spark counts (from the same footers, as a job)
+            rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
         stream = {"batches": batches, "input_rows": read_rows, "batch_seconds": durations}
         if self._in_process is not None:
             self._in_process.rows[name] = rows
@@ -338,6 +340,29 @@ PROGRESS_WAIT_SECONDS = 1.0  # a committed batch without input reports no durati
 STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+
+
+def _rows_in_footers(location: str) -> int | None:
+    """The rows of the Parquet files under a local output location, read from their footers in this
+    process (a Spark job costs about a second for the many small files of a stream's micro-batches);
+    None where they cannot be read here (not a local path, no pyarrow, a file pyarrow cannot open)."""
+    if not location.startswith("file://"):
+        return None
+    try:
+        import pyarrow.parquet as pq
+    except ImportError:
+        return None
+    total = 0
+    for folder, dirs, names in os.walk(location.removeprefix("file://")):
+        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]  # as Spark's reader skips them
+        for name in names:
+            if name.startswith(("_", ".")):
+                continue
+            try:
+                total += pq.ParquetFile(os.path.join(folder, name)).metadata.num_rows
+            except Exception:  # noqa: BLE001 - Spark will say what is wrong with it
+                return None
+    return total
 
 
 def _codec(output: OutputSpec) -> str:
