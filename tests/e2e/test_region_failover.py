@@ -104,14 +104,20 @@ def test_seed002_failed_consumer_restarts_alone(live_airflow, runs, store):
     assert values(store, dag_id, run_id, "d") == expected(2)
     first_try = log_of(live_airflow, dag_id, run_id, "C", 1)
     assert "restarting 1 region(s) [C]" in first_try
-    # Task-local recovery (the live Airflow has a bounded cache): the retry on this worker reads its
-    # input from the cache, with no GET of the partition's objects.
+    # The live fixture preloads the Spark Connect client in the executor: no stage try imports it.
+    assert "Spark Connect client: preloaded in the worker" in log_of(live_airflow, dag_id, run_id, "D", 1)
+
+
+def test_seed002_retry_reads_its_input_from_the_task_local_cache(live_airflow, runs):
+    # Task-local recovery (this live Airflow has a bounded cache; the Celery deployment has none): the
+    # retry on this worker reads its input from the cache, with no GET of the partition's objects.
+    run, _, story = finish(live_airflow, runs, "seed002_c_fails")
+    dag_id, run_id = runs["seed002_c_fails"]
+    assert run["state"] == "success", story
     read = re.search(r"input b: (\d+) files from the task-local cache, (\d+) downloaded", log_of(
         live_airflow, dag_id, run_id, "C", 2
     ))  # fmt: skip
     assert read and int(read.group(1)) >= 1 and read.group(2) == "0", story
-    # The live fixture preloads the Spark Connect client in the executor: no stage try imports it.
-    assert "Spark Connect client: preloaded in the worker" in log_of(live_airflow, dag_id, run_id, "D", 1)
 
 
 def test_seed002_lost_partition_backtracks_to_its_producer(live_airflow, runs, store):

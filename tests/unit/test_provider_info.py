@@ -12,10 +12,13 @@ from pathlib import Path
 
 import jsonschema
 
+from airflow_ft_provider.checkpoints.config import parse_size
 from airflow_ft_provider.failover import load_restart_strategy
 from airflow_ft_provider.failover.durations import parse_duration
 from airflow_ft_provider.failover.restart_config import OPTIONS
 from airflow_ft_provider.get_provider_info import CONFIG_SECTION, get_provider_info
+from airflow_ft_provider.partitions.cache import DEFAULT_MAX_AGE as DEFAULT_CACHE_MAX_AGE
+from airflow_ft_provider.partitions.cache import DEFAULT_MAX_BYTES as DEFAULT_CACHE_MAX_BYTES
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
 
@@ -100,11 +103,15 @@ def test_config_declares_every_partition_store_key_the_hook_reads():
         "partition_store_retention",
         "partition_store_orphan_grace",
         "partition_store_allow_unconditional_writes",
+        "partition_store_cache_max_size",
+        "partition_store_cache_max_age",
     }
     assert read <= set(options)
     # The declared defaults are the ones the hook falls back to.
     assert options["partition_store_url"]["default"] is None
     assert options["partition_store_cache_dir"]["default"] is None
+    assert parse_size(options["partition_store_cache_max_size"]["default"]) == DEFAULT_CACHE_MAX_BYTES
+    assert parse_duration(options["partition_store_cache_max_age"]["default"]) == DEFAULT_CACHE_MAX_AGE
     assert check_algorithm(options["partition_store_checksum"]["default"]) == DEFAULT_CHECKSUM
     assert parse_duration(options["partition_store_retention"]["default"]) == DEFAULT_RETENTION
     assert parse_duration(options["partition_store_orphan_grace"]["default"]) == DEFAULT_ORPHAN_GRACE
