@@ -54,25 +54,26 @@ def _send(emit: Callable[[], None]) -> None:
         log.debug("metric not sent: %s", err)
 
 
+def _clean(tags: Mapping[str, object] | None) -> dict[str, str]:
+    return {k: _tag(v) for k, v in (tags or {}).items() if v is not None}
+
+
 def _incr(name: str, count: int = 1, tags: Mapping[str, object] | None = None) -> None:
     from airflow.sdk.observability import stats
 
-    clean = {k: _tag(v) for k, v in (tags or {}).items() if v is not None}
-    _send(lambda: stats.incr(name, count, tags=clean))
+    _send(lambda: stats.incr(name, count, tags=_clean(tags)))
 
 
 def _timing(name: str, seconds: float, tags: Mapping[str, object]) -> None:
     from airflow.sdk.observability import stats
 
-    clean = {k: _tag(v) for k, v in tags.items() if v is not None}
-    _send(lambda: stats.timing(name, timedelta(seconds=max(seconds, 0.0)), tags=clean))
+    _send(lambda: stats.timing(name, timedelta(seconds=max(seconds, 0.0)), tags=_clean(tags)))
 
 
 def _gauge(name: str, value: float, tags: Mapping[str, object]) -> None:
     from airflow.sdk.observability import stats
 
-    clean = {k: _tag(v) for k, v in tags.items() if v is not None}
-    _send(lambda: stats.gauge(name, value, tags=clean))
+    _send(lambda: stats.gauge(name, value, tags=_clean(tags)))
 
 
 def decided(decision: FailoverDecision, *, dag_id: str) -> None:

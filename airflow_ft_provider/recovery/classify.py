@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from airflow_ft_provider.failover.classification import (
@@ -20,7 +20,7 @@ from airflow_ft_provider.failover.classification import (
     FailureRules,
     classify,
 )
-from airflow_ft_provider.spark.failure_report import DriverFailure
+from airflow_ft_provider.spark.failure_report import DriverFailure, exception_chain, spark_field, type_names
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +31,6 @@ WRAPPERS = frozenset(
 )
 _ERROR_CLASS_IN_TEXT = re.compile(r"\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]")
 _SQL_STATE_IN_TEXT = re.compile(r"SQLSTATE: ([0-9A-Z]{5})\b")
-MAX_CHAIN = 20
 RULE_KEYS = (
     "non_recoverable_error_classes",
     "non_recoverable_sql_states",
@@ -73,8 +72,8 @@ class StageClassification:
 def failure_facts(
     failure: BaseException, *, verdict: bool | None = None, verdict_reason: str = ""
 ) -> FailureFacts:
-    chain = list(_chain(failure))
-    types = frozenset(f"{c.__module__}.{c.__qualname__}" for e in chain for c in type(e).__mro__)
+    chain = exception_chain(failure)
+    types = frozenset(type_names(chain))
     types |= {name for e in chain if isinstance(e, DriverFailure) for name in e.exception_types}
     error_class, sql_state = _spark_error(chain)
     return FailureFacts(
@@ -129,21 +128,12 @@ def _as_tuple(value: object) -> object:
     return tuple(value) if isinstance(value, list) else value
 
 
-def _chain(failure: BaseException) -> Iterator[BaseException]:
-    seen: set[int] = set()
-    current: BaseException | None = failure
-    while current is not None and id(current) not in seen and len(seen) < MAX_CHAIN:
-        seen.add(id(current))
-        yield current
-        current = current.__cause__ or current.__context__
-
-
 def _spark_error(chain: list[BaseException]) -> tuple[str | None, str | None]:
     """Spark's error class and SQLSTATE of the failure: the innermost that is not a wrapper."""
     for failure in chain:
-        condition = _call(failure, "getCondition") or _call(failure, "getErrorClass")
+        condition = spark_field(failure, "getCondition") or spark_field(failure, "getErrorClass")
         if condition and condition.split(".")[0] not in WRAPPERS:
-            return condition, _call(failure, "getSqlState")
+            return condition, spark_field(failure, "getSqlState")
     for failure in chain:  # a bracketed name counts only with the SQLSTATE Spark prints after it
         text = str(failure)
         for match in _ERROR_CLASS_IN_TEXT.finditer(text):
@@ -151,14 +141,3 @@ def _spark_error(chain: list[BaseException]) -> tuple[str | None, str | None]:
             if match.group(1).split(".")[0] not in WRAPPERS and state:
                 return match.group(1), state.group(1)
     return None, None
-
-
-def _call(failure: BaseException, method: str) -> str | None:
-    getter = getattr(failure, method, None)
-    if not callable(getter):
-        return None
-    try:
-        value = getter()
-    except Exception:  # noqa: BLE001 - a Spark exception without the field
-        return None
-    return value if isinstance(value, str) and value else None

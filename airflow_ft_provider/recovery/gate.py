@@ -78,13 +78,11 @@ class TryGate:
         not_before = state.restart_not_before(core_task)
         if not_before is not None and not_before > self.clock.now():
             return WaitUntil(not_before)
+        # This try is the restart of its own previous try's failure: how long the restart took.
         failed = state.decisions.get(TryKey(core_task, try_number - 1)) if try_number > 1 else None
-        if (
-            failed is not None and failed.outcome is Outcome.RESTART
-        ):  # this try is the restart: how long it took
-            metrics.restarting(
-                self.clock.now() - failed.decided_at, dag_id=self.run.pipeline, task_id=core_task
-            )
+        if failed is not None and failed.outcome is Outcome.RESTART:
+            took = self.clock.now() - failed.decided_at
+            metrics.restarting(took, dag_id=self.run.pipeline, task_id=core_task)
         return Proceed()
 
     def _reconcile(

@@ -42,7 +42,8 @@ class FailoverRetryPolicy(RetryPolicy):
         if not decision.restart:
             return RetryDecision.fail(reason=decision_reason(decision))
         # Held to a date Airflow can schedule: a delay of a million days waits, it does not overflow.
-        delay = min(decision.delay, representable(time.time() + decision.delay) - time.time())
+        now = time.time()
+        delay = min(decision.delay, representable(now + decision.delay) - now)
         return RetryDecision.retry(delay=timedelta(seconds=delay), reason=decision_reason(decision))
 
     def serialize(self) -> dict[str, Any]:

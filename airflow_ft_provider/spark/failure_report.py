@@ -57,7 +57,8 @@ def report_uncaught(path: str) -> None:
     sys.excepthook = hook
 
 
-def _write(path: str, failure: BaseException) -> None:
+def exception_chain(failure: BaseException) -> list[BaseException]:
+    """``failure`` and its causes (``__cause__``, else ``__context__``), at most MAX_CHAIN, no cycles."""
     chain: list[BaseException] = []
     current: BaseException | None = failure
     seen: set[int] = set()
@@ -65,19 +66,37 @@ def _write(path: str, failure: BaseException) -> None:
         seen.add(id(current))
         chain.append(current)
         current = current.__cause__ or current.__context__
+    return chain
+
+
+def type_names(chain: list[BaseException]) -> set[str]:
+    """The qualified names of the exceptions' classes and of all their bases."""
+    return {f"{c.__module__}.{c.__qualname__}" for e in chain for c in type(e).__mro__}
+
+
+def spark_field(failure: BaseException, method: str) -> str | None:
+    """What a Spark exception answers to ``getCondition``/``getSqlState``/…; None for anything else."""
+    getter = getattr(failure, method, None)
+    try:
+        value = getter() if callable(getter) else None
+    except Exception:  # noqa: BLE001 - a Spark exception without the field
+        return None
+    return value if isinstance(value, str) and value else None
+
+
+def _write(path: str, failure: BaseException) -> None:
+    chain = exception_chain(failure)
     condition = sql_state = None
     for exc in chain:
-        condition = _get(exc, "getCondition") or _get(exc, "getErrorClass")
+        condition = spark_field(exc, "getCondition") or spark_field(exc, "getErrorClass")
         if condition:
-            sql_state = _get(exc, "getSqlState")
+            sql_state = spark_field(exc, "getSqlState")
             break
     report = {
         "message": f"{type(failure).__name__}: {str(failure).strip()[:2000]}",
         "condition": condition,
         "sql_state": sql_state,
-        "exception_types": sorted(
-            {f"{c.__module__}.{c.__qualname__}" for e in chain for c in type(e).__mro__}
-        ),
+        "exception_types": sorted(type_names(chain)),
     }
     temporary = f"{path}.{os.getpid()}.tmp"
     with open(temporary, "w", encoding="utf-8") as out:
@@ -120,12 +139,3 @@ def read_report(path: str) -> DriverFailure | None:
         sql_state=state,
         exception_types=tuple(types),
     )
-
-
-def _get(failure: BaseException, method: str) -> str | None:
-    getter = getattr(failure, method, None)
-    try:
-        value = getter() if callable(getter) else None
-    except Exception:  # noqa: BLE001 - a Spark exception without the field
-        return None
-    return value if isinstance(value, str) and value else None
