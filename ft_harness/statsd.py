@@ -40,6 +40,9 @@ class Metric:
 class StatsdListener:
     def __init__(self) -> None:
         self.socket = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        # UDP drops what does not fit the receive buffer: room for bursts while a loaded machine (the
+        # whole suite on 2 cores) leaves this thread waiting (the kernel caps it at net.core.rmem_max).
+        self.socket.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 8 * 1024 * 1024)
         self.socket.bind(("127.0.0.1", 0))
         self.port = self.socket.getsockname()[1]
         self._lines: list[str] = []

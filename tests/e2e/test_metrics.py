@@ -1,8 +1,9 @@
 """Metrics through Airflow's stats, at a real StatsD socket (ft_harness/statsd.py): the session's live
 Airflow sends them with InfluxDB-style tags, so each run's lines are told apart by ``dag_id``.
 
-Three runs: seed 002 losing partition b (backtracking: B, C and D run again), a stage with a code bug
-(not recoverable), and the checkpointed example failing inside micro-batch 2 (its retry resumes)."""
+Three runs: seed 002 losing partition b (backtracking: B, C and D run again; on a DAG of its own, as
+tags do not tell runs apart), a stage with a code bug (not recoverable), and the checkpointed example
+failing inside micro-batch 2 (its retry resumes)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,8 @@ pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
 CHECKPOINTED = "ft_example_checkpointed_stage"
 BUG = "ft_e2e_code_bug"
-SEED = "ft_e2e_seed002"
+SEED = "ft_e2e_seed002_metrics"  # its own copy of seed 002: no other test's runs share its metrics
+SEED_B_LOST = [{"task": "C", "delete": ["b"]}]
 CHECKPOINT_FAULT = [{"task": "scale_readings", "mode": "batch", "batch": 2, "times": 1}]
 FLAKE = "Python worker failed to connect back"
 
@@ -35,14 +37,15 @@ def of(metrics, name, dag_id):
 
 
 def test_restarts_failures_partitions_and_checkpoints_reach_statsd(
-    live_airflow, scenario_runs, statsd_listener, s3_endpoint, e2e_store_url
+    live_airflow, statsd_listener, s3_endpoint, e2e_store_url
 ):
     store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
     api = live_airflow.client
-    live_airflow.wait_for_dags({BUG, CHECKPOINTED}, timeout=120)
+    live_airflow.wait_for_dags({SEED, BUG, CHECKPOINTED}, timeout=120)
     stamp = datetime.now().strftime("%H%M%S%f")
-    started = {"seed": scenario_runs.start(["seed002_b_lost"])["seed002_b_lost"]}
+    started = {}
     for name, dag_id, faults in (
+        ("seed", SEED, SEED_B_LOST),
         ("bug", BUG, []),
         ("checkpointed", CHECKPOINTED, CHECKPOINT_FAULT),
     ):
@@ -76,27 +79,35 @@ def test_restarts_failures_partitions_and_checkpoints_reach_statsd(
 
     # seed 002, b lost: one restart of three regions that rebuilds b (Flink's numRestarts, restartingTime)
     restarts = of(metrics, "ft.restarts", SEED)
-    assert restarts and {m.kind for m in restarts} == {"c"}
-    assert any(m.tags.get("task_id") == "C" and m.tags.get("kind") == "lost_data" for m in restarts)
-    assert max(m.value for m in of(metrics, "ft.regions_restarted", SEED)) == 3
-    assert sum(m.value for m in of(metrics, "ft.partitions.lost", SEED)) >= 1
+    seen = [m for m in metrics if m.tags.get("dag_id") == SEED and ".ft." in m.name]
+    assert restarts and {m.kind for m in restarts} == {"c"}, seen
+    # C and D both read b: whichever finds it missing first asks for the restart (the other's failure
+    # falls in the region already restarting)
+    lost = [m for m in restarts if m.tags.get("kind") == "lost_data"]
+    assert lost and {m.tags.get("task_id") for m in lost} <= {"C", "D"}, seen
+    assert max(m.value for m in of(metrics, "ft.regions_restarted", SEED)) == 3, seen
+    assert sum(m.value for m in of(metrics, "ft.partitions.lost", SEED)) >= 1, seen
     timings = of(metrics, "ft.restarting_time", SEED)
-    assert timings and all(m.kind == "ms" and 0 < m.value < 120_000 for m in timings)
+    assert timings and all(m.kind == "ms" and 0 < m.value < 120_000 for m in timings), seen
     rebuilt = of(metrics, "ft.partitions.rebuilt", SEED)
-    assert {m.tags.get("result") for m in rebuilt} >= {"b"}
-    assert sum(m.value for m in of(metrics, "ft.partitions.committed_bytes", SEED)) > 0
+    assert {m.tags.get("result") for m in rebuilt} >= {"b"}, seen
+    assert sum(m.value for m in of(metrics, "ft.partitions.committed_bytes", SEED)) > 0, seen
 
     # the code bug: a decision that restarts nothing, labelled
+    seen = [m for m in metrics if m.tags.get("dag_id") == BUG and ".ft." in m.name]
     [failure] = of(metrics, "ft.failures.not_recoverable", BUG)
-    assert failure.tags["kind"] == "user_code" and failure.tags["error_class"].startswith("UNRESOLVED_COLUMN")
-    assert of(metrics, "ft.failover_decisions.not_recoverable", BUG)
-    assert not of(metrics, "ft.restarts", BUG)
+    assert failure.tags["kind"] == "user_code" and failure.tags["error_class"].startswith(
+        "UNRESOLVED_COLUMN"
+    ), seen
+    assert of(metrics, "ft.failover_decisions.not_recoverable", BUG), seen
+    assert not of(metrics, "ft.restarts", BUG), seen
 
     # the checkpointed stage: its checkpoints, the restore of its retry, and their timings
-    assert sum(m.value for m in of(metrics, "ft.checkpoints.completed", CHECKPOINTED)) >= 3
+    seen = [m for m in metrics if m.tags.get("dag_id") == CHECKPOINTED and ".ft." in m.name]
+    assert sum(m.value for m in of(metrics, "ft.checkpoints.completed", CHECKPOINTED)) >= 3, seen
     assert {m.tags.get("via") for m in of(metrics, "ft.checkpoints.restored", CHECKPOINTED)} <= {
         "local",
         "store",
-    }
-    assert all(m.kind == "ms" for m in of(metrics, "ft.checkpoints.duration", CHECKPOINTED))
-    assert all(m.kind == "g" and m.value > 0 for m in of(metrics, "ft.checkpoints.size", CHECKPOINTED))
+    }, seen
+    assert all(m.kind == "ms" for m in of(metrics, "ft.checkpoints.duration", CHECKPOINTED)), seen
+    assert all(m.kind == "g" and m.value > 0 for m in of(metrics, "ft.checkpoints.size", CHECKPOINTED)), seen

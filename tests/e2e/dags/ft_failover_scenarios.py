@@ -39,12 +39,15 @@ def stage(task_id, **kwargs):
 
 #   A --a--> B --b--> C
 #              \\--b--> D          (seed 002, all blocking)
-with DAG("ft_e2e_seed002", **COMMON):
-    with FailoverPipeline(restart_strategy=FAST_FIXED):
-        stage("A", outputs=["a"])
-        stage("B", inputs=["a"], outputs=["b"])
-        stage("C", inputs=["b"], outputs=["c"])
-        stage("D", inputs=["b"], outputs=["d"])
+# ft_e2e_seed002_metrics is the same pipeline for tests/e2e/test_metrics.py alone: metrics are tagged by
+# DAG, not by run, so its lines must not mix with the other seed 002 scenarios'.
+for dag_id in ("ft_e2e_seed002", "ft_e2e_seed002_metrics"):
+    with DAG(dag_id, **COMMON):
+        with FailoverPipeline(restart_strategy=FAST_FIXED):
+            stage("A", outputs=["a"])
+            stage("B", inputs=["a"], outputs=["b"])
+            stage("C", inputs=["b"], outputs=["c"])
+            stage("D", inputs=["b"], outputs=["d"])
 
 #   S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U
 # ft_e2e_pipelined runs on spark-submit (the live fixture's spark_submit connection): it keeps submit
