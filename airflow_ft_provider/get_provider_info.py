@@ -21,6 +21,7 @@ from airflow_ft_provider.failover.restart_config import OPTIONS, TYPE_KEY
 from airflow_ft_provider.partitions.conditional import ALLOW_UNCONDITIONAL_KEY
 from airflow_ft_provider.partitions.manifest import CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
+from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SWEEP_MAX_RELEASES
 
 CONFIG_SECTION = "ft_provider"
 PIPELINES = "Fault-tolerant Spark pipelines"
@@ -85,13 +86,30 @@ def _partition_store_options() -> dict[str, dict[str, Any]]:
             "default": DEFAULT_CHECKSUM,
         },
         "partition_store_retention": {
-            "description": "How long the partitions of a succeeded run are kept before the retention "
-            "clean-up releases them, unless a registered consumer still needs them; a released run's "
-            'marker is removed one retention later (a duration: "7 d", "12 h").',
+            "description": "How long the partitions of an ended run (succeeded, failed, or marked by "
+            "hand) are kept before the life-cycle sweep releases them, unless a registered consumer "
+            "still needs them; a released run's marker is removed one retention later (a duration: "
+            '"7 d", "12 h"). A pipeline may set its own (FailoverPipeline(retention=...)).',
             "version_added": "0.1.0",
             "type": "string",
             "example": "3 d",
             "default": format_duration(DEFAULT_RETENTION),
+        },
+        "partition_store_sweep_interval": {
+            "description": "How often, at most, a run's end sweeps its pipeline's expired runs from the "
+            "store (a duration; 0 s: at every run end).",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "15 min",
+            "default": format_duration(DEFAULT_SWEEP_EVERY),
+        },
+        "partition_store_sweep_max_runs": {
+            "description": "How many expired runs one sweep releases at most (the rest wait for the next "
+            "sweep), so that a run's end never spends long deleting.",
+            "version_added": "0.1.0",
+            "type": "integer",
+            "example": "50",
+            "default": str(DEFAULT_SWEEP_MAX_RELEASES),
         },
         "partition_store_orphan_grace": {
             "description": "Age after which attempt objects no manifest references (crashed, fenced or "

@@ -37,6 +37,7 @@ from airflow_ft_provider.failover import (
     StageGraph,
 )
 from airflow_ft_provider.failover.classification import FailureLabels, FailureRules
+from airflow_ft_provider.failover.durations import parse_duration
 from airflow_ft_provider.failover.union_find import UnionFind
 from airflow_ft_provider.model.description import (
     PipelineDescription,
@@ -73,6 +74,17 @@ def cluster_store_conn_id() -> str:
     return conf.get("ft_provider", "partition_store_conn_id", fallback=None) or "aws_default"
 
 
+def pipeline_retention(value: str | float) -> float:
+    """A pipeline's ``retention=``, checked when the DAG is parsed."""
+    try:
+        return parse_duration(value)
+    except ValueError as err:
+        raise PipelineWiringError(
+            f"FailoverPipeline retention={value!r}: {err}; e.g. retention='3 d' (or leave it out for "
+            "[ft_provider] partition_store_retention)"
+        ) from None
+
+
 class FailoverPipeline:
     def __init__(
         self,
@@ -90,8 +102,12 @@ class FailoverPipeline:
         checkpointing: bool | Mapping[str, object] | None = None,
         failure_rules: FailureRules | Mapping[str, object] | None = None,
         failure_classifier: Callable[[BaseException], bool | None] | None = None,
+        retention: str | float | None = None,
     ) -> None:
         self.store = store
+        # How long this pipeline's ended runs are kept (else [ft_provider] partition_store_retention);
+        # recorded in each run's end marker (partitions/sweep.py).
+        self.retention = None if retention is None else pipeline_retention(retention)
         # Which failures a restart cannot heal, on top of the defaults (recovery/classify.py); each
         # stage's own extend these. Checked when the pipeline is built.
         self.failure_rules = failure_rules

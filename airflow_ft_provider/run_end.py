@@ -1,14 +1,16 @@
-"""When a pipeline's DAG run ends: release its pipelined partitions, start its retention clock.
+"""When a pipeline's DAG run ends: release its pipelined partitions, start its retention clock, sweep.
 
 ``FailoverPipeline`` appends :class:`RunEnd` to the DAG's ``on_success_callback`` and
 ``on_failure_callback`` (after the author's own). Airflow runs DAG callbacks in the DAG processor with
 the parsed DAG file, so the pipeline is at hand and connections (the store's, each stage's Spark
-connection) resolve as they do in a task. Nothing reads a run's pipelined partitions after it ends
-(Flink frees them with the job): views are dropped from the Spark Connect server, S3 scratch data is
-deleted. A succeeded run is marked, which starts its ``partition_store_retention``.
+connection, the REST API's) resolve as they do in a task. Nothing reads a run's pipelined partitions
+after it ends (Flink frees them with the job): views are dropped from the Spark Connect server, S3
+scratch data is deleted. The run is marked ended, succeeded or failed, which starts its retention; then
+the pipeline's expired runs are swept, bounded and rate-limited (``partitions/sweep.py``), with Airflow's
+view of the runs (``hooks/run_states.py``) so that runs marked by hand, which get no callback, go too.
 
-A run that is marked failed or successful by hand gets no DAG callback from Airflow; its pipelined
-data stays until the run is cleared and ends again, or the run is released.
+A run marked failed or successful by hand keeps its pipelined data until the run is cleared and ends
+again, or is released; its blocking partitions go one retention after Airflow says it ended.
 """
 
 from __future__ import annotations
@@ -16,7 +18,12 @@ from __future__ import annotations
 import logging
 import time
 from collections import defaultdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from airflow_ft_provider.failover.durations import format_duration
+
+if TYPE_CHECKING:
+    from airflow_ft_provider.partitions.sweep import RunStates
 
 log = logging.getLogger(__name__)
 
@@ -35,20 +42,19 @@ class RunEnd:
         self.succeeded = succeeded
 
     def __call__(self, context: Any) -> None:
-        from airflow_ft_provider.hooks.partition_store import pipeline_store
+        from airflow_ft_provider.hooks.partition_store import pipeline_store, sweep_limits
         from airflow_ft_provider.partitions import RunRef
         from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 
         description = self.pipeline.description
         run = RunRef(description.dag_id, context["run_id"])
         end = ended_at(context)
-        store = pipeline_store(description)
+        store = pipeline_store(description, retention=self.pipeline.retention)
         refs = [run.parse(p) for p in description.pipelined_partitions()]
         released = PipelinedPartitions(store).release_run(run, refs, ended_at=end, drop_views=self.drop_views)
-        if self.succeeded:
-            store.mark_run_succeeded(run.pipeline, run.run_id, at=end)
+        store.mark_run_ended(run.pipeline, run.run_id, succeeded=self.succeeded, at=end)
         log.info(
-            "run %s %s: released %d pipelined views and %d scratch objects%s%s",
+            "run %s %s: released %d pipelined views and %d scratch objects%s; its retention (%s) starts now",
             run,
             "succeeded" if self.succeeded else "failed",
             len(released.views),
@@ -56,8 +62,34 @@ class RunEnd:
             f"; left {list(released.kept)} to an execution started after the run ended"
             if released.kept
             else "",
-            "; retention starts now" if self.succeeded else "",
+            format_duration(store.retention),
         )
+        try:
+            store.sweep_expired_runs(
+                run.pipeline, states=lambda: self.run_states(store.retention), limits=sweep_limits()
+            )
+        except Exception as err:  # noqa: BLE001 - the run has ended; the next run end sweeps again
+            log.warning("could not sweep the expired runs of pipeline %s: %s", run.pipeline, err)
+
+    def run_states(self, retention: float) -> RunStates | None:
+        """Airflow's view of the pipeline's runs (hand-marked ends, runs cleared again), or None when the
+        REST API cannot tell: the sweep then goes by the runs' end markers alone."""
+        from airflow_ft_provider.hooks.airflow_api import AirflowApiHook
+        from airflow_ft_provider.hooks.run_states import run_states
+
+        description = self.pipeline.description
+        try:
+            with AirflowApiHook(description.airflow_api_conn_id) as hook:
+                return run_states(hook, description.dag_id, ended_before=time.time() - retention)
+        except Exception as err:  # noqa: BLE001 - markers alone still bound the bucket
+            log.warning(
+                "sweeping by end markers only: the Airflow REST API (connection %r) could not list the "
+                "runs of %s (%s); runs marked by hand wait for `airflow-ft gc` or a later sweep",
+                description.airflow_api_conn_id,
+                description.dag_id,
+                err,
+            )
+            return None
 
     def drop_views(self, handles: list[Any]) -> None:
         """Drop views through each producer's Spark connection (a view lives in its producer's server)."""

@@ -805,6 +805,8 @@ def live_airflow(
             live_airflow_factory.base_tmp / "partition-cache"
         ),
         "AIRFLOW__FT_PROVIDER__PARTITION_STORE_CACHE_MAX_SIZE": LIVE_CACHE_BOUND,
+        # Every run end sweeps its pipeline's expired runs (tests/e2e/test_lifecycle.py), not once an hour
+        "AIRFLOW__FT_PROVIDER__PARTITION_STORE_SWEEP_INTERVAL": "0 s",
     }
     database = postgres_server.create_database(f"airflow_{secrets.token_hex(4)}")
     # starts while the Connect server does

@@ -26,6 +26,7 @@ from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
 from airflow_ft_provider.partitions.s3_models import boto3_session
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
+from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SWEEP_MAX_RELEASES, SweepLimits
 
 CONFIG_SECTION = "ft_provider"
 
@@ -202,10 +203,25 @@ class PartitionStoreHook(BaseHook):
         return True, "partition store bucket is reachable"
 
 
-def pipeline_store(description: PipelineDescription) -> S3PartitionStore:
+def pipeline_store(description: PipelineDescription, *, retention: float | None = None) -> S3PartitionStore:
     """The store a pipeline names (its URL, else ``[ft_provider] partition_store_url``), reached through
-    the pipeline's aws connection."""
-    return PartitionStoreHook(description.aws_conn_id, url=description.store).get_store()
+    the pipeline's aws connection; ``retention``: the pipeline's own, if it sets one."""
+    kwargs = {} if retention is None else {"retention": retention}
+    return PartitionStoreHook(description.aws_conn_id, url=description.store).get_store(**kwargs)
+
+
+def sweep_limits() -> SweepLimits:
+    """``partition_store_sweep_interval`` and ``partition_store_sweep_max_runs``; ValueError naming the
+    key and the value if either is invalid."""
+    every = _seconds("partition_store_sweep_interval", DEFAULT_SWEEP_EVERY)
+    raw = _config("partition_store_sweep_max_runs")
+    try:
+        most = DEFAULT_SWEEP_MAX_RELEASES if raw in (None, "") else int(str(raw).strip())
+        return SweepLimits(every=every, max_releases=most)
+    except ValueError:
+        raise ValueError(
+            f"[{CONFIG_SECTION}] partition_store_sweep_max_runs must be a whole number >= 1, got {raw!r}"
+        ) from None
 
 
 def _config(key: str) -> str | None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from .naming import RunRef
 from .store import (
     ALREADY_RELEASED,
-    NOT_SUCCEEDED,
+    NOT_ENDED,
     RELEASED_MARKER_EXPIRED,
     RetentionOutcome,
     S3PartitionStore,
@@ -55,7 +55,7 @@ def collect(store: S3PartitionStore, pipelines: Iterable[str] | None = None) -> 
                 continue
             if outcome.reason == RELEASED_MARKER_EXPIRED:
                 report.markers_expired += 1
-            elif outcome.reason not in (NOT_SUCCEEDED, ALREADY_RELEASED):
+            elif outcome.reason not in (NOT_ENDED, ALREADY_RELEASED):
                 report.kept.append(outcome)
             orphans = store.cleanup_orphans(outcome.run.pipeline, outcome.run.run_id)
             report.orphans_deleted += len(orphans.deleted_keys)

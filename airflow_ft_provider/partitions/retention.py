@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+import reprlib
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
-from ..safe_json import load_json
+from ..safe_json import is_finite_number, load_json
 from .errors import (
     ReleaseRefused,
 )
@@ -23,9 +23,7 @@ from .naming import (
     RunRef,
     check_name,
 )
-
-if TYPE_CHECKING:
-    pass
+from .sweep import RetentionOutcome, RunStates, SweepLimits, SweepReport
 
 log = logging.getLogger(__name__)
 
@@ -37,10 +35,14 @@ DEFAULT_ORPHAN_GRACE = 3600.0
 
 
 # Reasons of release_expired_runs for runs it does not consider (not what a sweep reports as kept).
-NOT_SUCCEEDED = "run has not succeeded (or was not marked)"
+NOT_ENDED = "run has not ended (or was not marked)"
 
 
 ALREADY_RELEASED = "already released"
+
+
+# Next to a pipeline's runs: when its last life-cycle sweep started (sweep_expired_runs).
+SWEEP_MARKER = "_sweep.json"
 
 
 # The outcome of a released run whose marker outlived a second retention period and was removed.
@@ -52,13 +54,6 @@ class ReleaseReport:
     run: RunRef
     partitions: tuple[str, ...] | None
     deleted_objects: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class RetentionOutcome:
-    run: RunRef
-    released: bool
     reason: str
 
 
@@ -156,36 +151,59 @@ class PartitionRetention(ConsumerLeases):
         self._delete_keys(keys)
         return len(keys)
 
-    def mark_run_succeeded(self, pipeline: str, run_id: str, *, at: float | None = None) -> None:
-        """Start the retention clock of a finished run (``release_expired_runs`` acts on it)."""
+    def mark_run_ended(self, pipeline: str, run_id: str, *, succeeded: bool, at: float | None = None) -> None:
+        """Start the retention clock of a finished run, succeeded or failed (``release_expired_runs``
+        acts on it). A run that is cleared and ends again is marked again. The marker keeps this store's
+        retention (a pipeline's own, when it sets one), so any later sweep or ``gc`` honours it."""
         run = RunRef(pipeline, run_id)
+        at = self._clock.now() if at is None else at
         self._put_json(
-            self.layout.marker_key(run, "succeeded"), {"at": self._clock.now() if at is None else at}
+            self.layout.marker_key(run, "ended"),
+            {"at": at, "succeeded": succeeded, "retention": self.retention},
         )
 
-    def release_expired_runs(self, pipeline: str) -> list[RetentionOutcome]:
-        """Release each succeeded run of a pipeline whose retention has passed; skip the others, saying
-        why. One outcome per run with data in the store."""
+    def release_expired_runs(
+        self, pipeline: str, *, states: RunStates | None = None, limit: int | None = None
+    ) -> list[RetentionOutcome]:
+        """Release each ended run of a pipeline whose retention has passed (at most ``limit``); skip the
+        others, saying why. One outcome per run with data in the store.
+
+        A run has ended when its end marker says so or ``states`` (the orchestrator) does; the later of
+        the two ends counts. A run ``states`` reports active (cleared after it ended) is never released.
+        """
         outcomes = []
         now = self._clock.now()
+        released = 0
         for run in self.runs(pipeline):
             markers = {k.rsplit("/", 1)[-1]: k for k in self._list(self.layout.run_prefix(run) + "_run/")}
             if "released.json" in markers:
                 outcomes.append(self._expire_released_marker(run, markers["released.json"], now))
                 continue
-            if "succeeded.json" not in markers:
-                outcomes.append(RetentionOutcome(run, False, NOT_SUCCEEDED))
+            if states is not None and run.run_id in states.active:
+                outcomes.append(RetentionOutcome(run, False, "running again (cleared after it ended)"))
                 continue
+            # ``succeeded.json``: the end marker of stores written before failed runs were marked too
+            marker = markers.get("ended.json") or markers.get("succeeded.json")
             try:
-                succeeded_at = self._marker_time(markers["succeeded.json"])
+                at, recorded = (None, None) if marker is None else self._end_marker(marker)
             except ValueError as exc:
                 # One damaged marker must neither release its run early nor stop the sweep.
                 outcomes.append(RetentionOutcome(run, False, str(exc)))
                 continue
-            left = (now if succeeded_at is None else succeeded_at) + self.retention - now
+            ends = [] if marker is None else [now if at is None else at]  # None: gone since the LIST
+            if states is not None and run.run_id in states.ended_at:
+                ends.append(states.ended_at[run.run_id])
+            if not ends:
+                outcomes.append(RetentionOutcome(run, False, NOT_ENDED))
+                continue
+            left = max(ends) + (self.retention if recorded is None else recorded) - now
             if left > 0:
                 outcomes.append(RetentionOutcome(run, False, f"retention not over ({left:.0f} s left)"))
                 continue
+            if limit is not None and released >= limit:
+                outcomes.append(RetentionOutcome(run, False, f"left to the next sweep ({limit} a sweep)"))
+                continue
+            released += 1
             try:
                 self.release_run(pipeline, run.run_id, reason=f"retention of {self.retention:.0f} s passed")
             except ReleaseRefused as exc:
@@ -193,6 +211,35 @@ class PartitionRetention(ConsumerLeases):
             else:
                 outcomes.append(RetentionOutcome(run, True, "retention passed"))
         return outcomes
+
+    def sweep_expired_runs(
+        self,
+        pipeline: str,
+        *,
+        states: Callable[[], RunStates | None] | None = None,
+        limits: SweepLimits | None = None,
+    ) -> SweepReport | None:
+        """Release the pipeline's expired runs (``partitions/sweep.py``), at most ``limits.max_releases``,
+        unless it was swept less than ``limits.every`` ago (then None). ``states`` is asked (the
+        orchestrator's view, None if it has none) only when the sweep runs."""
+        limits = limits or SweepLimits()
+        key = self.layout.pipeline_prefix(pipeline) + SWEEP_MARKER
+        now = self._clock.now()
+        try:
+            last = self._marker_time(key)
+        except ValueError:
+            last = None  # a damaged marker: sweeping now is safe, and rewrites it
+        if last is not None and 0 <= now - last < limits.every:
+            return None
+        # Claimed before the work, so concurrent run ends of one pipeline do not all sweep (two that read
+        # the marker at the same moment may; releasing a run twice is harmless).
+        self._put_json(key, {"at": now})
+        seen = states() if states is not None else None
+        report = SweepReport(
+            pipeline, tuple(self.release_expired_runs(pipeline, states=seen, limit=limits.max_releases))
+        )
+        log.info("%s", report.summary())
+        return report
 
     def _expire_released_marker(self, run: RunRef, key: str, now: float) -> RetentionOutcome:
         """A released run keeps its marker, which refuses consumers that would still register on it,
@@ -210,18 +257,26 @@ class PartitionRetention(ConsumerLeases):
 
     def _marker_time(self, key: str) -> float | None:
         """The ``at`` of a life-cycle marker (None if it is gone); ValueError naming the key if invalid."""
+        return self._end_marker(key)[0]
+
+    def _end_marker(self, key: str) -> tuple[float | None, float | None]:
+        """``at`` and the recorded ``retention`` (None: the store's) of a marker, read once; (None, None)
+        if it is gone; ValueError naming the key if invalid."""
         raw = self.json_objects.get_bytes(key, oversized="truncate")
         if raw is None:
-            return None
+            return None, None
         try:
             doc = load_json(raw.value, max_bytes=MAX_MARKER_BYTES)
             if not isinstance(doc, dict):
                 raise ValueError(f"expected an object, got {type(doc).__name__}")
-            return _finite(doc.get("at"), "at")
+            retention = doc.get("retention")
+            if retention is not None and not (is_finite_number(retention) and retention >= 0):
+                raise ValueError(f"'retention' must be seconds >= 0, got {reprlib.repr(retention)}")
+            return _finite(doc.get("at"), "at"), None if retention is None else float(retention)
         except ValueError as exc:
             raise ValueError(
                 f"run marker s3://{self.bucket}/{key} is invalid ({exc}); not releasing the run: write "
-                '{"at": <seconds since the epoch>} there, or delete it and mark the run succeeded again'
+                '{"at": <seconds since the epoch>} there, or delete it and mark the run ended again'
             ) from None
 
     def cleanup_orphans(self, pipeline: str, run_id: str, *, grace: float | None = None) -> OrphanReport:

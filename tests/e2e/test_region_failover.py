@@ -165,14 +165,15 @@ def test_pipelined_region_restarts_as_a_unit(live_airflow, runs, store):
     # t1 and starts the retention clock; the handle stays (it fences zombie tries).
     run_ref = RunRef(dag_id, run_id)
     scratch = store.layout.scratch_run_prefix(run_ref)
-    succeeded = store.layout.marker_key(run_ref, "succeeded")
+    ended = store.layout.marker_key(run_ref, "ended")
     eventually(
         lambda: (
             not store.modified_times(scratch)
-            and succeeded in store.modified_times(store.layout.run_prefix(run_ref))
+            and ended in store.modified_times(store.layout.run_prefix(run_ref))
         ),
         what=f"release of s3://{store.bucket}/{scratch}",
     )
+    assert b'"succeeded": true' in store.json_objects.get_bytes(ended).value
     assert store.json_objects.get_bytes(store.layout.pipelined_handle_key(run_ref.parse("t1"))) is not None
 
 
@@ -197,7 +198,10 @@ def test_the_end_of_a_failed_run_drops_the_views_nobody_consumed(live_airflow, r
         )
     finally:
         session.stop()
-    assert not store.modified_times(store.layout.run_prefix(RunRef(dag_id, run_id)) + "_run/succeeded")
+    # and starts the failed run's retention clock too
+    ended = store.layout.marker_key(RunRef(dag_id, run_id), "ended")
+    eventually(lambda: store.json_objects.get_bytes(ended) is not None, what=f"s3://{store.bucket}/{ended}")
+    assert b'"succeeded": false' in store.json_objects.get_bytes(ended).value
 
 
 def eventually(condition, *, what, timeout=120):

@@ -506,6 +506,18 @@ def setting(name: str, value: str) -> Callable[[Env], object]:
     return provoke
 
 
+def sweep_setting(name: str, value: str) -> Callable[[Env], object]:
+    """``[ft_provider] <name> = <value>``, then a run's end asks for the sweep's limits."""
+
+    def provoke(env: Env) -> object:
+        from airflow_ft_provider.hooks.partition_store import sweep_limits
+
+        env.monkeypatch.setenv(f"AIRFLOW__FT_PROVIDER__{name.upper()}", value)
+        return sweep_limits()
+
+    return provoke
+
+
 def cache_setting(name: str, value: str) -> Callable[[Env], object]:
     """A task-local cache directory with ``[ft_provider] <name> = <value>``, then the store is built."""
 
@@ -1185,6 +1197,30 @@ CATALOGUE = [
         "[ft_provider] partition_store_retention",
         "'7 parsecs'",
         "write a number with a unit",
+    ),
+    row(
+        "store-config/partition_store_sweep_interval=hourly",
+        sweep_setting("partition_store_sweep_interval", "hourly"),
+        ValueError,
+        "[ft_provider] partition_store_sweep_interval",
+        "'hourly'",
+        "write a number with a unit",
+    ),
+    row(
+        "store-config/partition_store_sweep_max_runs=0",
+        sweep_setting("partition_store_sweep_max_runs", "0"),
+        ValueError,
+        "[ft_provider] partition_store_sweep_max_runs",
+        "a whole number >= 1",
+        "'0'",
+    ),
+    row(
+        "pipeline/retention=forever",
+        dag_file(retention="forever"),
+        PipelineWiringError,
+        "FailoverPipeline retention='forever'",
+        "write a number with a unit",
+        "retention='3 d'",
     ),
     row(
         "store-config/partition_store_cache_max_size=lots",

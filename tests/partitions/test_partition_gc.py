@@ -55,9 +55,9 @@ def test_a_sweep_releases_expired_runs_and_orphans_and_keeps_what_is_still_neede
     client.put_object(Bucket=s3_bucket.name, Key=prefix + "attempts/t3-crashed/part-0.bin", Body=b"x")
     now = clock.now()
     for name in ("old", "leased"):
-        store.mark_run_succeeded("etl", runs[name], at=now - 8 * DAY)
-    store.mark_run_succeeded("etl", runs["recent"], at=now - 3600)
-    store.mark_run_succeeded("report", runs["old"], at=now - 8 * DAY)
+        store.mark_run_ended("etl", runs[name], at=now - 8 * DAY, succeeded=True)
+    store.mark_run_ended("etl", runs["recent"], at=now - 3600, succeeded=True)
+    store.mark_run_ended("report", runs["old"], at=now - 8 * DAY, succeeded=True)
     store.register_consumer("etl", runs["leased"], "backfill", ttl=30 * DAY)
     orphans_written = time.time()
     time.sleep(4)  # S3 times have whole seconds: the in-flight commit below is >= 3 s younger
@@ -96,7 +96,7 @@ def test_the_gc_command_sweeps_the_configured_store_and_names_what_it_kept(
     store = make_store()
     run_id = "manual__2026-11-20T00:00:00+00:00"
     commit(store, tmp_path, "etl", run_id)
-    store.mark_run_succeeded("etl", run_id, at=clock.now() - 60)
+    store.mark_run_ended("etl", run_id, at=clock.now() - 60, succeeded=True)
     endpoint = s3_bucket.endpoint
     monkeypatch.setenv(
         "AIRFLOW_CONN_FT_GC",
@@ -130,7 +130,7 @@ def test_a_release_marker_goes_one_retention_after_the_release_and_the_run_leave
     store = make_store(retention=7 * DAY)
     run_id = "scheduled__2026-11-01T00:00:00+00:00"
     commit(store, tmp_path, "etl", run_id)
-    store.mark_run_succeeded("etl", run_id, at=clock.now())
+    store.mark_run_ended("etl", run_id, at=clock.now(), succeeded=True)
     run = store.runs("etl")[0]
     marker = store.layout.marker_key(run, "released")
 

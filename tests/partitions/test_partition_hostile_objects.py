@@ -181,7 +181,7 @@ def test_commit_uploaded_refuses_file_names_the_reader_would_reject(store, s3_bu
 
 
 # -- run markers and leases -------------------------------------------------------------------------
-def test_damaged_succeeded_markers_neither_release_their_run_nor_stop_the_sweep(s3_bucket, tmp_path):
+def test_damaged_end_markers_neither_release_their_run_nor_stop_the_sweep(s3_bucket, tmp_path):
     clock = ManualClock(time.time() + 1000)
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/", clock=clock, retention=10.0)
     markers = {
@@ -191,18 +191,20 @@ def test_damaged_succeeded_markers_neither_release_their_run_nor_stop_the_sweep(
         "deep": DEEP,
         "missing-at": {},
         "boolean": {"at": True},
+        "negative-retention": {"at": clock.now() - 60, "retention": -1},
+        "nan-retention": {"at": clock.now() - 60, "retention": "nan"},
         "good": {"at": clock.now() - 60},
     }
     for name, marker in markers.items():
         ref = PartitionRef("etl", f"run-{name}", "orders", 0)
         commit(store, tmp_path, 1, ref)
-        put(store, store.layout.marker_key(ref.run, "succeeded"), marker)
+        put(store, store.layout.marker_key(ref.run, "ended"), marker)
     outcomes = {o.run.run_id.removeprefix("run-"): o for o in store.release_expired_runs("etl")}
     assert {name for name, o in outcomes.items() if o.released} == {"good"}
     for name in set(markers) - {"good"}:
         reason = outcomes[name].reason
         assert f"run marker s3://{store.bucket}/" in reason and "is invalid" in reason, reason
-        assert "not releasing the run" in reason and "delete it and mark the run succeeded again" in reason
+        assert "not releasing the run" in reason and "delete it and mark the run ended again" in reason
         store.manifest(PartitionRef("etl", f"run-{name}", "orders", 0))  # still there
 
 

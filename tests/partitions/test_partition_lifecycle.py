@@ -91,7 +91,7 @@ def test_registration_after_release_is_refused(store, tmp_path):
         store.register_consumer("etl", RUN_ID, "late-consumer")
 
 
-def test_retention_releases_only_succeeded_runs_whose_time_is_up(make_store, tmp_path, clock):
+def test_retention_releases_only_ended_runs_whose_time_is_up(make_store, tmp_path, clock):
     #   old (succeeded 8 d ago) -> released      recent (succeeded 1 h ago) -> kept
     #   running (not succeeded) -> kept          leased (succeeded 8 d ago, consumer left) -> kept
     store = make_store(retention=7 * 86400)
@@ -103,8 +103,8 @@ def test_retention_releases_only_succeeded_runs_whose_time_is_up(make_store, tmp
         commit(store, tmp_path, run_id=run_id)
     now = clock.now()
     for name in ("old", "leased"):
-        store.mark_run_succeeded("etl", runs[name], at=now - 8 * 86400)
-    store.mark_run_succeeded("etl", runs["recent"], at=now - 3600)
+        store.mark_run_ended("etl", runs[name], at=now - 8 * 86400, succeeded=True)
+    store.mark_run_ended("etl", runs["recent"], at=now - 3600, succeeded=True)
     store.register_consumer("etl", runs["leased"], "backfill")
 
     outcomes = {o.run.run_id: o for o in store.release_expired_runs("etl")}
@@ -115,7 +115,7 @@ def test_retention_releases_only_succeeded_runs_whose_time_is_up(make_store, tmp
         "leased": False,
     }
     assert "retention not over" in outcomes[runs["recent"]].reason
-    assert "has not succeeded" in outcomes[runs["running"]].reason
+    assert "has not ended" in outcomes[runs["running"]].reason
     assert "backfill" in outcomes[runs["leased"]].reason
     assert store.check_availability("etl", runs["old"], ["orders[0]"]).unavailable_ids == {"orders[0]"}
     assert store.check_availability("etl", runs["recent"], ["orders[0]"]).available == {"orders[0]"}

@@ -21,6 +21,7 @@ from airflow_ft_provider.partitions.cache import DEFAULT_MAX_AGE as DEFAULT_CACH
 from airflow_ft_provider.partitions.cache import DEFAULT_MAX_BYTES as DEFAULT_CACHE_MAX_BYTES
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
+from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SWEEP_MAX_RELEASES
 
 # What each listed module must define at least one of (by base class).
 KINDS = {
@@ -105,6 +106,8 @@ def test_config_declares_every_partition_store_key_the_hook_reads():
         "partition_store_allow_unconditional_writes",
         "partition_store_cache_max_size",
         "partition_store_cache_max_age",
+        "partition_store_sweep_interval",
+        "partition_store_sweep_max_runs",
     }
     assert read <= set(options)
     # The declared defaults are the ones the hook falls back to.
@@ -115,6 +118,8 @@ def test_config_declares_every_partition_store_key_the_hook_reads():
     assert check_algorithm(options["partition_store_checksum"]["default"]) == DEFAULT_CHECKSUM
     assert parse_duration(options["partition_store_retention"]["default"]) == DEFAULT_RETENTION
     assert parse_duration(options["partition_store_orphan_grace"]["default"]) == DEFAULT_ORPHAN_GRACE
+    assert parse_duration(options["partition_store_sweep_interval"]["default"]) == DEFAULT_SWEEP_EVERY
+    assert int(options["partition_store_sweep_max_runs"]["default"]) == DEFAULT_SWEEP_MAX_RELEASES
     parse_duration(options["partition_store_retention"]["example"])
     parse_duration(options["partition_store_orphan_grace"]["example"])
 
