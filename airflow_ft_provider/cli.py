@@ -10,10 +10,10 @@
 available upstream partitions (only missing ones are rebuilt). It clears through the Airflow REST API
 (connection ``airflow_api``) and follows the pipeline the run stored in its partition store
 (``--store``, default ``[ft_provider] partition_store_url``), as the UI does: no DAG file is parsed.
-It does not count against the restart strategy. ``gc`` releases succeeded runs whose
-``partition_store_retention`` has passed and removes orphaned attempt data older than
-``partition_store_orphan_grace``
-(``airflow_ft_provider/partitions/garbage.py``); run it on a schedule (README, *Partition store*).
+It does not count against the restart strategy. ``gc`` releases ended runs whose retention has
+passed and removes orphaned attempt data older than ``partition_store_orphan_grace``
+(``airflow_ft_provider/partitions/garbage.py``); each run's end already sweeps its own pipeline, so it
+is for pipelines that no longer run (README, *A life cycle that runs itself*).
 
 Results go to stdout, one JSON object per line for ``history``, ``partitions``, ``show`` and
 ``restart-region`` (times as ISO-8601 in UTC); logs, warnings and errors go to stderr. Exit status:

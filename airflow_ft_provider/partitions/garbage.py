@@ -1,17 +1,18 @@
-"""Garbage collection of a partition store: what ``airflow-ft gc`` runs, on a schedule.
+"""Garbage collection of a whole partition store: what ``airflow-ft gc`` runs, by hand or on a schedule.
 
-Two rules, both the store's own (``S3PartitionStore``), applied to every run of every pipeline:
+Each run end already sweeps its own pipeline (``partitions/sweep.py``); this is for pipelines that no
+longer run, and for orphans. Two rules, both the store's own (``S3PartitionStore``), applied to every
+run of every pipeline:
 
-* a succeeded run (marked when it ends, ``run_end.py``) is released once ``partition_store_retention``
-  has passed, unless a consumer holds a lease on it; its release marker goes one retention later;
+* an ended run (marked when it ends, ``run_end.py``, succeeded or failed) is released once its
+  retention has passed, unless a consumer holds a lease on it; its release marker goes one retention
+  later;
 * in every other run, attempt data that no manifest references (crashed, fenced or superseded commits)
   is removed once it is older than ``partition_store_orphan_grace``, so an in-flight commit is never
   touched.
 
-A run that is still going, or failed and may be cleared, keeps every committed partition: only its
-unreferenced attempt data goes.
+A run that is still going keeps every committed partition: only its unreferenced attempt data goes.
 """
-
 from __future__ import annotations
 
 from collections.abc import Iterable
