@@ -169,8 +169,12 @@ class ConnectBackend:
         result and map index); hashed, as run ids hold characters a view name cannot."""
         return "ft_" + hashlib.sha256(f"{partition}|{execution}".encode()).hexdigest()[:40]
 
-    def holds(self, view: str) -> bool:
-        return bool(self.open().catalog.tableExists(f"global_temp.{view}"))
+    def held_rows(self, view: str) -> int | None:
+        """Counted by the server from the view's cached data (a recomputation if the cache was lost)."""
+        session = self.open()
+        if not session.catalog.tableExists(f"global_temp.{view}"):
+            return None
+        return int(session.table(f"global_temp.{view}").count())
 
     def drop(self, view: str) -> None:
         """Release a view and its cached data (dropping a cached view uncaches it)."""

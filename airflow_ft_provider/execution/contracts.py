@@ -67,8 +67,9 @@ class StageBackend(Protocol):
     def view_name(self, partition: str, execution: str) -> str:
         """The engine's name for one execution of one pipelined partition it keeps."""
 
-    def holds(self, view: str) -> bool:
-        """Whether the engine still holds ``view`` (False where no engine keeps partitions)."""
+    def held_rows(self, view: str) -> int | None:
+        """The rows of ``view`` as the engine holds it now (None: it holds no such view, or no engine
+        keeps partitions): compared with the rows published, it catches a view whose data changed."""
 
     def drop(self, view: str) -> None:
         """Release ``view`` and its data in the engine (nothing where no engine keeps partitions)."""

@@ -144,8 +144,8 @@ class SubmitBackend:
     def view_name(self, partition: str, execution: str) -> str:
         raise TypeError(f"{self.name} keeps no pipelined partition in an engine (keeps_pipelined is False)")
 
-    def holds(self, view: str) -> bool:
-        return False
+    def held_rows(self, view: str) -> int | None:
+        return None
 
     def drop(self, view: str) -> None:
         pass

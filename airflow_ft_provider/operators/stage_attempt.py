@@ -16,6 +16,7 @@ from airflow_ft_provider import metrics
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.execution.backend import backend_for
 from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend, StageSettings, TaskLog
+from airflow_ft_provider.execution.engine_views import check_engine_view
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.execution.workdir import TryWorkdir
@@ -31,7 +32,6 @@ from airflow_ft_provider.partitions import (
     Producer,
     RunRef,
     S3PartitionStore,
-    Unavailable,
 )
 from airflow_ft_provider.partitions.pipelined import (
     EngineLocation,
@@ -225,7 +225,7 @@ class StageAttempt:
                         ref, ended_through=journal_state.ended_through(producer_task)
                     )
                 if handle is not None and handle.engine is not None:
-                    self._check_engine_holds(ref, handle, backend)
+                    check_engine_view(ref, handle, backend, consumer=str(self.task))
                     engine_inputs.append((ref, handle))
                     partitions.append(InputPartition(partition_id, [], view=handle.engine.view))
                 else:
@@ -234,25 +234,6 @@ class StageAttempt:
                     )
             inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
         return inputs, engine_inputs
-
-    def _check_engine_holds(self, ref: PartitionRef, handle: PipelinedHandle, backend: StageBackend) -> None:
-        engine = handle.engine
-        assert engine is not None
-        if not backend.keeps_pipelined or backend.server != engine.server:
-            here = backend.server or backend.name
-            raise RuntimeError(
-                f"pipelined partition {ref.partition_id!r} is kept by the Spark Connect server "
-                f"{engine.server}, but {self.task} runs on {here}: the stages of a failover region share "
-                "their pipelined data, so give them the same Spark connection (spark_conn_id)"
-            )
-        if not backend.holds(engine.view):
-            raise PartitionNotFound(
-                ref.partition_id,
-                Unavailable.PIPELINED,
-                f"the Spark Connect server {engine.server} no longer holds view {engine.view} of execution "
-                f"{handle.execution} (server restarted, or the data was released)",
-                run=str(ref.run),
-            )
 
     # -- outputs ------------------------------------------------------------------------------------
     def _plan_outputs(self, placement: DataPlacement, backend: StageBackend) -> dict[str, _PlannedOutput]:
@@ -314,7 +295,7 @@ class StageAttempt:
         for name, planned in outputs.items():
             entry: dict[str, Any] = {"type": planned.output.result_type.value, "rows": rows[name]}
             if planned.engine is not None:
-                handle = self.pipelined.publish(planned.ref, producer, engine=planned.engine)
+                handle = self.pipelined.publish(planned.ref, producer, engine=planned.engine, rows=rows[name])
                 entry.update(
                     files=0, bytes=0, attempt=None, execution=handle.execution, view=planned.engine.view
                 )

@@ -30,6 +30,7 @@ from .manifest import (
     check_codec,
     file_checksum,
     new_hasher,
+    with_etags,
 )
 from .naming import (
     PartitionRef,
@@ -269,6 +270,8 @@ class PartitionCommits(StoreObjects):
         publishing = False
         try:
             entries = write_files()
+            listed = self._list(attempt_prefix)  # the ETags readers of direct_s3a compare with theirs
+            entries = with_etags(entries, {k: o.etag for k, o in listed.items()}, loc.prefix)
             manifest = Manifest(
                 pipeline=loc.ref.pipeline,
                 run_id=loc.ref.run_id,

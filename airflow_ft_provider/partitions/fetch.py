@@ -108,33 +108,55 @@ class PartitionReads(StoreObjects):
         self, ref: PartitionRef, *, execution_id: str | None = None
     ) -> tuple[Manifest, list[str]]:
         """The partition's data objects as ``s3://`` URIs, for readers that read S3 themselves (Spark
-        with s3a), after one LIST shows each listed object with its listed size. Raises
-        PartitionNotFound like fetch(); checksums are left to the reader's own integrity checks."""
+        with s3a), verified without a download: one LIST shows each object with the size and the ETag
+        the manifest recorded at commit (any rewrite, even to the same size, changes the ETag). An
+        object the manifest has no ETag for (older manifests) is read once and its checksum compared.
+        Raises PartitionNotFound like fetch()."""
         loc = self._location(ref, execution_id)
         manifest = self._manifest(loc)
-        attempt_prefix = loc.prefix + attempt_dir(manifest.attempt_id)
-        with self._s3_errors("ListObjectsV2", attempt_prefix):
-            pages = self.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=attempt_prefix
-            )
-            sizes = {o["Key"]: o["Size"] for page in pages for o in page.get("Contents", ())}
+        listed = self._list(loc.prefix + attempt_dir(manifest.attempt_id))
         for entry in manifest.files:
             key = loc.prefix + entry.key
-            if key not in sizes:
+            found = listed.get(key)
+            if found is None:
                 raise PartitionNotFound(
                     ref.partition_id,
                     Unavailable.MISSING_OBJECT,
                     f"s3://{self.bucket}/{key} is gone",
                     run=str(ref.run),
                 )
-            if sizes[key] != entry.size:
+            if found.size != entry.size:
                 raise PartitionNotFound(
                     ref.partition_id,
                     Unavailable.SIZE_MISMATCH,
-                    f"s3://{self.bucket}/{key} has {sizes[key]} bytes, the manifest {entry.size}",
+                    f"s3://{self.bucket}/{key} has {found.size} bytes, the manifest {entry.size}",
                     run=str(ref.run),
                 )
+            if entry.etag is not None:
+                if found.etag == entry.etag:
+                    continue
+                problem = f"its ETag is {found.etag}, the manifest's {entry.etag}: rewritten since its commit"
+            else:
+                actual = self._stored_checksum(key, entry.checksum)
+                if actual == entry.checksum:
+                    continue
+                problem = f"its checksum is {actual}, the manifest's {entry.checksum}"
+            raise PartitionNotFound(
+                ref.partition_id,
+                Unavailable.CHECKSUM_MISMATCH,
+                f"s3://{self.bucket}/{key}: {problem}",
+                run=str(ref.run),
+            )
         return manifest, [f"s3://{self.bucket}/{loc.prefix}{entry.key}" for entry in manifest.files]
+
+    def _stored_checksum(self, key: str, checksum: str) -> str:
+        """The checksum (with the algorithm of ``checksum``) of an object's bytes, read from S3."""
+        hasher = new_hasher(checksum)
+        with self._s3_errors("GetObject", key):
+            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+            for chunk in iter(lambda: body.read(1 << 20), b""):
+                hasher.update(chunk)
+        return f"{checksum.partition(':')[0]}:{hasher.hexdigest()}"
 
     def fetch(
         self,

@@ -13,6 +13,7 @@ run of every pipeline:
 
 A run that is still going keeps every committed partition: only its unreferenced attempt data goes.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable

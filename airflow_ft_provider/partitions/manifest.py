@@ -7,12 +7,13 @@ a manifest is data from the network and may be truncated, hand-edited or hostile
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import hashlib
 import json
 import re
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +78,19 @@ CHECKSUM_ALGORITHMS: dict[str, Callable[[], Any]] = {
 DEFAULT_CHECKSUM = "crc32c"
 _CHECKSUM = re.compile(r"^(?P<algorithm>sha256|crc32c|crc32):(?P<value>[0-9a-f]+)\Z")
 _DIGEST_LENGTH = {"sha256": 64, "crc32c": 8, "crc32": 8}
+_ETAG = re.compile(r"^[\x21\x23-\x7e]{1,200}\Z")  # visible ASCII but '"'
+
+
+def with_etags(entries: list[FileEntry], etags: Mapping[str, str | None], prefix: str) -> list[FileEntry]:
+    """``entries`` with the ETags a LIST of their attempt just returned (keyed ``prefix + entry.key``)."""
+    return [dataclasses.replace(e, etag=etags.get(prefix + e.key)) for e in entries]
+
+
+def _file_json(entry: FileEntry) -> dict[str, object]:
+    doc: dict[str, object] = {"key": entry.key, "size": entry.size, "checksum": entry.checksum}
+    if entry.etag is not None:
+        doc["etag"] = entry.etag
+    return doc
 
 
 def check_algorithm(algorithm: str) -> str:
@@ -107,6 +121,10 @@ class FileEntry:
     key: str
     size: int
     checksum: str
+    # S3's ETag of the object when it was committed: a reader that leaves the bytes to Spark (direct_s3a)
+    # compares it with a LIST's, so a rewrite of the object, even to the same size, is noticed without a
+    # download. None in manifests written before it was recorded, or by an endpoint that sends none.
+    etag: str | None = None
 
     @property
     def name(self) -> str:
@@ -180,7 +198,7 @@ class Manifest:
             "compression": self.compression,
             "row_count": self.row_count,
             "created_at": _format_time(self.created_at),
-            "files": [{"key": f.key, "size": f.size, "checksum": f.checksum} for f in self.files],
+            "files": [_file_json(f) for f in self.files],
         }
         data = json.dumps(doc, indent=1, sort_keys=False).encode("utf-8")
         if len(data) > MAX_MANIFEST_BYTES:
@@ -289,7 +307,10 @@ def _parse(doc: Any) -> Manifest:
                 f"checksum of {key!r} must be 'crc32c:<8 hex>', 'sha256:<64 hex>' or 'crc32:<8 hex>', "
                 f"got {checksum!r}"
             )
-        files.append(FileEntry(key, size, checksum))
+        etag = entry.get("etag")
+        if etag is not None and not (isinstance(etag, str) and _ETAG.match(etag)):
+            raise ValueError(f"etag of {key!r} must be 1-200 visible characters but '\"', got {etag!r}")
+        files.append(FileEntry(key, size, checksum, etag))
     _check_no_file_is_a_directory(seen)
     return Manifest(
         pipeline=ref.pipeline,

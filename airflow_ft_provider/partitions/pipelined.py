@@ -70,6 +70,12 @@ class EngineLocation:
             raise ValueError(f"invalid view name {self.view!r}: use letters, digits and '_'")
 
 
+def _rows(value: object) -> int | None:
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ValueError(f"'rows' must be null or a count, got {value!r}")
+    return value
+
+
 @dataclass(frozen=True)
 class PipelinedHandle:
     """Where the current execution of one pipelined partition is, and who has consumed it."""
@@ -80,6 +86,7 @@ class PipelinedHandle:
     published_at: float
     engine: EngineLocation | None = None  # None: S3 scratch of the execution
     consumed_by: tuple[str, ...] = ()
+    rows: int | None = None  # rows the engine's view had when published (a consumer counts them again)
 
     def to_json(self) -> bytes:
         return json.dumps(
@@ -97,6 +104,7 @@ class PipelinedHandle:
                 if self.engine is None
                 else {"server": self.engine.server, "view": self.engine.view},
                 "consumed_by": list(self.consumed_by),
+                "rows": self.rows,
             },
             sort_keys=True,
         ).encode()
@@ -125,6 +133,7 @@ class PipelinedHandle:
                 published_at=float(doc["published_at"]),
                 engine=None if engine is None else EngineLocation(engine["server"], engine["view"]),
                 consumed_by=tuple(consumed),
+                rows=_rows(doc.get("rows")),
             )
             if handle.partition_id != expected.partition_id:
                 raise ValueError(f"it names partition {handle.partition_id!r}")
@@ -209,11 +218,21 @@ class PipelinedPartitions:
         return manifest
 
     def publish(
-        self, ref: PartitionRef, producer: Producer, *, engine: EngineLocation | None = None
+        self,
+        ref: PartitionRef,
+        producer: Producer,
+        *,
+        engine: EngineLocation | None = None,
+        rows: int | None = None,
     ) -> PipelinedHandle:
         """Make ``producer``'s execution the one consumers read; never replaces a newer try's."""
         handle = PipelinedHandle(
-            ref.partition_id, execution_id(producer.try_number), producer, round(self.clock.now(), 3), engine
+            ref.partition_id,
+            execution_id(producer.try_number),
+            producer,
+            round(self.clock.now(), 3),
+            engine,
+            rows=rows,
         )
 
         def change(current: bytes | None) -> bytes:

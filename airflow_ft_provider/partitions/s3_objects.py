@@ -69,6 +69,12 @@ class _Location:
 class ObjectInfo:
     size: int
     last_modified: float
+    etag: str | None = None  # without quotes; a new one with every write of the object
+
+
+def bare_etag(value: object) -> str | None:
+    """An S3 ETag without its quotes (None if the endpoint sent none)."""
+    return value.strip('"') if isinstance(value, str) and value.strip('"') else None
 
 
 @dataclass
@@ -276,7 +282,9 @@ class StoreObjects:
                 if error_code(exc) in MISSING_CODES:
                     return None
                 raise
-        return ObjectInfo(response["ContentLength"], response["LastModified"].timestamp())
+        return ObjectInfo(
+            response["ContentLength"], response["LastModified"].timestamp(), bare_etag(response.get("ETag"))
+        )
 
     def _list(self, prefix: str) -> dict[str, ObjectInfo]:
         objects: dict[str, ObjectInfo] = {}
@@ -285,7 +293,9 @@ class StoreObjects:
                 Bucket=self.bucket, Prefix=prefix
             ):
                 for obj in page.get("Contents", ()):
-                    objects[obj["Key"]] = ObjectInfo(obj["Size"], obj["LastModified"].timestamp())
+                    objects[obj["Key"]] = ObjectInfo(
+                        obj["Size"], obj["LastModified"].timestamp(), bare_etag(obj.get("ETag"))
+                    )
         return objects
 
     def _list_prefixes(self, prefix: str) -> list[str]:

@@ -107,6 +107,10 @@ def test_an_execution_the_journal_saw_end_is_never_read_again(store, tmp_path):
         b'{"version": 1, "partition_id": "p[0]", "execution": "t1", "published_at": 1, "consumed_by": [],'
         b' "engine": {"server": "sc://h:1", "view": "x; DROP TABLE t"},'
         b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',  # a view name that is not one
+        b'{"version": 1, "partition_id": "p[0]", "execution": "t1", "published_at": 1, "rows": -3,'
+        b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',  # the view's rows: a count
+        b'{"version": 1, "partition_id": "p[0]", "execution": "t1", "published_at": 1, "rows": true,'
+        b' "producer": {"task_id": "prep", "map_index": 0, "try_number": 1}}',
     ],
 )
 def test_an_invalid_handle_is_an_invalid_partition_and_the_next_commit_replaces_it(store, tmp_path, body):

@@ -1,5 +1,7 @@
 """Partitions written to S3 by another writer (Spark with s3a), then committed by the store."""
 
+import json
+
 import pytest
 
 from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef
@@ -46,6 +48,48 @@ def test_remote_files_refuse_a_truncated_object(make_store):
     bucket, prefix = store.attempt_location(ref, attempt).removeprefix("s3://").split("/", 1)
     store.client.put_object(Bucket=bucket, Key=prefix + "part-00000.parquet", Body=b"x" * 10)
     with pytest.raises(PartitionNotFound, match="size mismatch"):
+        store.remote_files(ref)
+
+
+@pytest.mark.parametrize("committed_by", ["spark", "store"])
+def test_remote_files_refuse_a_same_size_rewrite_without_downloading_it(make_store, tmp_path, committed_by):
+    # direct_s3a: Spark reads the objects itself. The manifest recorded each one's ETag at commit; a
+    # LIST's must match, so a rewrite to the same size is caught before Spark reads a byte.
+    store = make_store()
+    ref = RUN.parse("orders")
+    attempt = new_attempt_id(1)
+    if committed_by == "spark":
+        write_like_spark(store, ref, attempt, {"part-00000.parquet": b"x" * 50})
+        manifest = store.commit_uploaded(ref, attempt, producer=Producer("orders", -1, 1))
+    else:
+        (tmp_path / "part-00000.parquet").write_bytes(b"x" * 50)
+        manifest = store.commit(ref, tmp_path, producer=Producer("orders", -1, 1))
+    assert all(f.etag for f in manifest.files) and store.manifest(ref) == manifest
+    store.remote_files(ref)
+    key = store.layout.partition_prefix(ref) + manifest.files[0].key
+    store.client.put_object(Bucket=store.bucket, Key=key, Body=b"y" * 50)
+    gets = []
+    store.client.meta.events.register("before-parameter-build.s3.GetObject", lambda **kw: gets.append(kw))
+    with pytest.raises(PartitionNotFound, match="checksum mismatch.*ETag.*rewritten since its commit"):
+        store.remote_files(ref)
+    assert [g["params"]["Key"] for g in gets] == [store.layout.partition_prefix(ref) + "manifest.json"]
+
+
+def test_remote_files_check_the_bytes_where_an_older_manifest_has_no_etag(make_store):
+    store = make_store()
+    ref = RUN.parse("orders")
+    attempt = new_attempt_id(1)
+    write_like_spark(store, ref, attempt, {"part-00000.parquet": b"x" * 50})
+    manifest = store.commit_uploaded(ref, attempt, producer=Producer("orders", -1, 1))
+    manifest_key = store.layout.partition_prefix(ref) + "manifest.json"
+    older = json.loads(store.client.get_object(Bucket=store.bucket, Key=manifest_key)["Body"].read())
+    for entry in older["files"]:
+        del entry["etag"]
+    store.client.put_object(Bucket=store.bucket, Key=manifest_key, Body=json.dumps(older).encode())
+    store.remote_files(ref)  # the bytes match their checksum
+    key = store.layout.partition_prefix(ref) + manifest.files[0].key
+    store.client.put_object(Bucket=store.bucket, Key=key, Body=b"y" * 50)
+    with pytest.raises(PartitionNotFound, match="checksum mismatch.*its checksum is crc32c:"):
         store.remote_files(ref)
 
 

@@ -99,11 +99,37 @@ def test_rows_come_from_the_outputs_written_and_a_missing_output_is_named(connec
     with backend:
         backend.run(spec(**outputs))
         assert backend.rows_written(outputs["kept"]) == 7
-        assert backend.holds("ft_test_rows_kept")
+        assert backend.held_rows("ft_test_rows_kept") == 7
         backend.drop("ft_test_rows_kept")
-        assert not backend.holds("ft_test_rows_kept")
+        assert backend.held_rows("ft_test_rows_kept") is None
         with pytest.raises(RuntimeError, match="without writing declared output 'forgotten'"):
             backend.rows_written(outputs["forgotten"])
+
+
+def test_a_consumer_refuses_a_view_whose_rows_changed_since_it_was_published(connection, spark_connect):
+    # The producer published 7 rows as a view; the view is then replaced under its name with 8 (what a
+    # recomputation from changed inputs would also do): the consumer's check names it corrupt.
+    from airflow_ft_provider.execution.engine_views import check_engine_view
+    from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef
+    from airflow_ft_provider.partitions.pipelined import EngineLocation, PipelinedHandle
+
+    def write_seven(spark, io):
+        io.write("kept", spark.range(7))
+
+    output = OutputSpec("kept", "pipelined", "view:ft_test_rows_checked")
+    ref = RunRef("p", "r").parse("kept")
+    engine = EngineLocation(spark_connect.url, "ft_test_rows_checked")
+    handle = PipelinedHandle("kept", "e1", Producer("probe"), 0.0, engine, rows=7)
+    backend = ConnectBackend(stage(write_seven), conn_id=connection, log=Log())
+    with backend:
+        backend.run(spec(kept=output))
+        check_engine_view(ref, handle, backend, consumer="join")  # as published
+        backend.open().range(8).createOrReplaceGlobalTempView("ft_test_rows_checked")
+        with pytest.raises(PartitionNotFound, match="checksum mismatch.*has 8 rows, 7 when it was published"):
+            check_engine_view(ref, handle, backend, consumer="join")
+        backend.drop("ft_test_rows_checked")
+        with pytest.raises(PartitionNotFound, match="no longer holds view ft_test_rows_checked"):
+            check_engine_view(ref, handle, backend, consumer="join")
 
 
 def test_kill_interrupts_the_running_query_and_stops_the_session(connection, spark_connect):
