@@ -1,10 +1,11 @@
 """Airflow hook that turns an ``aws`` connection into a boto3 S3 client and a partition store.
 
-Connection fields (the same as the Amazon provider's ``aws`` connection): login = access key id,
-password = secret access key, extra ``region_name``, ``endpoint_url`` (S3-compatible stores),
-``aws_session_token``, ``profile_name``, ``config_kwargs`` (botocore Config). With no keys, boto3's
-standard credential chain applies (environment, profile, instance or pod role). Credentials are never
-logged; only the endpoint and region are.
+It is the Amazon provider's ``AwsBaseHook`` (``client_type="s3"``), so every auth mode of an ``aws``
+connection works: keys (login = access key id, password = secret access key, extra
+``aws_session_token``), ``role_arn`` (assume role, also with SAML or web identity), ``profile_name``,
+and with no keys boto3's standard credential chain (environment, instance or pod role); extra
+``region_name``, ``endpoint_url`` (S3-compatible stores), ``service_config``, ``config_kwargs``
+(botocore Config), ``verify``. Credentials are never logged; only the endpoint and region are.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import threading
 from functools import cached_property
 from typing import Any
 
-from airflow.sdk import BaseHook
+from airflow.providers.amazon.aws.hooks.base_aws import AwsBaseHook
 
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.cache import DEFAULT_MAX_AGE as DEFAULT_CACHE_MAX_AGE
@@ -24,7 +25,7 @@ from airflow_ft_provider.partitions.cache import DEFAULT_MAX_BYTES as DEFAULT_CA
 from airflow_ft_provider.partitions.cache import LocalPartitionCache
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
-from airflow_ft_provider.partitions.s3_models import boto3_session
+from airflow_ft_provider.partitions.s3_models import share_loader
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
 from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SWEEP_MAX_RELEASES, SweepLimits
 
@@ -35,7 +36,7 @@ _CLIENTS: dict[tuple[int, str], Any] = {}  # (pid, digest of the connection sett
 _CLIENTS_LOCK = threading.Lock()
 
 
-class PartitionStoreHook(BaseHook):
+class PartitionStoreHook(AwsBaseHook):
     """S3 access for the result-partition store.
 
     :param aws_conn_id: an ``aws`` connection; when it is ``aws_default`` and not defined, boto3's
@@ -48,93 +49,81 @@ class PartitionStoreHook(BaseHook):
     ``[ft_provider] partition_store_allow_unconditional_writes`` is on (unsafe).
     """
 
-    conn_name_attr = "aws_conn_id"
-    default_conn_name = "aws_default"
-    conn_type = "aws"
     hook_name = "Partition store (S3)"
 
     def __init__(
         self,
-        aws_conn_id: str | None = default_conn_name,
+        aws_conn_id: str | None = AwsBaseHook.default_conn_name,
         *,
         url: str | None = None,
         region_name: str | None = None,
         cache_dir: str | None = None,
         **kwargs: Any,
     ) -> None:
-        super().__init__(**kwargs)
-        self.aws_conn_id = aws_conn_id
+        kwargs["client_type"] = "s3"
+        super().__init__(aws_conn_id=aws_conn_id, region_name=region_name, **kwargs)
         self.url = url
-        self.region_name = region_name
         self.cache_dir = cache_dir
 
-    def _connection_fields(self) -> tuple[str | None, str | None, dict[str, Any]]:
-        if not self.aws_conn_id:
-            return None, None, {}
+    def _settings_digest(self) -> str:
+        """What makes one client differ from another, hashed (no secret is kept in clear); a
+        connection that is missing or of the wrong type is a clear error first."""
         from airflow.sdk.exceptions import AirflowNotFoundException
 
-        try:
-            conn = self.get_connection(self.aws_conn_id)
-        except AirflowNotFoundException:
-            if self.aws_conn_id != self.default_conn_name:
-                raise AirflowNotFoundException(
-                    f"the partition store's connection {self.aws_conn_id!r} is not defined; define an 'aws' "
-                    f"connection (e.g. AIRFLOW_CONN_{self.aws_conn_id.upper()}) or pass "
-                    "aws_conn_id='aws_default' to use the standard AWS credential chain"
-                ) from None
-            self.log.info(
-                "connection %r not defined; using boto3's standard credential chain", self.aws_conn_id
-            )
-            return None, None, {}
-        if conn.conn_type not in (None, "", "aws"):
-            raise ValueError(
-                f"connection {self.aws_conn_id!r} has type {conn.conn_type!r}; the partition store needs an "
-                "'aws' connection (login = access key id, password = secret key, "
-                "extra endpoint_url/region_name)"
-            )
-        return conn.login or None, conn.password or None, dict(conn.extra_dejson or {})
+        fields: dict[str, Any] = {"region": self._region_name}
+        if self.aws_conn_id:
+            try:
+                conn = self.get_connection(self.aws_conn_id)
+            except AirflowNotFoundException:
+                if self.aws_conn_id != self.default_conn_name:
+                    raise AirflowNotFoundException(
+                        f"the partition store's connection {self.aws_conn_id!r} is not defined; define an "
+                        f"'aws' connection (e.g. AIRFLOW_CONN_{self.aws_conn_id.upper()}) or pass "
+                        "aws_conn_id='aws_default' to use the standard AWS credential chain"
+                    ) from None
+                self.log.info(
+                    "connection %r not defined; using boto3's standard credential chain", self.aws_conn_id
+                )
+            else:
+                if conn.conn_type not in (None, "", "aws"):
+                    raise ValueError(
+                        f"connection {self.aws_conn_id!r} has type {conn.conn_type!r}; the partition store "
+                        "needs an 'aws' connection (login = access key id, password = secret key, or "
+                        "extra role_arn; extra endpoint_url/region_name)"
+                    )
+                fields.update(
+                    login=conn.login,
+                    password=conn.password,
+                    host=conn.host,
+                    extra=conn.extra_dejson,
+                )
+        return hashlib.sha256(json.dumps(fields, sort_keys=True, default=repr).encode()).hexdigest()
 
     def get_client(self) -> Any:
-        """A boto3 S3 client for the connection, shared within this process by every store on the
-        same connection settings: a task try opens several stores. boto3 clients are thread-safe; a
-        forked process makes its own (connection pools do not survive a fork). botocore's parsed
-        data files are shared by all clients of the process (``partitions/s3_models.py``)."""
+        """A boto3 S3 client for the connection (``AwsBaseHook``'s session: assumed roles refresh
+        themselves), shared within this process by every store on the same connection settings: a task
+        try opens several stores. boto3 clients are thread-safe; a forked process makes its own
+        (connection pools do not survive a fork). botocore's parsed data files are shared by all
+        clients of the process (``partitions/s3_models.py``)."""
         from botocore.config import Config
 
-        access_key, secret_key, extra = self._connection_fields()
-        region = self.region_name or extra.get("region_name")
-        config_kwargs = dict(extra.get("config_kwargs") or {})
-        config_kwargs.setdefault("retries", {"mode": "standard"})
-        config_kwargs.setdefault("max_pool_connections", 16)
-        endpoint_url = extra.get("endpoint_url") or None
-        settings = (
-            access_key,
-            secret_key,
-            extra.get("aws_session_token"),
-            region,
-            extra.get("profile_name"),
-            endpoint_url,
-            json.dumps(config_kwargs, sort_keys=True, default=repr),
-        )
-        key = (os.getpid(), hashlib.sha256(repr(settings).encode()).hexdigest())  # no secret kept in clear
+        key = (os.getpid(), self._settings_digest())
         with _CLIENTS_LOCK:
             client = _CLIENTS.get(key)
             if client is None:
-                session = boto3_session(
-                    aws_access_key_id=access_key,
-                    aws_secret_access_key=secret_key,
-                    aws_session_token=extra.get("aws_session_token"),
-                    region_name=region,
-                    profile_name=extra.get("profile_name"),
-                )
+                session = share_loader(self.get_session(region_name=self.region_name))
+                endpoint_url = self.conn_config.get_service_endpoint_url("s3")
+                # the connection's config_kwargs win over these defaults
+                config = Config(retries={"mode": "standard"}, max_pool_connections=16).merge(self.config)
                 self.log.info(
-                    "S3 client for connection %r: endpoint %s, region %s",
+                    "S3 client for connection %r: endpoint %s, region %s%s",
                     self.aws_conn_id,
                     endpoint_url or "AWS default",
-                    region or "from the environment",
+                    self.region_name or "from the environment",
+                    f", assuming role {self.conn_config.role_arn}" if self.conn_config.role_arn else "",
                 )
                 client = _CLIENTS[key] = session.client(
-                    "s3", endpoint_url=endpoint_url, config=Config(**config_kwargs)
+                    "s3", endpoint_url=endpoint_url, config=config, verify=self.verify
                 )
         return client
 

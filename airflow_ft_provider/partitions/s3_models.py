@@ -37,6 +37,22 @@ def boto3_session(**settings: Any) -> Any:
     return session
 
 
+def share_loader(session: Any) -> Any:
+    """``session`` (a boto3 session made elsewhere, e.g. by the Amazon provider's ``AwsBaseHook``), its
+    botocore session now on the process's shared data loader; returned for chaining."""
+    core = session._session
+    own = core.get_component("data_loader")
+    global _LOADER
+    with _LOCK:
+        if _LOADER is None:
+            _LOADER = own
+        else:  # keep the search paths boto3 gave this session's loader (its own data folder)
+            _LOADER.search_paths[:] = list(dict.fromkeys([*_LOADER.search_paths, *own.search_paths]))
+        loader = _LOADER
+    core.register_component("data_loader", loader)
+    return session
+
+
 def warm_s3_models() -> None:
     """Import boto3's S3 transfer code and parse what an S3 client and its paginators need.
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from datetime import timedelta
-from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseSensorOperator, PokeReturnValue, conf
+from airflow.providers.amazon.aws.sensors.base_aws import AwsBaseSensor
+from airflow.providers.amazon.aws.utils.mixins import aws_template_fields
+from airflow.sdk import PokeReturnValue, conf
 from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout
 
 from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
@@ -23,8 +24,12 @@ if TYPE_CHECKING:
 TRIGGER_TIMEOUT_GRACE = 60.0
 
 
-class PartitionSensor(BaseSensorOperator):
+class PartitionSensor(AwsBaseSensor[PartitionStoreHook]):
     """Wait for committed (blocking) result partitions, of this DAG run or of another pipeline's run.
+
+    An ``AwsBaseSensor`` (like the Amazon provider's ``S3KeySensor``): ``aws_conn_id``, ``region_name``,
+    ``verify`` and ``botocore_config`` reach the store's ``PartitionStoreHook`` (every auth mode of an
+    ``aws`` connection).
 
     A partition is available when its manifest is committed and every object it lists is present
     with the listed size (``deep_check``: and checksum). Returns (and pushes as XCom) the list of
@@ -36,7 +41,8 @@ class PartitionSensor(BaseSensorOperator):
     :param run_id: the producing DAG run (templated); default: this DAG run.
     :param store_url: ``s3://bucket/prefix/`` of the partition store (templated); default
         ``[ft_provider] partition_store_url``.
-    :param aws_conn_id: ``aws`` connection of the store.
+    :param aws_conn_id: ``aws`` connection of the store (and ``region_name``, ``verify``,
+        ``botocore_config``, as for every ``AwsBaseSensor``).
     :param deep_check: also read every object back and verify its checksum (reads all the data).
     :param deferrable: wait in the triggerer (``PartitionTrigger``) instead of a worker slot;
         default ``[operators] default_deferrable``.
@@ -45,7 +51,8 @@ class PartitionSensor(BaseSensorOperator):
     :param mode: ``poke`` or ``reschedule`` when not deferrable.
     """
 
-    template_fields: Sequence[str] = ("partitions", "pipeline", "run_id", "store_url")
+    aws_hook_class = PartitionStoreHook
+    template_fields: Sequence[str] = aws_template_fields("partitions", "pipeline", "run_id", "store_url")
     ui_color = "#d6eaf8"
 
     def __init__(
@@ -55,7 +62,6 @@ class PartitionSensor(BaseSensorOperator):
         pipeline: str | None = None,
         run_id: str | None = None,
         store_url: str | None = None,
-        aws_conn_id: str | None = "aws_default",
         deep_check: bool = False,
         deferrable: bool = conf.getboolean("operators", "default_deferrable", fallback=False),
         **kwargs: Any,
@@ -69,13 +75,12 @@ class PartitionSensor(BaseSensorOperator):
         self.pipeline = pipeline
         self.run_id = run_id
         self.store_url = store_url
-        self.aws_conn_id = aws_conn_id
         self.deep_check = deep_check
         self.deferrable = deferrable
 
-    @cached_property
-    def hook(self) -> PartitionStoreHook:
-        return PartitionStoreHook(self.aws_conn_id, url=self.store_url)
+    @property
+    def _hook_parameters(self) -> dict[str, Any]:
+        return {**super()._hook_parameters, "url": self.store_url}
 
     def _target(self, context: Context) -> tuple[str, str, list[str]]:
         """(pipeline, run id, partition ids) after rendering; ids checked with the store's rules."""
@@ -117,6 +122,7 @@ class PartitionSensor(BaseSensorOperator):
                 partitions=partitions,
                 store_url=self.store_url,
                 aws_conn_id=self.aws_conn_id,
+                region_name=self.region_name,
                 poke_interval=self.poke_interval,
                 timeout_at=time.time() + self.timeout,
                 deep_check=self.deep_check,

@@ -36,6 +36,7 @@ class PartitionTrigger(BaseTrigger):
     :param partitions: partition ids, ``result`` or ``result[i]``.
     :param store_url: ``s3://bucket/prefix/``; None: ``[ft_provider] partition_store_url``.
     :param aws_conn_id: the ``aws`` connection of the store.
+    :param region_name: overrides the connection's region (as the sensor's ``region_name``).
     :param poke_interval: seconds between polls.
     :param timeout_at: give up at this time (seconds since the epoch, UTC); absolute, so that a
         trigger re-created after a triggerer restart keeps the original deadline. None: wait forever.
@@ -50,6 +51,7 @@ class PartitionTrigger(BaseTrigger):
         partitions: list[str],
         store_url: str | None = None,
         aws_conn_id: str | None = "aws_default",
+        region_name: str | None = None,
         poke_interval: float = 60.0,
         timeout_at: float | None = None,
         deep_check: bool = False,
@@ -60,6 +62,7 @@ class PartitionTrigger(BaseTrigger):
         self.partitions = list(partitions)
         self.store_url = store_url
         self.aws_conn_id = aws_conn_id
+        self.region_name = region_name
         self.poke_interval = poke_interval
         self.timeout_at = timeout_at
         self.deep_check = deep_check
@@ -73,6 +76,7 @@ class PartitionTrigger(BaseTrigger):
                 "partitions": list(self.partitions),
                 "store_url": self.store_url,
                 "aws_conn_id": self.aws_conn_id,
+                "region_name": self.region_name,
                 "poke_interval": self.poke_interval,
                 "timeout_at": self.timeout_at,
                 "deep_check": self.deep_check,
@@ -83,7 +87,8 @@ class PartitionTrigger(BaseTrigger):
         # Blocking: reads the connection (through the SDK's comms from this worker thread) and config.
         from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
 
-        return PartitionStoreHook(self.aws_conn_id, url=self.store_url).get_store()
+        hook = PartitionStoreHook(self.aws_conn_id, url=self.store_url, region_name=self.region_name)
+        return hook.get_store()
 
     async def run(self) -> AsyncIterator[TriggerEvent]:
         run = f"{self.pipeline}/{self.run_id}"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import boto3
 import pytest
 
 from airflow_ft_provider.partitions import PartitionRef, Producer
@@ -90,3 +91,59 @@ def test_stores_on_the_same_connection_share_one_client_per_process(monkeypatch,
     )
     monkeypatch.setattr(partition_store.os, "getpid", lambda: -1)  # as in a forked child
     assert PartitionStoreHook("ft_shared_a", url=s3_bucket.url).get_store().client is not first.client
+
+
+def test_a_role_arn_connection_assumes_the_role_through_sts(monkeypatch, s3_bucket, tmp_path):
+    # What production AWS connections use: keys (or an instance role) that may only assume a role. The
+    # Amazon provider's AwsBaseHook calls STS (moto's, here) and the store's S3 calls carry the role's
+    # temporary credentials, not the connection's keys.
+    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+
+    endpoint = s3_bucket.endpoint
+    iam = boto3.client(
+        "iam",
+        endpoint_url=endpoint.url,
+        region_name="us-east-1",
+        aws_access_key_id=endpoint.access_key,
+        aws_secret_access_key=endpoint.secret_key,
+    )
+    trust = {
+        "Version": "2012-10-17",
+        "Statement": [{"Effect": "Allow", "Principal": {"AWS": "*"}, "Action": "sts:AssumeRole"}],
+    }
+    role = iam.create_role(RoleName="ft-partition-store", AssumeRolePolicyDocument=json.dumps(trust))["Role"][
+        "Arn"
+    ]
+    allow = {"Version": "2012-10-17", "Statement": [{"Effect": "Allow", "Action": "s3:*", "Resource": "*"}]}
+    iam.put_role_policy(RoleName="ft-partition-store", PolicyName="store", PolicyDocument=json.dumps(allow))
+    set_connection(
+        monkeypatch,
+        "ft_role",
+        conn_type="aws",
+        login=endpoint.access_key,
+        password=endpoint.secret_key,
+        extra={
+            "role_arn": role,
+            "region_name": "us-east-1",
+            "endpoint_url": endpoint.url,
+            "service_config": {"sts": {"endpoint_url": endpoint.url}},
+        },
+    )
+    sts_calls = []
+    import botocore.client
+
+    original = botocore.client.BaseClient._make_api_call
+
+    def watch(client, operation, params):
+        if operation == "AssumeRole":
+            sts_calls.append(params["RoleArn"])
+        return original(client, operation, params)
+
+    monkeypatch.setattr(botocore.client.BaseClient, "_make_api_call", watch)
+    store = PartitionStoreHook("ft_role", url=s3_bucket.url + "role/").get_store()
+    ref = PartitionRef("etl", RUN_ID, "orders", 0)
+    store.commit(ref, write_files(tmp_path / "src", version_files(1)), producer=Producer("p", 0, 1))
+    assert read_all(store.fetch(ref, tmp_path / "read").paths) == version_files(1)
+    assert sts_calls == [role]
+    used = store.client._request_signer._credentials.get_frozen_credentials()
+    assert used.access_key != endpoint.access_key and used.token  # the role's temporary credentials

@@ -114,6 +114,7 @@ def test_deferrable_execute_defers_to_the_trigger_only_when_something_is_missing
         "partitions": ["orders", "totals[1]"],
         "store_url": store.layout.url,
         "aws_conn_id": CONN_ID,
+        "region_name": None,
         "poke_interval": 5.0,
         "timeout_at": None,
         "deep_check": True,
@@ -169,3 +170,15 @@ def test_deferrable_sensor_in_dag_test_waits_for_a_partition_committed_later(dag
     assert "AirflowSensorTimeout" in result.output and "never: missing manifest" in result.output
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url)
     assert store.manifest(RunRef("ft_partition_sensor", result.run_id).parse("orders")).row_count == 3
+
+
+def test_the_sensor_is_an_aws_base_sensor_whose_hook_is_the_store_hook(store):
+    # Like S3KeySensor: the AWS arguments (templated) reach the hook, the store URL too.
+    from airflow.providers.amazon.aws.sensors.base_aws import AwsBaseSensor
+
+    from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
+
+    wait = sensor(store, region_name="eu-west-1", verify=False)
+    assert isinstance(wait, AwsBaseSensor) and isinstance(wait.hook, PartitionStoreHook)
+    assert {"aws_conn_id", "region_name", "verify", "store_url"} <= set(wait.template_fields)
+    assert (wait.hook.region_name, wait.hook.verify, wait.hook.url) == ("eu-west-1", False, store.layout.url)
