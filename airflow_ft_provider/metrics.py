@@ -26,6 +26,8 @@ ft.checkpoints.completed / .failed     counter  checkpoints of checkpointed stag
 ft.checkpoints.duration                timer    the last completed checkpoint's upload
 ft.checkpoints.size / .incremental     gauge    its size, and what it uploaded
 ft.checkpoints.restored[.<via>]        counter  tries resumed from a checkpoint (local or store)
+ft.runs.swept / ft.runs.released       counter  life-cycle sweeps of a pipeline, and the runs they released
+ft.regions_stopped_tasks               counter  tasks failed at once with a failure a restart cannot heal
 =====================================  =======  =============================================================
 """
 
@@ -143,3 +145,14 @@ def restored(via: str, *, dag_id: str, task_id: str) -> None:
     tags = {"dag_id": dag_id, "task_id": task_id, "via": via}
     _incr("ft.checkpoints.restored", tags=tags)
     _incr(f"ft.checkpoints.restored.{_tag(via)}", tags=tags)
+
+
+def swept(released: int, *, dag_id: str) -> None:
+    _incr("ft.runs.swept", tags={"dag_id": dag_id})
+    if released:
+        _incr("ft.runs.released", released, tags={"dag_id": dag_id})
+
+
+def stopped(count: int, *, dag_id: str, task_id: str) -> None:
+    if count:
+        _incr("ft.regions_stopped_tasks", count, tags={"dag_id": dag_id, "task_id": task_id})

@@ -20,6 +20,7 @@ import time
 from collections import defaultdict
 from typing import TYPE_CHECKING, Any
 
+from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.durations import format_duration
 
 if TYPE_CHECKING:
@@ -65,9 +66,11 @@ class RunEnd:
             format_duration(store.retention),
         )
         try:
-            store.sweep_expired_runs(
+            report = store.sweep_expired_runs(
                 run.pipeline, states=lambda: self.run_states(store.retention), limits=sweep_limits()
             )
+            if report is not None:
+                metrics.swept(len(report.released), dag_id=run.pipeline)
         except Exception as err:  # noqa: BLE001 - the run has ended; the next run end sweeps again
             log.warning("could not sweep the expired runs of pipeline %s: %s", run.pipeline, err)
 

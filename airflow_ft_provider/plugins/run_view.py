@@ -139,6 +139,7 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "regions": event.get("regions", []),
                 "tasks": event.get("tasks", []),
                 "cleared": event.get("cleared", []),
+                "stopped": event.get("stopped", []),
                 "delay": 0.0 if manual else event.get("delay"),
                 "strategy": event.get("strategy", ""),
                 "strategy_state": event.get("strategy_state"),

@@ -9,7 +9,7 @@ journal's history.
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable
+from collections.abc import Callable, Collection, Iterable
 
 from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.classification import FailureLabels
@@ -36,11 +36,17 @@ LOST = {
 }
 
 
+StopTasks = Callable[[Collection[tuple[str, int]], str], list[tuple[str, int]]]
+"""Fails the unfinished ones of these (task id, map index) instances of the run, with a note; those
+it asked to fail (``hooks/region_stop.py`` through the REST API)."""
+
+
 class FailureHandler:
-    def __init__(self, scope: RunScope, pending: PendingClears) -> None:
+    def __init__(self, scope: RunScope, pending: PendingClears, stop: StopTasks | None = None) -> None:
         self.pipeline, self.run, self.store = scope.pipeline, scope.run, scope.store
         self.journal, self.clock = scope.journal, scope.clock
         self.pending = pending
+        self.stop = stop
 
     def handle(
         self,
@@ -97,6 +103,9 @@ class FailureHandler:
             self.pending.finish_all()
             return decision
         log.warning("%s", reason)
+        stopped = self.stop_region(core_task, reason) if decision.outcome is Outcome.NOT_RECOVERABLE else []
+        if stopped:
+            reason = f"{reason}; stopped the rest of its region: {', '.join(stopped)}"
         try:
             cleared = self.pending.finish(key)
         except Exception as err:
@@ -114,10 +123,31 @@ class FailureHandler:
                 **decision_fields(decision),
                 "reason": reason,
                 "cleared": cleared,
+                "stopped": stopped,
                 "strategy_state": after[0],
             }
         )
         return decision
+
+    def stop_region(self, core_task: str, reason: str) -> list[str]:
+        """Fail the unfinished other tasks of ``core_task``'s region at once: the region cannot complete,
+        so its peers' work is wasted. The tasks it stopped; none when the REST API cannot (they then
+        end on their own, and the run fails all the same)."""
+        peers = sorted(self.pipeline.failover_strategy().region_of(core_task) - {core_task})
+        if not peers or self.stop is None:
+            return []
+        keys = {self.pipeline.airflow_key(t): t for t in peers}
+        note = f"stopped by region failover: {core_task} failed and a restart cannot heal it"
+        try:
+            stopped = self.stop(list(keys), note)
+        except Exception as err:  # noqa: BLE001 - the decision stands; the peers end on their own
+            log.warning("could not stop the rest of the region of %s (%s)", core_task, err)
+            return []
+        names = [keys[k] for k in stopped]
+        metrics.stopped(len(names), dag_id=self.run.pipeline, task_id=core_task)
+        if names:
+            log.warning("stopped the rest of the region of %s: %s (%s)", core_task, ", ".join(names), reason)
+        return names
 
     def unavailable_partitions(self, cause: BaseException | str | None = None) -> set[str]:
         """Partitions that were produced and are lost, plus the one a failure names.

@@ -38,7 +38,7 @@ _EVENT_FIELDS: dict[str, tuple[type, ...]] = {
     **dict.fromkeys(("kind", "task", "failed_task", "cause", "reason", "strategy", "scope", "user"), (str,)),
     **dict.fromkeys(("delay", "restart_at"), (int, float)),
     **dict.fromkeys(("restart", "new_attempt"), (bool,)),
-    **dict.fromkeys(("regions", "tasks", "cleared", "unavailable"), (list,)),
+    **dict.fromkeys(("regions", "tasks", "cleared", "stopped", "unavailable"), (list,)),
     "try_number": (int,),
     "strategy_state": (dict, type(None)),
 }
@@ -195,7 +195,7 @@ def _event(data: bytes, key: str, stored_at: float, bucket: str) -> dict[str, An
             wrong = not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds
             if name in event and wrong:
                 raise ValueError(f"{name!r} has the wrong type: {reprlib.repr(value)}")
-        for name in ("regions", "tasks", "cleared", "unavailable"):
+        for name in ("regions", "tasks", "cleared", "stopped", "unavailable"):
             items = event.get(name, [])
             inner = (list,) if name == "regions" else (str,)
             if (

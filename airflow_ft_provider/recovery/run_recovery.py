@@ -14,7 +14,7 @@ per module: ``decide`` (a failure), ``gate`` (a try's start), ``reconcile`` (pen
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Collection, Iterator, Mapping
 from contextlib import contextmanager
 
 from airflow_ft_provider.failover.classification import FailureLabels
@@ -59,7 +59,7 @@ class RunRecovery:
         scope = RunScope(pipeline, self.run, store, self.journal, self.clock)
         self.clears = RestartClears(scope, self._rest)
         self.pending = PendingClears(scope, self.clears)
-        self.failures = FailureHandler(scope, self.pending)
+        self.failures = FailureHandler(scope, self.pending, stop=self._fail_unfinished)
         self.gate = TryGate(
             scope, failures=self.failures, pending=self.pending, clears=self.clears, rest=self._rest
         )
@@ -158,6 +158,18 @@ class RunRecovery:
         return self.journal.store_pointer(self.pipeline.aws_conn_id)
 
     # -- the REST client ----------------------------------------------------------------------------
+    def _fail_unfinished(self, keys: Collection[tuple[str, int]], note: str) -> list[tuple[str, int]]:
+        """Fail these instances of the run that have not ended (``hooks/region_stop.py``); an API given
+        directly (the UI, tests) that cannot, fails none."""
+        if self._api is not None:
+            fail = getattr(self._api, "fail_unfinished", None)
+            return list(fail(self.run.pipeline, self.run.run_id, keys, note)) if fail is not None else []
+        from airflow_ft_provider.hooks.airflow_api import AirflowApiHook
+        from airflow_ft_provider.hooks.region_stop import fail_unfinished
+
+        with AirflowApiHook(self.pipeline.airflow_api_conn_id) as hook:
+            return fail_unfinished(hook, self.run.pipeline, self.run.run_id, keys, note)
+
     @contextmanager
     def _rest(self) -> Iterator[TaskInstanceApi]:
         """The API given, else a hook of the pipeline's ``airflow_api`` connection, closed afterwards

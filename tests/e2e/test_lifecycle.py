@@ -20,7 +20,7 @@ RETENTION = 15.0
 
 
 def test_a_run_marked_successful_by_hand_is_released_by_a_later_runs_end(
-    live_airflow, s3_endpoint, e2e_store_url
+    live_airflow, s3_endpoint, e2e_store_url, statsd_listener
 ):
     store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
     api = live_airflow.client
@@ -54,3 +54,17 @@ def test_a_run_marked_successful_by_hand_is_released_by_a_later_runs_end(
     assert store.check_availability(DAG_ID, after.run_id, ["a", "b"]).available == {"a", "b"}
     ended = store.json_objects.get_bytes(store.layout.marker_key(after, "ended"))
     assert ended is not None and b'"retention": 15.0' in ended.value and b'"succeeded": true' in ended.value
+    released_metric = statsd_listener.wait_for(
+        lambda seen: any(
+            m.name == "airflow.ft.runs.released" and m.tags.get("dag_id") == DAG_ID for m in seen
+        ),
+        timeout=60,
+    )
+    assert (
+        sum(
+            m.value
+            for m in released_metric
+            if m.name == "airflow.ft.runs.released" and m.tags.get("dag_id") == DAG_ID
+        )
+        >= 1
+    )

@@ -372,3 +372,50 @@ def test_a_mapped_stage_named_without_an_index_restarts_the_regions_of_all_its_i
     )
     with pytest.raises(PipelineWiringError, match="'reed' is not a task of pipeline 'mapped'; tasks: read"):
         failover.restart_regions("reed")
+
+
+class StoppingApi(ScriptedApi):
+    """Also fails unfinished instances, as hooks/region_stop.py does through the REST API."""
+
+    def __init__(self, states):
+        super().__init__({}, {})
+        self.states = states
+        self.failed = []
+
+    def instances(self, dag_id, run_id):
+        return [TaskInstanceRow(t, m, 1, s) for (t, m), s in self.states.items()]
+
+    def fail_unfinished(self, dag_id, run_id, keys, note):
+        self.failed.append((sorted(keys), note))
+        return sorted(k for k in keys if self.states[k] in (None, "running", "queued"))
+
+
+def test_a_failure_a_restart_cannot_heal_stops_the_rest_of_its_region_at_once(s3_bucket):
+    """shard[0..1] ~~parts (pipelined, all-to-all)~~> combine: one region. shard[0] has a code bug:
+    shard[1] (still running) and combine (not started) are failed at once, nothing is restarted."""
+    from airflow_ft_provider.failover.classification import FailureKind, FailureLabels
+    from airflow_ft_provider.failover.graph import ResultPartitionType
+
+    store = S3PartitionStore(s3_bucket.client(), s3_bucket.url + "stop/")
+    description = PipelineDescription(
+        "stop",
+        [
+            StageDeclaration("shard", 2, (), (Output("parts", ResultPartitionType.PIPELINED),), mapped=True),
+            StageDeclaration("combine", 1, (Input("parts"),), (Output("total"),)),
+            StageDeclaration("report", 1, (Input("total"),), ()),
+        ],
+        restart_config=FIXED,
+    )
+    api = StoppingApi(
+        {("shard", 0): "running", ("shard", 1): "running", ("combine", -1): None, ("report", -1): None}
+    )
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
+    bug = FailureLabels(False, FailureKind.USER_CODE, "UNRESOLVED_COLUMN", "Spark analysis error")
+    decision = failover.handle_failure("shard", 0, 1, "AnalysisException: amout", labels=bug)
+    assert not decision.restart and api.clears == []
+    # its region's other tasks, not the next region's (report: upstream_failed by Airflow)
+    assert api.failed == [([("combine", -1), ("shard", 1)], api.failed[0][1])]
+    assert "shard[0] failed and a restart cannot heal it" in api.failed[0][1]
+    [event] = failover.journal.events()
+    assert event["stopped"] == ["combine", "shard[1]"]
+    assert event["reason"].endswith("stopped the rest of its region: combine, shard[1]")
