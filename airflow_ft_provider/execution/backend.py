@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from airflow_ft_provider.execution.connect_sessions import TaskStateStore
 from airflow_ft_provider.execution.contracts import StageBackend, StageSettings, TaskLog
 from airflow_ft_provider.partitions import S3PartitionStore
 
@@ -29,13 +30,15 @@ def backend_for(
     store: S3PartitionStore,
     map_index: int | None,
     log: TaskLog,
+    state: TaskStateStore | None = None,
+    try_number: int = 1,
 ) -> StageBackend:
     """Spark Connect for a ``spark_connect`` connection, else ``spark-submit`` (whose hook refuses an
     undefined connection with SparkConnectionMissing)."""
     if connection_type(conn_id) == CONNECT_CONN_TYPE:
         from airflow_ft_provider.execution.connect import ConnectBackend
 
-        return ConnectBackend(stage, conn_id=conn_id, log=log)
+        return ConnectBackend(stage, conn_id=conn_id, log=log, state=state, try_number=try_number)
     from airflow_ft_provider.execution.submit import SubmitBackend
 
     return SubmitBackend(stage, conn_id=conn_id, workdir=workdir, store=store, map_index=map_index)

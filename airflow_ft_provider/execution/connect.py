@@ -21,6 +21,13 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from airflow_ft_provider.execution.connect_sessions import (
+    SESSION_KEY,
+    TaskStateStore,
+    TrySession,
+    previous_session,
+    with_session_id,
+)
 from airflow_ft_provider.execution.contracts import StageSettings, TaskLog
 from airflow_ft_provider.execution.submit import output_missing
 from airflow_ft_provider.spark import stage_io
@@ -106,12 +113,23 @@ class ConnectBackend:
     name = "spark-connect"
     keeps_pipelined = True
 
-    def __init__(self, stage: StageSettings, *, conn_id: str, log: TaskLog) -> None:
+    def __init__(
+        self,
+        stage: StageSettings,
+        *,
+        conn_id: str,
+        log: TaskLog,
+        state: TaskStateStore | None = None,
+        try_number: int = 1,
+    ) -> None:
         from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
 
         self.stage = stage
         self.conn_id = conn_id
         self.log = log
+        self.state = state  # where tries record their session (connect_sessions.py)
+        self.try_number = try_number
+        self._earlier_stopped = False
         self.url = SparkConnectHook(conn_id).get_connection_url()
         self.server = server_identity(self.url)
         self.session: Any = None
@@ -142,7 +160,16 @@ class ConnectBackend:
                 time.monotonic() - started,
             )
         quiet_abandoned_releases()
-        self.session = SparkSession.builder.remote(self.url).getOrCreate()
+        if not self._earlier_stopped:
+            self._earlier_stopped = True
+            self._stop_earlier_try(SparkSession)
+        mine = TrySession.new(self.server, self.try_number)
+        self.session = SparkSession.builder.remote(with_session_id(self.url, mine.session_id)).create()
+        if self.state is not None:
+            try:
+                self.state.set(SESSION_KEY, mine.to_json())
+            except Exception as err:  # noqa: BLE001 - the work goes on; only its clean-up is weaker
+                self.log.info("could not record this try's Spark Connect session (%s)", err)
         static = []
         for key, value in self.stage.conf.items():
             if self.session.conf.isModifiable(key):
@@ -156,6 +183,42 @@ class ConnectBackend:
                 ", ".join(sorted(static)),
             )
         return self.session
+
+    def _stop_earlier_try(self, session_class: Any) -> None:
+        """Interrupt what an earlier try of this task left running in its session (its worker died),
+        so that two computations of one partition never run at once; then release that session."""
+        earlier, passed_over = previous_session(self.state)
+        if passed_over:
+            self.log.info("%s", passed_over)
+        if earlier is None or earlier.try_number >= self.try_number:
+            return
+        if earlier.server != self.server:
+            self.log.info("try %d worked on %s: nothing to stop here", earlier.try_number, earlier.server)
+            return
+        try:
+            old = session_class.builder.remote(with_session_id(self.url, earlier.session_id)).create()
+            try:
+                interrupted = old.interruptAll()
+            finally:
+                old.stop()
+        except Exception as err:  # noqa: BLE001 - a session already gone has nothing left running
+            first_line = (str(err).splitlines() or [""])[0][:200]
+            self.log.info(
+                "try %d's Spark Connect session has ended, nothing of it is left running (%s)",
+                earlier.try_number,
+                first_line,
+            )
+            return
+        if interrupted:
+            self.log.warning(
+                "interrupted %d operations that try %d left running on %s (session %s): its worker is gone",
+                len(interrupted),
+                earlier.try_number,
+                self.server,
+                earlier.session_id,
+            )
+        else:
+            self.log.info("try %d's Spark Connect session had nothing running", earlier.try_number)
 
     def close(self) -> None:
         if self.session is not None:

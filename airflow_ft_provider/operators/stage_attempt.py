@@ -140,6 +140,8 @@ class StageAttempt:
                 store=self.store,
                 map_index=self.map_index,
                 log=self.log,
+                state=self.context.get("task_state_store"),
+                try_number=self.ti.try_number,
             )
             with self.backend as backend:
                 inputs, engine_inputs = self._resolve_inputs(placement, backend)

@@ -223,6 +223,12 @@ def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store
     assert values(store, dag_id, run_id, "u") == expected(3)
     history = [e for e in RecoveryJournal(store, RunRef(dag_id, run_id)).events() if e["kind"] == "failover"]
     assert history and "process was killed" in history[0]["cause"]
+    # The killed try's Connect session outlived it: the next try that opened one joined it first (its
+    # work had finished, so there was nothing to interrupt) - task_state_store carried its session id.
+    retries = [log_of(live_airflow, dag_id, run_id, "T2", n) for n in range(2, counts["T2"] + 1)]
+    assert any(
+        "try 1's Spark Connect session" in log or "that try 1 left running" in log for log in retries
+    ), story
     # The killed try could not remove its scratch directory (its staged output); every later try on
     # the same worker removes it first. With one worker (LocalExecutor) the region's next tries are on
     # it; with several (tests/cluster, a TMPDIR each) it is checked when one of them was.

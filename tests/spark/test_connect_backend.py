@@ -23,6 +23,15 @@ class Log:
     def info(self, message, *args):
         self.lines.append(message % args)
 
+    warning = info
+
+
+class StateStore(dict):
+    """Airflow's task_state_store, as a try sees it: a key-value store shared by all tries of a task."""
+
+    def set(self, key, value):
+        self[key] = value
+
 
 @pytest.fixture
 def connection(spark_connect, monkeypatch):
@@ -210,3 +219,40 @@ def test_a_server_that_does_not_answer_took_its_views_with_it(monkeypatch):
     log = WarnLog()
     assert drop_views("ft_connect_gone", [EngineLocation(f"sc://127.0.0.1:{port}", "ft_v")], log) == []
     assert any("does not answer" in line and "ft_v" in line for line in log.lines)
+
+
+def test_a_new_try_interrupts_what_a_dead_try_left_running_in_its_session(connection):
+    # Try 1's worker "dies" with a long query running in the server (its client is simply abandoned).
+    # Try 2 finds try 1's session in the task's state store, joins it, interrupts the query and releases
+    # the session before opening its own: the server never runs both tries' work at once.
+    from airflow_ft_provider.execution.connect_sessions import SESSION_KEY, TrySession
+
+    state = StateStore()
+    dead = ConnectBackend(stage(print), conn_id=connection, log=Log(), state=state, try_number=1)
+    session = dead.open()
+    assert TrySession.from_json(state[SESSION_KEY]).try_number == 1
+    ended = []
+
+    def long_query():
+        try:
+            session.range(0, 10**13).selectExpr("sum(id % 7)").collect()
+        except Exception as err:  # noqa: BLE001 - what the interrupted query raises
+            ended.append(err)
+
+    thread = threading.Thread(target=long_query, daemon=True)
+    thread.start()
+    time.sleep(3)  # the query is running in the server
+    assert thread.is_alive()
+    log = Log()
+    with ConnectBackend(stage(print), conn_id=connection, log=log, state=state, try_number=2) as retry:
+        thread.join(timeout=60)
+        assert not thread.is_alive() and ended, "try 1's query was not interrupted"
+        told = "interrupted 1 operations that try 1 left running"
+        assert any(told in line for line in log.lines), log.lines
+        record = TrySession.from_json(state[SESSION_KEY])
+        assert record.try_number == 2 and retry.session.range(3).count() == 3
+    # a third try finds try 2's session released (closed with its try): nothing to interrupt
+    log = Log()
+    with ConnectBackend(stage(print), conn_id=connection, log=log, state=state, try_number=3):
+        pass
+    assert not any("interrupted" in line for line in log.lines), log.lines
