@@ -26,6 +26,17 @@ class Log:
     warning = info
 
 
+DEAD_TRY = """
+import json, sys
+from pyspark.sql.connect.session import SparkSession
+from airflow_ft_provider.execution.connect_sessions import TrySession, with_session_id
+mine = TrySession.new(sys.argv[2], 1)  # as ConnectBackend does: the connection's URL, its server
+spark = SparkSession.builder.remote(with_session_id(sys.argv[1], mine.session_id)).create()
+print(json.dumps(mine.to_json()), flush=True)
+spark.range(0, 10**13).selectExpr("sum(id % 7)").collect()
+"""
+
+
 class StateStore(dict):
     """Airflow's task_state_store, as a try sees it: a key-value store shared by all tries of a task."""
 
@@ -221,32 +232,29 @@ def test_a_server_that_does_not_answer_took_its_views_with_it(monkeypatch):
     assert any("does not answer" in line and "ft_v" in line for line in log.lines)
 
 
-def test_a_new_try_interrupts_what_a_dead_try_left_running_in_its_session(connection):
-    # Try 1's worker "dies" with a long query running in the server (its client is simply abandoned).
-    # Try 2 finds try 1's session in the task's state store, joins it, interrupts the query and releases
-    # the session before opening its own: the server never runs both tries' work at once.
+def test_a_new_try_interrupts_what_a_dead_try_left_running_in_its_session(connection, spark_connect):
+    # Try 1 runs in a process of its own, records its session, starts a long query and is SIGKILLed
+    # (its worker died): the query goes on in the server. Try 2 finds try 1's session in the task's
+    # state store, joins it and interrupts the query before opening its own session.
+    import subprocess
+    import sys
+
     from airflow_ft_provider.execution.connect_sessions import SESSION_KEY, TrySession
 
-    state = StateStore()
-    dead = ConnectBackend(stage(print), conn_id=connection, log=Log(), state=state, try_number=1)
-    session = dead.open()
-    assert TrySession.from_json(state[SESSION_KEY]).try_number == 1
-    ended = []
-
-    def long_query():
-        try:
-            session.range(0, 10**13).selectExpr("sum(id % 7)").collect()
-        except Exception as err:  # noqa: BLE001 - what the interrupted query raises
-            ended.append(err)
-
-    thread = threading.Thread(target=long_query, daemon=True)
-    thread.start()
-    time.sleep(3)  # the query is running in the server
-    assert thread.is_alive()
+    url = ConnectBackend(stage(print), conn_id=connection, log=Log()).url  # user etl, as every try
+    worker = subprocess.Popen(
+        [sys.executable, "-c", DEAD_TRY, url, server_identity(url)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        state = StateStore({SESSION_KEY: json.loads(worker.stdout.readline())})
+        time.sleep(4)  # the query is running in the server
+    finally:
+        worker.kill()
+        worker.wait()
     log = Log()
     with ConnectBackend(stage(print), conn_id=connection, log=log, state=state, try_number=2) as retry:
-        thread.join(timeout=60)
-        assert not thread.is_alive() and ended, "try 1's query was not interrupted"
         told = "interrupted 1 operations that try 1 left running"
         assert any(told in line for line in log.lines), log.lines
         record = TrySession.from_json(state[SESSION_KEY])
