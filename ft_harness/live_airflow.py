@@ -530,6 +530,19 @@ class LiveAirflow:
             base = base / f"run_id={run_id}"
         return sorted(base.rglob("*.log")) if base.exists() else []
 
+    def dag_processor_log(self, dag_file: str) -> str:
+        """What the DAG processor logged while parsing ``dag_file`` (a file name in the DAGs folder) and
+        running its DAG callbacks, oldest day first."""
+        days = (self.task_log_dir / "dag_processor").glob("*")
+        logs = sorted(log for day in days if not day.is_symlink() for log in day.glob(f"*/{dag_file}.log"))
+        return "".join(path.read_text(errors="replace") for path in logs)
+
+    def requeue_dag_file(self, dag_file: str) -> None:
+        """Have the DAG processor parse ``dag_file`` again at its next refresh (within 5 s), with the DAG
+        callbacks waiting for it. Airflow 3.3 leaves a callback that arrives while its file is being
+        parsed pending until the file is queued again: ``min_file_process_interval`` (10 min here)."""
+        (self.dags_folder / dag_file).touch()
+
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int, map_index: int = -1) -> str:
         """A try's log, as the API server serves it."""
         return self.client.task_log(dag_id, run_id, task_id, try_number, map_index=map_index)

@@ -71,6 +71,11 @@ class SweepReport:
     def released(self) -> list[str]:
         return [o.run.run_id for o in self.outcomes if o.released]
 
-    def summary(self) -> str:
-        kept = len(self.outcomes) - len(self.released)
-        return f"swept pipeline {self.pipeline}: released {len(self.released)} runs, kept {kept}"
+    def summary(self, *, most: int = 5) -> str:
+        """One line; the first ``most`` kept runs say why they were kept (an operator's first question)."""
+        kept = [o for o in self.outcomes if not o.released]
+        why = "; ".join(f"{o.run.run_id}: {o.reason}" for o in kept[:most])
+        more = f"; and {len(kept) - most} more" if len(kept) > most else ""
+        return f"swept pipeline {self.pipeline}: released {len(self.released)} runs, kept {len(kept)}" + (
+            f" ({why}{more})" if kept else ""
+        )

@@ -92,6 +92,9 @@ def test_a_run_cleared_after_it_ended_stays_and_a_sweep_is_rate_limited_and_boun
     reasons = {o.run.run_id: o.reason for o in report.outcomes if not o.released}
     assert reasons["cleared"] == "running again (cleared after it ended)"
     assert "left to the next sweep" in [r for k, r in reasons.items() if k != "cleared"][0]
+    # the log line says why each run stayed
+    assert "kept 2 (" in report.summary() and "cleared: running again" in report.summary()
+    assert report.summary(most=1).endswith("; and 1 more)")
     # swept a minute ago: no sweep, and Airflow is not asked
     clock.advance(60)
     assert store.sweep_expired_runs("etl", states=airflow_says, limits=limits) is None

@@ -24,7 +24,6 @@ FAST_FIXED = {
 }
 # A restarted task waits longer than MIN_DEFERRAL_SECONDS (5 s) deferred: the mapped scenario checks it.
 SLOW_FIXED = {**FAST_FIXED, "restart-strategy.fixed-delay.delay": "40 s"}
-LONG_WAIT = {"restart-strategy.fixed-delay.attempts": 1, "restart-strategy.fixed-delay.delay": "60 s"}
 # Ahead of the exchange matrix's many tasks when worker slots are short: these scenarios time restarts.
 COMMON = {
     "schedule": None,
@@ -71,13 +70,6 @@ with DAG("ft_e2e_run_end", **COMMON):
     with FailoverPipeline(restart_strategy={"restart-strategy.type": "none"}, spark_conn_id="spark_default"):
         stage("T1", outputs={"t1": "pipelined"})
         stage("T2", inputs=["t1"], outputs=["t2"])
-
-#   A --a--> B      (tests/e2e/test_lifecycle.py): runs kept 15 s after they end; B's one restart waits a
-# minute, long enough to mark the run successful by hand while B is up for retry
-with DAG("ft_e2e_lifecycle", **COMMON):
-    with FailoverPipeline(restart_strategy={**FAST_FIXED, **LONG_WAIT}, retention="15 s"):
-        stage("A", outputs=["a"])
-        stage("B", inputs=["a"], outputs=["b"])
 
 #   read[0..1] --raw (pointwise)--> sink[0..1]      (embarrassingly parallel)
 with DAG("ft_e2e_mapped", **COMMON):
