@@ -22,6 +22,8 @@ ft.restarting_time                     timer    Flink's restartingTime: failure 
 ft.partitions.committed                counter  partitions committed
 ft.partitions.committed_bytes          counter  their bytes
 ft.partitions.rebuilt                  counter  committed partitions a decision had found lost
+ft.partitions.reused                   counter  outputs a try published again instead of running Spark
+                                                (inputs and code unchanged)
 ft.checkpoints.completed / .failed     counter  checkpoints of checkpointed stages, per try
 ft.checkpoints.duration                timer    the last completed checkpoint's upload
 ft.checkpoints.size / .incremental     gauge    its size, and what it uploaded
@@ -118,6 +120,11 @@ def committed(*, dag_id: str, task_id: str, result: str, size: int, rebuilt: boo
     _incr("ft.partitions.committed_bytes", size, tags=tags)
     if rebuilt:
         _incr("ft.partitions.rebuilt", tags=tags)
+
+
+def reused(count: int, *, dag_id: str, task_id: str) -> None:
+    if count:
+        _incr("ft.partitions.reused", count, tags={"dag_id": dag_id, "task_id": task_id})
 
 
 def checkpoints(statistics: Mapping[str, object], *, dag_id: str, task_id: str) -> None:

@@ -28,7 +28,7 @@ from airflow_ft_provider.execution.connect_sessions import (
     previous_session,
     with_session_id,
 )
-from airflow_ft_provider.execution.contracts import StageSettings, TaskLog
+from airflow_ft_provider.execution.contracts import StageSettings, TaskLog, WrittenOutput
 from airflow_ft_provider.execution.submit import output_missing
 from airflow_ft_provider.spark import stage_io
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
@@ -133,7 +133,7 @@ class ConnectBackend:
         self.url = SparkConnectHook(conn_id).get_connection_url()
         self.server = server_identity(self.url)
         self.session: Any = None
-        self.rows: dict[str, int] = {}
+        self.outputs: dict[str, WrittenOutput] = {}
 
     # -- session ------------------------------------------------------------------------------------
     def __enter__(self) -> ConnectBackend:
@@ -253,7 +253,9 @@ class ConnectBackend:
                 self._run_file(stage.application, [str(a) for a in stage.application_args])
             else:  # the pipeline refuses such a stage when the DAG is parsed
                 raise ValueError(f"stage {stage.task_id!r} gives neither application= nor python_callable=")
-        self.rows = dict(running.rows)
+        self.outputs = {
+            name: WrittenOutput(rows, running.contents.get(name)) for name, rows in running.rows.items()
+        }
 
     @contextmanager
     def _connect_mode(self) -> Iterator[None]:
@@ -289,10 +291,10 @@ class ConnectBackend:
         finally:
             sys.argv, sys.path[:] = saved_argv, saved_path
 
-    def rows_written(self, output: OutputSpec) -> int:
-        if output.result not in self.rows:
+    def written(self, output: OutputSpec) -> WrittenOutput:
+        if output.result not in self.outputs:
             raise output_missing(self.stage, output.result)
-        return self.rows[output.result]
+        return self.outputs[output.result]
 
     def kill(self) -> None:
         """Stop the session's running Spark operations (on_kill), then the session."""

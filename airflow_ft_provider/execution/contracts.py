@@ -7,11 +7,13 @@ name: a backend that keeps no pipelined partitions still answers ``server``, ``h
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Self
 
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle
+from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
 
 
@@ -41,6 +43,15 @@ class StageSettings(Protocol):
         """The SparkSubmitHook a spark-submit try submits with."""
 
 
+@dataclass(frozen=True)
+class WrittenOutput:
+    """What the application reported of one output it wrote: its rows, and the checksum of the rows
+    (``spark/content.py``; None when Spark could not compute one, or for a view)."""
+
+    rows: int
+    content: str | None = None
+
+
 class StageBackend(Protocol):
     """What a stage try needs from the way its Spark work runs (a context manager around the work)."""
 
@@ -58,8 +69,8 @@ class StageBackend(Protocol):
     def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
         """Run the application to the end; raise if it failed."""
 
-    def rows_written(self, output: OutputSpec) -> int:
-        """Rows the application wrote to ``output``; StageOutputMissing if it wrote nothing there."""
+    def written(self, output: OutputSpec) -> WrittenOutput:
+        """What the application wrote to ``output``; StageOutputMissing if it wrote nothing there."""
 
     def kill(self) -> None:
         """Stop the running work (the operator's on_kill)."""
@@ -95,6 +106,7 @@ class DataPlacement(Protocol):
     """Where a try reads and writes partition data (``placement.StagedFiles`` or ``DirectS3a``)."""
 
     name: str
+    read: dict[str, Manifest]  # partition id -> the manifest of each blocking input read (lineage)
 
     def input_paths(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
@@ -117,6 +129,8 @@ class DataPlacement(Protocol):
         compression: str,
         rows: int,
         copy_from: Mapping[Path, str] | None = None,
+        provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         """Publish what the application wrote at ``location`` (a manifest, conditionally);
-        ``copy_from``: its files already in the store (a checkpoint's copy), copied inside S3."""
+        ``copy_from``: its files already in the store (a checkpoint's copy), copied inside S3;
+        ``provenance``: what a blocking output holds and was computed from (reuse)."""

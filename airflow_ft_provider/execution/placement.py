@@ -13,6 +13,7 @@ from pathlib import Path
 from airflow_ft_provider.execution.submit import local_dir
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions
+from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.partitions.store import new_attempt_id
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,7 @@ class StagedFiles:
         self.workdir = workdir
         # "<result>-<n>/<file>": input a resumed checkpointed stage processed already (not fetched)
         self.processed = processed
+        self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
 
     def input_paths(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
@@ -42,6 +44,7 @@ class StagedFiles:
             return [p.as_uri() for p in self.pipelined.fetch(ref, handle, dest).paths]
         skip = {name.partition("/")[2] for name in self.processed if name.startswith(folder + "/")}
         fetched = self.store.fetch(ref, dest, skip=skip)
+        self.read[ref.partition_id] = fetched.manifest
         if self.store.cache is not None:
             log.info(
                 "input %s: %d files from the task-local cache, %d downloaded",
@@ -67,6 +70,7 @@ class StagedFiles:
         compression: str,
         rows: int,
         copy_from: Mapping[Path, str] | None = None,
+        provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         if pipelined:
             return self.pipelined.commit(
@@ -79,6 +83,7 @@ class StagedFiles:
             compression=compression,
             row_count=rows,
             copy_from=copy_from,
+            provenance=provenance,
         )
 
 
@@ -91,13 +96,16 @@ class DirectS3a:
     def __init__(self, store: S3PartitionStore) -> None:
         self.store = store
         self.pipelined = PipelinedPartitions(store)
+        self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
 
     def input_paths(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
     ) -> list[str]:
-        _, uris = (
-            self.pipelined.remote_files(ref, handle) if handle is not None else self.store.remote_files(ref)
-        )
+        if handle is not None:
+            _, uris = self.pipelined.remote_files(ref, handle)
+        else:
+            manifest, uris = self.store.remote_files(ref)
+            self.read[ref.partition_id] = manifest
         return [uri.replace("s3://", "s3a://", 1) for uri in uris]
 
     def output_location(
@@ -122,6 +130,7 @@ class DirectS3a:
         compression: str,
         rows: int,
         copy_from: Mapping[Path, str] | None = None,
+        provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         if attempt is None:
             raise ValueError(f"no attempt id for the direct-s3a output of {ref}")
@@ -130,5 +139,5 @@ class DirectS3a:
                 ref, attempt, producer=producer, compression=compression, row_count=rows
             )
         return self.store.commit_uploaded(
-            ref, attempt, producer=producer, compression=compression, row_count=rows
+            ref, attempt, producer=producer, compression=compression, row_count=rows, provenance=provenance
         )

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import sys
 import urllib.parse
@@ -10,9 +9,11 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from airflow_ft_provider.execution.contracts import StageSettings
+from airflow_ft_provider.execution.contracts import StageSettings, WrittenOutput
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.partitions import S3PartitionStore
+from airflow_ft_provider.partitions.provenance import CONTENT
+from airflow_ft_provider.safe_json import InvalidJson, load_json
 from airflow_ft_provider.spark.failure_report import FAILURE_REPORT_CONF, read_report
 from airflow_ft_provider.spark.spec import (
     INJECT_FAILURE_CONF,
@@ -33,6 +34,23 @@ def output_missing(stage: StageSettings, result: str) -> StageOutputMissing:
         f"the Spark application of {stage.task_id!r} finished without writing declared output {result!r}; "
         f"call stage_io.write({result!r}, df) in {where}"
     )
+
+
+def parse_output_marker(data: bytes, *, where: str) -> WrittenOutput:
+    """The marker stage_io wrote beside an output (data from storage: validated); ValueError naming
+    ``where`` and the problem if it is not one."""
+    try:
+        doc = load_json(data, max_bytes=64 << 10)
+        rows, content = doc["rows"], doc.get("content")
+        if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
+            raise ValueError(f"'rows' must be a whole number >= 0, got {rows!r}")
+        if content is not None and not (isinstance(content, str) and CONTENT.match(content)):
+            raise ValueError(f"'content' must be '<scheme>:<32 hex>' or null, got {content!r}")
+    except (InvalidJson, KeyError, TypeError, ValueError) as exc:
+        raise ValueError(
+            f"output marker {where} is invalid ({exc}); it is written by stage_io.write: re-run the try"
+        ) from None
+    return WrittenOutput(rows, content)
 
 
 def local_dir(uri: str) -> Path:
@@ -120,7 +138,7 @@ class SubmitBackend:
                 raise
             raise reported from failure
 
-    def rows_written(self, output: OutputSpec) -> int:
+    def written(self, output: OutputSpec) -> WrittenOutput:
         """From the marker the application wrote beside the output's data (local staging or s3a)."""
         location = output.location
         if location.startswith("s3a://"):
@@ -135,7 +153,7 @@ class SubmitBackend:
                 marker = None
         if marker is None:
             raise output_missing(self.stage, output.result)
-        return int(json.loads(marker)["rows"])
+        return parse_output_marker(marker, where=f"{location.rstrip('/')}/{OUTPUT_MARKER}")
 
     def kill(self) -> None:
         if self.hook is not None:

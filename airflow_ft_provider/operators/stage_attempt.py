@@ -21,15 +21,15 @@ from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.failover.graph import subtask_id
-from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
+from airflow_ft_provider.failover.indexed_name import indexed
 from airflow_ft_provider.faults import faults_for
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.operators.checkpointed import CheckpointedTry
+from airflow_ft_provider.operators.output_reuse import OutputReuse
 from airflow_ft_provider.partitions import (
     PartitionNotFound,
     PartitionRef,
-    Producer,
     RunRef,
     S3PartitionStore,
 )
@@ -39,6 +39,7 @@ from airflow_ft_provider.partitions.pipelined import (
     PipelinedPartitions,
     execution_id,
 )
+from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.spark.spec import VIEW_PREFIX, InputPartition, InputSpec, OutputSpec, StageSpec
@@ -110,6 +111,17 @@ class StageAttempt:
         self.task = self.description.core_task_id(stage.task_id, map_index)
         self.backend: StageBackend | None = None
         self._lost: frozenset[str] | None = None  # partitions the run's decisions found lost (metrics)
+        self.reuse = OutputReuse(
+            stage,
+            stage.outputs,
+            description=self.description,
+            store=self.store,
+            run=self.run_ref,
+            map_index=map_index,
+            try_number=self.ti.try_number,
+            checkpointed=stage.task_id in stage.pipeline.checkpoint_configs,
+            log=self.log,
+        )
 
     def run(self) -> dict[str, Any]:
         """Only after the application succeeds are its outputs committed; a failure commits nothing."""
@@ -123,6 +135,10 @@ class StageAttempt:
             log=self.log,
         )
         faults.before_work()
+        reused = self.reuse.try_reuse()
+        if reused is not None:
+            self.ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=reused)
+            return reused
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
         checkpointed = self._checkpointed()
         with checkpointed.workdir() if checkpointed else TryWorkdir(log=self.log) as workdir:
@@ -287,13 +303,11 @@ class StageAttempt:
     ) -> dict[str, Any]:
         """Commit each declared output; all must have been written before the first is committed.
         ``stored``: output files a checkpoint has in the store already (copied, not uploaded again)."""
-        rows = {name: backend.rows_written(planned.spec) for name, planned in outputs.items()}
+        written = {name: backend.written(planned.spec) for name, planned in outputs.items()}
+        rows = {name: w.rows for name, w in written.items()}
+        lineage = self.reuse.lineage(placement.read)
         committed: dict[str, Any] = {}
-        producer = Producer(
-            self.stage.task_id,
-            IndexedName.from_airflow(self.stage.task_id, self.map_index).index,
-            self.ti.try_number,
-        )
+        producer = self.reuse.producer()
         for name, planned in outputs.items():
             entry: dict[str, Any] = {"type": planned.output.result_type.value, "rows": rows[name]}
             if planned.engine is not None:
@@ -318,6 +332,7 @@ class StageAttempt:
                     compression=planned.output.compression,
                     rows=rows[name],
                     copy_from=stored,
+                    provenance=Provenance(written[name].content, None if planned.pipelined else lineage),
                 )
                 entry.update(
                     files=len(manifest.files),

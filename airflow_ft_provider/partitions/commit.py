@@ -13,7 +13,7 @@ import uuid
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from .errors import (
     MISSING_CODES,
@@ -38,11 +38,8 @@ from .naming import (
     check_name,
     check_relative_path,
 )
-from .s3_objects import MiB, StoreObjects, _Location, _Transfers
-
-if TYPE_CHECKING:
-    from boto3.s3.transfer import TransferConfig
-
+from .provenance import UNKNOWN, Provenance
+from .s3_objects import StoreObjects, _Location, _Transfers
 
 log = logging.getLogger(__name__)
 
@@ -50,17 +47,6 @@ log = logging.getLogger(__name__)
 def new_attempt_id(try_number: int) -> str:
     """A unique attempt id that also says which try of the producer wrote it."""
     return f"t{try_number}-{uuid.uuid4().hex[:16]}"
-
-
-def default_transfer_config() -> TransferConfig:
-    """Multipart above 64 MiB in 32 MiB parts, 8 parallel requests (boto3's transfer manager).
-
-    Spark's part files are mostly tens of MB and a partition's files go up in parallel anyway; below
-    64 MiB a multipart upload only adds two requests and a server-side assembly per file (4 x 40 MB
-    committed to moto: 1.33 s with a 32 MiB threshold, 0.91 s with 64 MiB)."""
-    from boto3.s3.transfer import TransferConfig
-
-    return TransferConfig(multipart_threshold=64 * MiB, multipart_chunksize=32 * MiB, max_concurrency=8)
 
 
 def _missing(future: Any) -> bool:
@@ -115,6 +101,7 @@ class PartitionCommits(StoreObjects):
         row_count: int | None = None,
         execution_id: str | None = None,
         copy_from: Mapping[Path, str] | None = None,
+        provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         """Upload a directory (or list) of files as partition ``ref`` and publish its manifest: a
         blocking partition, or with ``execution_id`` the pipelined (scratch) partition of that region
@@ -127,7 +114,9 @@ class PartitionCommits(StoreObjects):
         skipped, as Spark and Hadoop do. Raises StaleCommitError when a newer try already committed.
         """
         loc = self._location(ref, execution_id)
-        return self._commit(loc, source, producer, format, compression, row_count, copy_from or {})
+        return self._commit(
+            loc, source, producer, format, compression, row_count, copy_from or {}, provenance
+        )
 
     def _commit(
         self,
@@ -138,6 +127,7 @@ class PartitionCommits(StoreObjects):
         compression: str,
         row_count: int | None,
         copy_from: Mapping[Path, str],
+        provenance: Provenance,
     ) -> Manifest:
         if not isinstance(producer, Producer):
             raise ValueError(f"producer must be a Producer(task_id, map_index, try_number), got {producer!r}")
@@ -157,6 +147,7 @@ class PartitionCommits(StoreObjects):
             fmt,
             compression,
             row_count,
+            provenance,
         )
         if self.cache is not None:
             for (_, path), entry in zip(files, manifest.files, strict=True):
@@ -180,6 +171,7 @@ class PartitionCommits(StoreObjects):
         compression: str = "snappy",
         row_count: int | None = None,
         execution_id: str | None = None,
+        provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         """Publish the files another writer already put under ``attempt_location(ref, attempt_id)``.
 
@@ -197,6 +189,7 @@ class PartitionCommits(StoreObjects):
             format,
             compression,
             row_count,
+            provenance,
         )
 
     def _uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
@@ -262,6 +255,7 @@ class PartitionCommits(StoreObjects):
         fmt: str,
         compression: str,
         row_count: int | None,
+        provenance: Provenance,
     ) -> Manifest:
         """Write (or checksum) an attempt's files, then publish its manifest; a failure before the
         manifest PUT removes the attempt's data, a stale try's too."""
@@ -285,6 +279,7 @@ class PartitionCommits(StoreObjects):
                 compression=compression,
                 row_count=row_count,
                 created_at=round(self._clock.now(), 3),  # what the manifest keeps (ms)
+                provenance=provenance,
             )
             publishing = True
             self._publish(loc, manifest)

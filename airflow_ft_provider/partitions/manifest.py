@@ -26,6 +26,7 @@ from .naming import (
     check_name,
     check_relative_path,
 )
+from .provenance import Provenance
 
 SCHEMA_VERSION = 1
 MAX_MANIFEST_BYTES = 1 << 20  # 1 MiB: thousands of files; a bigger one is a bug or an attack
@@ -165,6 +166,7 @@ class Manifest:
     row_count: int | None
     created_at: float  # seconds since the epoch (UTC)
     schema_version: int = field(default=SCHEMA_VERSION)
+    provenance: Provenance = field(default=Provenance())  # what it holds and came from (reuse)
 
     @property
     def ref(self) -> PartitionRef:
@@ -200,6 +202,10 @@ class Manifest:
             "created_at": _format_time(self.created_at),
             "files": [_file_json(f) for f in self.files],
         }
+        if self.provenance.content is not None:
+            doc["content"] = self.provenance.content
+        if self.provenance.lineage is not None:
+            doc["lineage"] = self.provenance.lineage
         data = json.dumps(doc, indent=1, sort_keys=False).encode("utf-8")
         if len(data) > MAX_MANIFEST_BYTES:
             raise ValueError(
@@ -326,7 +332,13 @@ def _parse(doc: Any) -> Manifest:
         row_count=row_count,
         created_at=created_at.timestamp(),
         schema_version=version,
+        provenance=Provenance(_optional_str(doc, "content"), _optional_str(doc, "lineage")),
     )
+
+
+def _optional_str(doc: dict[str, Any], key: str) -> str | None:
+    """A key manifests written before it existed lack (None), else a string."""
+    return _typed(doc, key, str, nullable=True) if key in doc else None
 
 
 def _check_no_file_is_a_directory(keys: set[str]) -> None:

@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 from ..failover.clock import Clock, SystemClock
 from .availability import AvailabilityReport, PartitionAvailability, UnavailablePartition
 from .cache import LocalPartitionCache
-from .commit import PartitionCommits, default_transfer_config, new_attempt_id
+from .commit import new_attempt_id
 from .errors import DEFAULT_CREDENTIALS
-from .fetch import FetchedPartition, PartitionReads
+from .fetch import FetchedPartition
 from .leases import Lease
 from .manifest import DEFAULT_CHECKSUM, check_algorithm
 from .naming import StoreLayout
@@ -36,7 +36,8 @@ from .retention import (
     ReleaseReport,
     RetentionOutcome,
 )
-from .s3_objects import StepHook
+from .reuse import PartitionReuse
+from .s3_objects import StepHook, default_transfer_config
 
 if TYPE_CHECKING:
     from boto3.s3.transfer import TransferConfig
@@ -60,7 +61,7 @@ __all__ = [
 ]
 
 
-class S3PartitionStore(PartitionCommits, PartitionReads, PartitionAvailability, PartitionRetention):
+class S3PartitionStore(PartitionReuse, PartitionAvailability, PartitionRetention):
     """Blocking result partitions on S3 (re-consumable until released) and pipelined scratch output.
 
     ``client`` is a boto3 S3 client or a zero-argument factory returning one, so the store needs no

@@ -23,6 +23,7 @@ from airflow_ft_provider.partitions.store import AvailabilityReport
 
 SUCCESS = "success"
 CHECKPOINT_EVENTS = ("checkpoint", "checkpoints")  # a try's restore point, and its statistics
+REUSE_EVENT = "reused"  # a try that reused its outputs (operators/output_reuse.py)
 
 
 def region_id(region: Iterable[str]) -> str:
@@ -127,7 +128,8 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for event in events:
         manual = event.get("kind") == "manual"
-        told = manual or event.get("kind") in CHECKPOINT_EVENTS  # its reason is the sentence to show
+        # its reason is the sentence to show
+        told = manual or event.get("kind") in (*CHECKPOINT_EVENTS, REUSE_EVENT)
         rows.append(
             {
                 "time": event.get("time"),

@@ -6,7 +6,8 @@
     orders = io.read("cleaned_orders")          # a declared input, as a DataFrame
     io.write("daily_revenue", revenue_df)       # a declared output, written once
 
-The application only writes data and reports how many rows; the operator commits the partition
+The application only writes data and reports how many rows, with a checksum of the rows (``content.py``,
+so that a consumer re-run on unchanged inputs can reuse its output); the operator commits the partition
 through the store afterwards (one manifest PUT), so a crashed application never exposes output.
 Reading an input that is not declared, or writing an output twice, is an error.
 
@@ -28,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .content import ContentObserver, rows_in_footers
 from .failure_report import FAILURE_REPORT_CONF, report_uncaught
 from .feed import FedFile, Feeder, batch_seconds
 from .spec import (
@@ -57,6 +59,7 @@ class InProcessStage:
     spec: StageSpec
     fail_before_write: bool = False
     rows: dict[str, int] = field(default_factory=dict)
+    contents: dict[str, str | None] = field(default_factory=dict)  # each output's row checksum, if any
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)  # a checkpointed output's progress
 
 
@@ -223,7 +226,7 @@ class StageIO:
         progress = [p for p in query.recentProgress if p is not None]
         read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
         batches = [int(p.batchId) for p in progress]
-        rows = _rows_in_footers(location)
+        rows = rows_in_footers(location)
         if rows is None:  # not readable here: Spark counts (from the same footers, as a job)
             rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
         stream = {"batches": batches, "input_rows": read_rows, "batch_seconds": durations}
@@ -297,15 +300,23 @@ class StageIO:
             raise RuntimeError(
                 f"injected failure in the Spark application of {self.spec.stage!r} (ft_faults)"
             )
+        content = None
         if output.location.startswith(VIEW_PREFIX):
             rows = self._publish_view(df, output.location[len(VIEW_PREFIX) :])
         else:
-            df.write.mode("error").option("compression", _codec(output)).parquet(output.location)
+            observer = ContentObserver(df)
+            observer.observed.write.mode("error").option("compression", _codec(output)).parquet(
+                output.location
+            )
             rows = self.spark.read.parquet(output.location).count()  # answered from Parquet footers
+            content = observer.checksum(rows)
         if self._in_process is not None:
             self._in_process.rows[name] = rows
+            self._in_process.contents[name] = content
         else:
-            self._write_marker(output.location, {"result": name, "rows": rows, "format": output.format})
+            self._write_marker(
+                output.location, {"result": name, "rows": rows, "format": output.format, "content": content}
+            )
 
     def _fail_before_write(self) -> bool:
         if self._in_process is not None:
@@ -340,29 +351,6 @@ PROGRESS_WAIT_SECONDS = 1.0  # a committed batch without input reports no durati
 STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-
-
-def _rows_in_footers(location: str) -> int | None:
-    """The rows of the Parquet files under a local output location, read from their footers in this
-    process (a Spark job costs about a second for the many small files of a stream's micro-batches);
-    None where they cannot be read here (not a local path, no pyarrow, a file pyarrow cannot open)."""
-    if not location.startswith("file://"):
-        return None
-    try:
-        import pyarrow.parquet as pq
-    except ImportError:
-        return None
-    total = 0
-    for folder, dirs, names in os.walk(location.removeprefix("file://")):
-        dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]  # as Spark's reader skips them
-        for name in names:
-            if name.startswith(("_", ".")):
-                continue
-            try:
-                total += pq.ParquetFile(os.path.join(folder, name)).metadata.num_rows
-            except Exception:  # noqa: BLE001 - Spark will say what is wrong with it
-                return None
-    return total
 
 
 def _codec(output: OutputSpec) -> str:

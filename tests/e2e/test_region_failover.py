@@ -359,3 +359,13 @@ def test_manual_region_restart_reruns_region_and_consumers_only(live_airflow, ru
     assert reruns == {"S": 0, "T1": 1, "T2": 1, "U": 1}, story
     assert producer_try(store, dag_id, run_id, "s") == 1  # the upstream partition was read, not recomputed
     assert values(store, dag_id, run_id, "u") == expected(3)
+    # T2 wrote the same rows again, so U's new try reused its output: no Spark, the same files
+    u_try = after[("U", -1)]["try_number"]
+    u = store.manifest(RunRef(dag_id, run_id).parse("u"))
+    assert u.producer.try_number == u_try and u.attempt_id.startswith(f"t{u_try - 1}-"), story
+    assert u.provenance.lineage is not None and u.provenance.content is not None
+    u_log = log_of(live_airflow, dag_id, run_id, "U", u_try)
+    said = f"inputs identical to try {u_try - 1}'s: output of try {u_try - 1} reused, Spark not started"
+    assert said in u_log and "stage U (spark-connect" not in u_log, u_log[-3000:]
+    history = RecoveryJournal(store, RunRef(dag_id, run_id)).events()
+    assert [(e["task"], e["try_number"]) for e in history if e["kind"] == "reused"] == [("U", u_try)]

@@ -20,6 +20,7 @@ from airflow_ft_provider.partitions import (
     file_checksum,
 )
 from airflow_ft_provider.partitions.manifest import MAX_MANIFEST_BYTES
+from airflow_ft_provider.partitions.provenance import Provenance
 
 REF = PartitionRef("etl", "manual__2026-11-22T04:00:00+00:00", "orders", 2)
 SHA = "sha256:" + "ab" * 32
@@ -42,6 +43,7 @@ def manifest(**overrides):
         compression="zstd",
         row_count=42,
         created_at=1_795_000_000.25,
+        provenance=Provenance("rows1:" + "0f" * 16, "e1" * 32),
     )
     fields.update(overrides)
     return Manifest(**fields)
@@ -63,6 +65,14 @@ def test_round_trip_keeps_every_field():
     assert [f["key"] for f in d["files"]][1] == "attempts/t3-0123456789abcdef/day=1/part-0001.parquet"
     assert parsed.files[1].name == "day=1/part-0001.parquet"
     assert parsed.total_size == 10
+    assert (d["content"], d["lineage"]) == ("rows1:" + "0f" * 16, "e1" * 32)
+
+
+def test_manifests_written_before_provenance_existed_still_parse():
+    d = doc()
+    del d["content"], d["lineage"]
+    assert Manifest.from_json(json.dumps(d).encode()).provenance == Provenance()
+    assert "content" not in json.loads(manifest(provenance=Provenance()).to_json())
 
 
 def _mutate(path, value):
@@ -101,6 +111,9 @@ def _mutate(path, value):
         (("format",), "Parquet!", "not a lowercase identifier"),
         (("producer", "try_number"), -1, "invalid try number"),
         (("files",), {"a": 1}, "'files' must be list"),
+        (("content",), "rows1:xyz", "content must be '<scheme>:<32 hex>'"),
+        (("content",), 7, "'content' must be str"),
+        (("lineage",), "ab" * 33, "lineage must be 64 hex digits"),
     ],
 )
 def test_invalid_manifests_are_rejected_naming_the_problem(path, value, message):

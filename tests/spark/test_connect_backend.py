@@ -11,6 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from airflow_ft_provider.execution.connect import ConnectBackend, drop_views, server_identity
+from airflow_ft_provider.execution.contracts import WrittenOutput
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
 
 pytestmark = pytest.mark.spark
@@ -107,23 +108,27 @@ def test_a_failing_callable_still_stops_its_session(connection):
     assert backend.session is None
 
 
-def test_rows_come_from_the_outputs_written_and_a_missing_output_is_named(connection):
-    def write_one(spark, io):
+def test_rows_come_from_the_outputs_written_and_a_missing_output_is_named(connection, tmp_path):
+    def write_two(spark, io):
         io.write("kept", spark.range(7))
+        io.write("files", spark.range(5).selectExpr("id", "id * 2 AS double"))
 
     outputs = {
         "kept": OutputSpec("kept", "pipelined", "view:ft_test_rows_kept"),
+        "files": OutputSpec("files", "blocking", (tmp_path / "files").as_uri()),
         "forgotten": OutputSpec("forgotten", "pipelined", "view:ft_test_rows_forgotten"),
     }
-    backend = ConnectBackend(stage(write_one), conn_id=connection, log=Log())
+    backend = ConnectBackend(stage(write_two), conn_id=connection, log=Log())
     with backend:
         backend.run(spec(**outputs))
-        assert backend.rows_written(outputs["kept"]) == 7
+        assert backend.written(outputs["kept"]) == WrittenOutput(7, None)  # a view: no row checksum
+        files = backend.written(outputs["files"])
+        assert files.rows == 5 and files.content is not None and files.content.startswith("rows1:")
         assert backend.held_rows("ft_test_rows_kept") == 7
         backend.drop("ft_test_rows_kept")
         assert backend.held_rows("ft_test_rows_kept") is None
         with pytest.raises(RuntimeError, match="without writing declared output 'forgotten'"):
-            backend.rows_written(outputs["forgotten"])
+            backend.written(outputs["forgotten"])
 
 
 def test_a_consumer_refuses_a_view_whose_rows_changed_since_it_was_published(connection, spark_connect):

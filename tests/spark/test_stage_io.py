@@ -14,6 +14,7 @@ from ft_harness.spark_cluster import spark_environment
 pytestmark = pytest.mark.spark
 
 APP = Path(__file__).parent / "apps" / "stage_io_probe.py"
+CONTENT_APP = Path(__file__).parent / "apps" / "content_probe.py"
 
 
 def test_stage_io_reads_declared_inputs_writes_outputs_and_refuses_misuse(tmp_path):
@@ -55,7 +56,9 @@ def test_stage_io_reads_declared_inputs_writes_outputs_and_refuses_misuse(tmp_pa
     assert "writes output 'totals' twice" in results["twice"]
 
     marker = json.loads((out_dir / OUTPUT_MARKER).read_text())
+    content = marker.pop("content")  # the rows' checksum (test below)
     assert marker == {"result": "totals", "rows": 3, "format": "parquet"}
+    assert content.startswith("rows1:"), content
     parts = sorted(out_dir.glob("part-*.parquet"))
     assert parts and all(
         pq.ParquetFile(p).metadata.row_group(0).column(0).compression == "ZSTD"
@@ -64,3 +67,30 @@ def test_stage_io_reads_declared_inputs_writes_outputs_and_refuses_misuse(tmp_pa
     )
     table = pa.concat_tables([pq.read_table(p) for p in parts]).to_pylist()
     assert sorted((r["customer"], r["total"]) for r in table) == [("ann", 11), ("bob", 5), ("cy", 7)]
+
+
+def test_the_row_checksum_ignores_order_and_files_and_sees_any_change(tmp_path):
+    #   the same 1,000 rows in 1 file and shuffled into 7; one value changed; a row duplicated; a
+    #   column renamed; a map column (Spark cannot hash maps); no rows
+    run = subprocess.run(
+        [
+            "spark-submit",
+            "--master",
+            "local[2]",
+            "--conf",
+            "spark.ui.enabled=false",
+            str(CONTENT_APP),
+            str(tmp_path),
+        ],
+        env=spark_environment(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    sums = dict(line.split(" ", 2)[1:] for line in run.stdout.splitlines() if line.startswith("RESULT "))
+    assert sums["one_file"] == sums["shuffled"], sums
+    assert sums["one_file"].startswith("rows1:") and len(sums["one_file"]) == len("rows1:") + 32
+    others = [sums[k] for k in ("one_value_changed", "a_row_duplicated", "a_column_renamed", "empty")]
+    assert len({sums["one_file"], *others}) == 5, sums
+    assert sums["with_a_map"] == "None"

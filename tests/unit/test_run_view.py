@@ -252,3 +252,17 @@ def test_checkpointed_tasks_show_their_statistics_and_every_try_s_restore_point(
         (2, 2, "store"),
     ]
     assert [h["cause"] for h in view["history"]][1] == "score try 1 failed: 3 checkpoints completed, 0 failed"
+
+
+def test_a_reused_try_is_in_the_history_in_words():
+    said = "inputs identical to try 1's: output of try 1 reused, Spark not started"
+    view = build_run_view(
+        pipeline(),
+        "r1",
+        task_instances=[],
+        state=RecoveryState(),
+        report=None,
+        events=iter([{"time": 1.0, "kind": "reused", "task": "score", "try_number": 2, "reason": said}]),
+    )
+    [row] = view["history"]
+    assert (row["kind"], row["task"], row["try_number"], row["cause"]) == ("reused", "score", 2, said)

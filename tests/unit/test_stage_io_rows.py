@@ -4,7 +4,7 @@ files Spark would read (hidden and '_' names skipped), no Spark job."""
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from airflow_ft_provider.spark.stage_io import _rows_in_footers
+from airflow_ft_provider.spark.content import rows_in_footers as _rows_in_footers
 
 
 def test_rows_come_from_the_footers_of_the_files_spark_would_read(tmp_path):

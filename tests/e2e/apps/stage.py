@@ -4,7 +4,8 @@ Source (no inputs): keys shard, shard+shards, ... < 40 with value = key * 10 (ar
 Other stages: the union of their inputs with value + 1, written to every declared output.
 So a task at depth d of a chain outputs value = key * 10 + d: the tests know the right answer.
 An argument ``sleep_on_try=T:S`` makes try T sleep S seconds before its Spark work (a window in which
-a test can take the Spark Connect server away from a running stage).
+a test can take the Spark Connect server away from a running stage); ``noise=1`` adds a random column,
+so that every run of the stage writes different rows (tests/e2e/test_reuse.py).
 """
 
 import sys
@@ -39,6 +40,8 @@ else:
         .withColumnRenamed("id", "key")
         .withColumn("value", F.col("key") * 10)
     )
+if "noise" in options:
+    df = df.withColumn("noise", F.rand())
 for name in io.spec.outputs:
     io.write(name, df)
 spark.stop()

@@ -71,6 +71,12 @@ with DAG("ft_e2e_run_end", **COMMON):
         stage("T1", outputs={"t1": "pipelined"})
         stage("T2", inputs=["t1"], outputs=["t2"])
 
+#   P (a random column: different rows every run) --p--> Q      (tests/e2e/test_reuse.py)
+with DAG("ft_e2e_reuse_noisy", **COMMON):
+    with FailoverPipeline(restart_strategy=FAST_FIXED):
+        stage("P", outputs=["p"], application_args=["noise=1"])
+        stage("Q", inputs=["p"], outputs=["q"])
+
 #   read[0..1] --raw (pointwise)--> sink[0..1]      (embarrassingly parallel)
 with DAG("ft_e2e_mapped", **COMMON):
     with FailoverPipeline(restart_strategy=SLOW_FIXED):

@@ -1,0 +1,145 @@
+"""Whether a try may reuse its own last committed outputs instead of running Spark.
+
+Flink restarts the consumers of a restarted region; so does this provider (``recovery/``). When the
+restarted producer wrote the same rows again, a consumer's re-run would compute what it committed
+already: the try compares the lineage of its outputs (``partitions/provenance.py``: its stage's
+identity and its inputs' row checksums) with the lineage it would have now, and when they are equal
+publishes the earlier output for itself (``PartitionReuse.reuse_output``) without starting Spark.
+
+Within a run only: the earlier output is a valid result of this stage for identical inputs, so the
+run's output stays exactly once. A stage qualifies when all its inputs and outputs are blocking, it has
+at least one input (a stage without inputs reads data the lineage cannot see), it is not checkpointed
+(it resumes instead), and its code is readable here (``execution/stage_identity.py``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from airflow_ft_provider import metrics
+from airflow_ft_provider.execution.contracts import StageSettings, TaskLog
+from airflow_ft_provider.execution.stage_identity import stage_identity
+from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
+from airflow_ft_provider.model.description import PipelineDescription
+from airflow_ft_provider.model.exchanges import Output
+from airflow_ft_provider.partitions import Manifest, PartitionNotFound, Producer, RunRef, S3PartitionStore
+from airflow_ft_provider.partitions.provenance import lineage_key
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+
+
+class OutputReuse:
+    """The reuse decision of one try of one task instance (``StageAttempt``)."""
+
+    def __init__(
+        self,
+        stage: StageSettings,
+        outputs: tuple[Output, ...],
+        *,
+        description: PipelineDescription,
+        store: S3PartitionStore,
+        run: RunRef,
+        map_index: int | None,
+        try_number: int,
+        checkpointed: bool,
+        log: TaskLog,
+    ) -> None:
+        self.stage = stage
+        self.description = description
+        self.store = store
+        self.run = run
+        self.map_index = map_index
+        self.try_number = try_number
+        self.log = log
+        self.task = description.core_task_id(stage.task_id, map_index)
+        graph = description.graph
+        self.inputs = [
+            run.parse(pid)
+            for pids in description.consumed_partitions(stage.task_id, map_index).values()
+            for pid in pids
+        ]
+        parallelism = graph.stages[stage.task_id].parallelism
+        self.outputs = [run.parse(indexed(o.result, map_index, parallelism)) for o in outputs]
+        self.eligible = (
+            bool(self.inputs)
+            and not checkpointed
+            and all(graph.results[ref.result].result_type.is_reconsumable for ref in self.inputs)
+            and all(o.result_type.is_reconsumable for o in outputs)
+        )
+        self._identity: tuple[str | None] | None = None
+
+    @property
+    def identity(self) -> str | None:
+        if self._identity is None:
+            self._identity = (stage_identity(self.stage),)
+        return self._identity[0]
+
+    def lineage(self, read: Mapping[str, Manifest]) -> str | None:
+        """The lineage of this try's outputs, from the manifests of the inputs it read (None: unknown,
+        so the outputs can never be reused)."""
+        if not self.eligible or self.identity is None:
+            return None
+        contents = {}
+        for ref in self.inputs:
+            manifest = read.get(ref.partition_id)
+            if manifest is None or manifest.provenance.content is None:
+                return None
+            contents[ref.partition_id] = manifest.provenance.content
+        return lineage_key(self.identity, contents)
+
+    def producer(self) -> Producer:
+        return Producer(
+            self.stage.task_id,
+            IndexedName.from_airflow(self.stage.task_id, self.map_index).index,
+            self.try_number,
+        )
+
+    def try_reuse(self) -> dict[str, Any] | None:
+        """The committed entries (as ``StageAttempt.run`` returns them) when every output was reused;
+        None when Spark must run: a first try, a stage that does not qualify, changed inputs or code,
+        or an output that is gone."""
+        if self.try_number == 1 or not self.eligible:
+            return None
+        try:
+            previous = {ref.partition_id: self.store.manifest(ref) for ref in self.outputs}
+            key = self.lineage({ref.partition_id: self.store.manifest(ref) for ref in self.inputs})
+        except PartitionNotFound:
+            return None
+        if key is None or any(m.provenance.lineage != key for m in previous.values()):
+            return None
+        producer = self.producer()
+        committed: dict[str, Any] = {}
+        for ref in self.outputs:
+            manifest = self.store.reuse_output(ref, producer, lineage=key)
+            if manifest is None:  # a file went missing since: Spark rebuilds it
+                return None
+            committed[ref.partition_id] = {
+                "type": "blocking",
+                "rows": manifest.row_count,
+                "files": len(manifest.files),
+                "bytes": manifest.total_size,
+                "attempt": manifest.attempt_id,
+                "execution": None,
+                "reused_from_try": previous[ref.partition_id].producer.try_number,
+            }
+        self._record(sorted({m.producer.try_number for m in previous.values()}))
+        return committed
+
+    def _record(self, tries: list[int]) -> None:
+        """In the task log and the run's history (the failover page, ``airflow-ft history``), in words."""
+        earlier = " and ".join(str(t) for t in tries)
+        explanation = (
+            f"inputs identical to try {earlier}'s: output of try {earlier} reused, Spark not started"
+        )
+        self.log.info("%s: %s", self.task, explanation)
+        metrics.reused(len(self.outputs), dag_id=self.stage.dag_id, task_id=str(self.task))
+        RecoveryJournal(self.store, self.run).record(
+            {
+                "time": time.time(),
+                "kind": "reused",
+                "task": str(self.task),
+                "try_number": self.try_number,
+                "reason": explanation,
+            }
+        )

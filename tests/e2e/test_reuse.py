@@ -1,0 +1,63 @@
+"""Reuse needs unchanged inputs: a producer that writes different rows when it re-runs makes its
+consumer run Spark again (the other half, identical rows reused, is in test_region_failover.py's manual
+region restart).
+
+ft_e2e_reuse_noisy: P (a random column) --p--> Q. After a failure-free run, P's region is restarted by
+hand: P writes new rows, so Q's new try computes its output again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
+
+DAG_ID = "ft_e2e_reuse_noisy"
+REPO = Path(__file__).resolve().parents[2]
+
+
+def test_a_producer_that_writes_different_rows_makes_its_consumer_run_again(
+    live_airflow, s3_endpoint, e2e_store_url
+):
+    store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
+    api = live_airflow.client
+    live_airflow.wait_for_dags({DAG_ID}, timeout=120)
+    run_id = f"noisy__{datetime.now().strftime('%H%M%S%f')}"
+    run = RunRef(DAG_ID, run_id)
+    api.trigger_dag_run(DAG_ID, {"ft_faults": []}, run_id=run_id)
+    assert api.wait_for_dag_run(DAG_ID, run_id, timeout=600)["state"] == "success"
+    before = {name: store.manifest(run.parse(name)) for name in ("p", "q")}
+
+    restart = subprocess.run(
+        [sys.executable, "-m", "airflow_ft_provider.cli", "restart-region"]
+        + ["--dag-id", DAG_ID, "--run-id", run_id, "--task", "P"],
+        env={**live_airflow.environment(), "PYTHONPATH": str(REPO)},
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert restart.returncode == 0, restart.stdout + restart.stderr
+    assert json.loads(restart.stdout) == {"task": "P", "restarted": ["P", "Q"]}
+    api.wait_for_task_instance(
+        DAG_ID,
+        run_id,
+        "Q",
+        predicate=lambda ti: ti["try_number"] > 1 and ti["state"] == "success",
+        timeout=600,
+    )
+    after = {name: store.manifest(run.parse(name)) for name in ("p", "q")}
+    story = live_airflow.describe_run(DAG_ID, run_id)
+    assert after["p"].provenance.content != before["p"].provenance.content, story  # P's rows changed
+    assert after["q"].provenance.lineage != before["q"].provenance.lineage, story
+    assert after["q"].producer.try_number == 2 and after["q"].attempt_id.startswith("t2-"), story
+    q_log = live_airflow.task_log(DAG_ID, run_id, "Q", 2)
+    assert "stage Q (spark-connect" in q_log and "reused" not in q_log, q_log[-3000:]
+    assert not [e for e in RecoveryJournal(store, run).events() if e["kind"] == "reused"]
