@@ -530,6 +530,17 @@ class LiveAirflow:
             base = base / f"run_id={run_id}"
         return sorted(base.rglob("*.log")) if base.exists() else []
 
+    def provider_cli(self, *args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+        """``airflow-ft ARGS`` (the provider's CLI) as an operator would run it beside this Airflow:
+        with its environment (connections, store), in a process of its own."""
+        return subprocess.run(
+            [sys.executable, "-m", "airflow_ft_provider.cli", *args],
+            env={**self.environment(), "PYTHONPATH": str(REPO_ROOT)},
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+        )
+
     def dag_processor_log(self, dag_file: str) -> str:
         """What the DAG processor logged while parsing ``dag_file`` (a file name in the DAGs folder) and
         running its DAG callbacks, oldest day first."""

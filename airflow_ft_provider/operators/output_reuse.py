@@ -9,7 +9,8 @@ publishes the earlier output for itself (``PartitionReuse.reuse_output``) withou
 Within a run only: the earlier output is a valid result of this stage for identical inputs, so the
 run's output stays exactly once. A stage qualifies when all its inputs and outputs are blocking, it has
 at least one input (a stage without inputs reads data the lineage cannot see), it is not checkpointed
-(it resumes instead), and its code is readable here (``execution/stage_identity.py``).
+(it resumes instead) nor set ``reuse_outputs=False``, and its code is readable here
+(``execution/stage_identity.py``).
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ class OutputReuse:
         run: RunRef,
         map_index: int | None,
         try_number: int,
-        checkpointed: bool,
+        enabled: bool,
         log: TaskLog,
     ) -> None:
         self.stage = stage
@@ -62,8 +63,8 @@ class OutputReuse:
         parallelism = graph.stages[stage.task_id].parallelism
         self.outputs = [run.parse(indexed(o.result, map_index, parallelism)) for o in outputs]
         self.eligible = (
-            bool(self.inputs)
-            and not checkpointed
+            enabled
+            and bool(self.inputs)
             and all(graph.results[ref.result].result_type.is_reconsumable for ref in self.inputs)
             and all(o.result_type.is_reconsumable for o in outputs)
         )

@@ -116,6 +116,10 @@ class SparkStageOperator(BaseOperator):
     :param checkpointing: a checkpointed stage (``io.read_stream`` / ``io.write_stream``): ``True``, or a
         dict of ``execution.checkpointing.*`` keys over the pipeline's; ``False`` turns off the
         pipeline's default; None (default): the pipeline's ``checkpointing=``.
+    :param reuse_outputs: a later try whose inputs hold the same rows and whose code and settings are
+        unchanged publishes its earlier output again instead of running Spark (README, *Reusing
+        unchanged outputs*). Default True; False for an application with effects beyond its outputs
+        (writes elsewhere, sends messages), which then runs on every try.
     """
 
     is_pipeline_stage = True
@@ -141,6 +145,7 @@ class SparkStageOperator(BaseOperator):
         checkpointing: bool | dict[str, object] | None = None,
         failure_rules: FailureRules | Mapping[str, object] | None = None,
         failure_classifier: Callable[[BaseException], bool | None] | None = None,
+        reuse_outputs: bool = True,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -154,6 +159,11 @@ class SparkStageOperator(BaseOperator):
             raise ValueError(
                 f"stage {self.task_id!r}: python_callable must be callable, got {python_callable!r}"
             )
+        if not isinstance(reuse_outputs, bool):
+            raise ValueError(
+                f"stage {self.task_id!r}: reuse_outputs must be True or False, got {reuse_outputs!r}"
+            )
+        self.reuse_outputs = reuse_outputs
         self.direct_s3a = direct_s3a
         self.checkpointing = checkpointing
         self.failure_rules = failure_rules  # checked by FailoverPipeline (recovery/classify.py)

@@ -90,6 +90,8 @@ class AttemptedStage(StageSettings, Protocol):
     @property
     def direct_s3a(self) -> bool | None: ...
     @property
+    def reuse_outputs(self) -> bool: ...
+    @property
     def spark_conn_id(self) -> str | None: ...
     @property
     def log(self) -> TaskLog: ...
@@ -119,7 +121,7 @@ class StageAttempt:
             run=self.run_ref,
             map_index=map_index,
             try_number=self.ti.try_number,
-            checkpointed=stage.task_id in stage.pipeline.checkpoint_configs,
+            enabled=stage.reuse_outputs and stage.task_id not in stage.pipeline.checkpoint_configs,
             log=self.log,
         )
 

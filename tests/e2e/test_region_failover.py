@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 import time
 from datetime import datetime
 from pathlib import Path
@@ -26,7 +24,6 @@ from ft_harness.scenario_runs import SCENARIOS
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
-REPO = Path(__file__).resolve().parents[2]
 DAG_FILE = "ft_failover_scenarios.py"  # every scenario's DAG
 
 
@@ -324,20 +321,9 @@ def test_manual_region_restart_reruns_region_and_consumers_only(live_airflow, ru
     run, before, story = finish(live_airflow, runs, "pipelined_t2_killed")
     dag_id, run_id = runs["pipelined_t2_killed"]
     assert run["state"] == "success", story
-    command = [
-        sys.executable,
-        "-m",
-        "airflow_ft_provider.cli",
-        "restart-region",
-        "--dag-id",
-        dag_id,
-        "--run-id",
-        run_id,
-        "--task",
-        "T1",
-    ]
-    env = {**live_airflow.environment(), "PYTHONPATH": str(REPO)}
-    result = subprocess.run(command, env=env, capture_output=True, text=True, timeout=300)
+    result = live_airflow.provider_cli(
+        "restart-region", "--dag-id", dag_id, "--run-id", run_id, "--task", "T1"
+    )
     assert result.returncode == 0, result.stdout + result.stderr
     assert json.loads(result.stdout) == {
         "task": "T1",

@@ -8,10 +8,7 @@ hand: P writes new rows, so Q's new try computes its output again."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime
-from pathlib import Path
 
 import pytest
 
@@ -21,7 +18,6 @@ from airflow_ft_provider.recovery.journal import RecoveryJournal
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
 DAG_ID = "ft_e2e_reuse_noisy"
-REPO = Path(__file__).resolve().parents[2]
 
 
 def test_a_producer_that_writes_different_rows_makes_its_consumer_run_again(
@@ -36,13 +32,8 @@ def test_a_producer_that_writes_different_rows_makes_its_consumer_run_again(
     assert api.wait_for_dag_run(DAG_ID, run_id, timeout=600)["state"] == "success"
     before = {name: store.manifest(run.parse(name)) for name in ("p", "q")}
 
-    restart = subprocess.run(
-        [sys.executable, "-m", "airflow_ft_provider.cli", "restart-region"]
-        + ["--dag-id", DAG_ID, "--run-id", run_id, "--task", "P"],
-        env={**live_airflow.environment(), "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
+    restart = live_airflow.provider_cli(
+        "restart-region", "--dag-id", DAG_ID, "--run-id", run_id, "--task", "P"
     )
     assert restart.returncode == 0, restart.stdout + restart.stderr
     assert json.loads(restart.stdout) == {"task": "P", "restarted": ["P", "Q"]}

@@ -97,6 +97,10 @@ def test_explicit_edge_that_matches_a_partition_is_accepted():
         ),
         (lambda: stage("a", inputs={"x": "broadcast"}), r"input 'x': unknown value 'broadcast'"),
         (lambda: stage("a", outputs=["x", "x"]), r"output 'x' is declared twice"),
+        (
+            lambda: stage("a", outputs=["x"], reuse_outputs="no"),
+            r"stage 'a': reuse_outputs must be True or False, got 'no'",
+        ),
     ],
 )
 def test_miswired_pipelines_fail_at_parse_time(build, message):

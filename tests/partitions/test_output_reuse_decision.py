@@ -1,0 +1,121 @@
+"""A try's reuse decision (operators/output_reuse.py) against the S3 endpoint: from the second try on,
+the same inputs and code reuse the output; anything else, or reuse_outputs=False, runs Spark."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
+from airflow_ft_provider.model.exchanges import Input, Output
+from airflow_ft_provider.operators.output_reuse import OutputReuse
+from airflow_ft_provider.partitions import Producer, RunRef
+from airflow_ft_provider.partitions.provenance import Provenance
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.partition_files import version_files, write_files
+
+pytestmark = pytest.mark.s3
+
+RUN = RunRef("etl", "manual__2026-11-25T00:00:00+00:00")
+DESCRIPTION = PipelineDescription(
+    "etl",
+    [
+        StageDeclaration("up", 1, (), (Output("orders"),)),
+        StageDeclaration("down", 1, (Input("orders"),), (Output("totals"),)),
+    ],
+)
+
+
+@dataclass(frozen=True)
+class Stage:
+    application: str
+    task_id: str = "down"
+    dag_id: str = "etl"
+    python_callable: Any = None
+    application_args: list[Any] = field(default_factory=list)
+    conf: dict[str, Any] = field(default_factory=dict)
+    env_vars: dict[str, str] = field(default_factory=dict)
+
+
+class Log:
+    def __init__(self) -> None:
+        self.lines: list[str] = []
+
+    def info(self, message: str, *args: object) -> None:
+        self.lines.append(message % args)
+
+    warning = info
+
+
+def decision(store, stage, try_number, *, enabled=True, log=None):
+    return OutputReuse(
+        stage,
+        (Output("totals"),),
+        description=DESCRIPTION,
+        store=store,
+        run=RUN,
+        map_index=None,
+        try_number=try_number,
+        enabled=enabled,
+        log=log or Log(),
+    )
+
+
+def commit(store, tmp_path, result, producer, provenance, version=1):
+    files = write_files(tmp_path / f"{result}-{producer.try_number}-{version}", version_files(version))
+    return store.commit(RUN.parse(result), files, producer=producer, provenance=provenance)
+
+
+@pytest.fixture
+def first_run(store, tmp_path):
+    """up committed orders; down's try 1 committed totals with the lineage it read them with."""
+    app = tmp_path / "down.py"
+    app.write_text("io.write('totals', io.read('orders'))\n")
+    stage = Stage(str(app))
+    orders = commit(store, tmp_path, "orders", Producer("up", -1, 1), Provenance("rows1:" + "0a" * 16))
+    lineage = decision(store, stage, 1).lineage({"orders": orders})
+    assert lineage is not None
+    totals = commit(
+        store, tmp_path, "totals", Producer("down", -1, 1), Provenance("rows1:" + "0b" * 16, lineage)
+    )
+    return stage, totals
+
+
+def test_unchanged_inputs_and_code_reuse_the_output_and_say_so(store, first_run):
+    stage, totals = first_run
+    log = Log()
+    committed = decision(store, stage, 2, log=log).try_reuse()
+    assert committed is not None and committed["totals"]["reused_from_try"] == 1
+    current = store.manifest(RUN.parse("totals"))
+    assert (current.producer.try_number, current.attempt_id) == (2, totals.attempt_id)
+    said = "inputs identical to try 1's: output of try 1 reused, Spark not started"
+    assert any(said in line for line in log.lines), log.lines
+    [event] = [e for e in RecoveryJournal(store, RUN).events() if e["kind"] == "reused"]
+    assert (event["task"], event["try_number"], event["reason"]) == ("down", 2, said)
+
+
+def test_a_first_try_or_reuse_outputs_false_runs_spark(store, first_run):
+    stage, _ = first_run
+    assert decision(store, stage, 1).try_reuse() is None
+    assert decision(store, stage, 2, enabled=False).try_reuse() is None
+    assert store.manifest(RUN.parse("totals")).producer.try_number == 1
+
+
+def test_changed_input_rows_or_changed_code_run_spark(store, first_run, tmp_path):
+    stage, _ = first_run
+    Path(stage.application).write_text("io.write('totals', io.read('orders').limit(1))\n")
+    assert decision(store, stage, 2).try_reuse() is None  # the application changed
+    Path(stage.application).write_text("io.write('totals', io.read('orders'))\n")
+    assert decision(store, replace(stage, application_args=["--all"]), 2).try_reuse() is None
+    commit(store, tmp_path, "orders", Producer("up", -1, 2), Provenance("rows1:" + "0c" * 16), version=2)
+    assert decision(store, stage, 2).try_reuse() is None  # the producer wrote other rows
+    assert store.manifest(RUN.parse("totals")).producer.try_number == 1
+
+
+def test_an_input_without_a_checksum_never_reuses(store, first_run, tmp_path):
+    stage, _ = first_run
+    commit(store, tmp_path, "orders", Producer("up", -1, 2), Provenance())  # e.g. a column with a map
+    assert decision(store, stage, 2).try_reuse() is None
