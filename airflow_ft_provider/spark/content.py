@@ -2,10 +2,11 @@
 itself, and the rows of local Parquet output counted from the files' footers.
 
 It lets a re-run consumer see that its inputs did not change (``partitions/provenance.py``). Spark writes
-unordered, partitioned output, so the files' bytes cannot tell; the checksum is over rows: the sums of
-two row hashes (64-bit xxHash and 32-bit Murmur3 of each row's columns, in column order), with the row
-count and the schema. The sums are the write's observed metrics (``DataFrame.observe``): no extra Spark
-job, on Spark Connect as under spark-submit.
+unordered, partitioned output, so the files' bytes cannot tell; the checksum is over rows: the sum of
+each row's 64-bit xxHash (of its columns, in column order), kept as two exact sums of 32-bit halves, with
+the row count and the schema. The sums are the write's observed metrics (``DataFrame.observe``): no extra
+Spark job, on Spark Connect as under spark-submit. (A partition of more than 2^31 rows overflows a sum:
+it gets no checksum, and is never reused.)
 
 Only columns Spark hashes the same for equal values are checksummed: Spark refuses to hash maps (equal
 maps may hash differently), and floating-point values are hashed as they are (0.0 and -0.0 differ,
@@ -64,25 +65,25 @@ class ContentObserver:
         self.observed = df
         if not schema.fields or not _hashable(schema):
             return
-        columns = [df[name] for name in df.columns]
-        zero = F.lit(0).cast("decimal(38,0)")
+        row_hash = F.xxhash64(*[df[name] for name in df.columns])
         self.observation = Observation(f"ft_content_{uuid.uuid4().hex}")
         self.observed = df.observe(
             self.observation,
             F.count(F.lit(1)).alias("rows"),
-            F.coalesce(F.sum(F.xxhash64(*columns).cast("decimal(38,0)")), zero).alias("xxhash64"),
-            F.coalesce(F.sum(F.hash(*columns).cast("decimal(38,0)")), zero).alias("murmur3"),
+            F.try_sum(F.shiftrightunsigned(row_hash, 32)).alias("high"),  # try_: null, not an error,
+            F.try_sum(row_hash.bitwiseAND(F.lit(0xFFFFFFFF))).alias("low"),  # on overflow
         )
 
     def checksum(self, rows: int) -> str | None:
-        """``rows1:<32 hex>`` of what was written, or None: not computed, or Spark's observed count is not
-        ``rows`` (counted from the files), so the sums cannot be trusted."""
+        """``rows1:<32 hex>`` of what was written, or None: not computed, a sum overflowed, or Spark's
+        observed count is not ``rows`` (counted from the files), so the sums cannot be trusted."""
         if self.observation is None:
             return None
         metrics = self.observation.get
-        if int(metrics["rows"]) != rows:
+        high, low = metrics["high"], metrics["low"]
+        if int(metrics["rows"]) != rows or rows and (high is None or low is None):
             return None
-        text = f"{self.schema}|{rows}|{metrics['xxhash64']}|{metrics['murmur3']}"
+        text = f"{self.schema}|{rows}|{high or 0}|{low or 0}"
         return f"{CONTENT_VERSION}:{hashlib.sha256(text.encode()).hexdigest()[:32]}"
 
 
