@@ -27,6 +27,8 @@ class TaskStateStore(Protocol):
 
     def set(self, key: str, value: Any) -> None: ...
 
+    def delete(self, key: str) -> None: ...
+
 
 @dataclass(frozen=True)
 class TrySession:

@@ -18,17 +18,23 @@ import shutil
 import stat
 import tempfile
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["TryWorkdir", "remove_abandoned"]
+__all__ = ["TryWorkdir", "adopt_abandoned", "mark_finished", "remove_abandoned"]
 
 PREFIX = "ft-stage-"
 OWNER_FILE = ".owner"
 # A directory with no owner file was either made by a release before this module, or is being set up
 # right now (the owner file appears within microseconds of the directory): removed only once this old.
 UNOWNED_GRACE_SECONDS = 600.0
+# A killed try whose output was complete (``mark_finished``) leaves it for the task's next try to adopt
+# (operators/adoption.py): other tries' sweeps keep it this long.
+FINISHED_FILE = ".finished"
+ADOPTION_GRACE_SECONDS = 3600.0
 
 
 class TryWorkdir:
@@ -98,6 +104,11 @@ def remove_abandoned(base: str | os.PathLike[str], *, now: float | None = None) 
 def _remove_if_abandoned(directory: Path, mtime: float, now: float) -> bool:
     """Remove ``directory`` if no live try owns it; True if it is gone."""
     try:
+        if now - (directory / FINISHED_FILE).lstat().st_mtime < ADOPTION_GRACE_SECONDS:
+            return False  # finished output its task's next try may adopt
+    except FileNotFoundError:
+        pass
+    try:
         fd = os.open(directory / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
         return now - mtime >= UNOWNED_GRACE_SECONDS and _remove(directory)
@@ -116,3 +127,33 @@ def _remove_if_abandoned(directory: Path, mtime: float, now: float) -> bool:
 def _remove(directory: Path) -> bool:
     shutil.rmtree(directory, ignore_errors=True)
     return not directory.exists()
+
+
+@contextmanager
+def adopt_abandoned(directory: str | os.PathLike[str]) -> Iterator[bool]:
+    """Use a killed try's scratch directory (its finished output), then remove it: yields True while
+    holding its lock, so that no sweeper removes it meanwhile; False when a live try still owns it or it
+    is gone."""
+    try:
+        fd = os.open(Path(directory) / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    except OSError:
+        yield False
+        return
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False  # its try is alive: it commits its own output
+            return
+        try:
+            yield True
+        finally:
+            _remove(Path(directory))
+    finally:
+        os.close(fd)
+
+
+def mark_finished(directory: str | os.PathLike[str]) -> None:
+    """The try owning ``directory`` wrote every output: should it be killed before its commit, sweeps
+    keep the directory for ``ADOPTION_GRACE_SECONDS`` so that the task's next try can adopt it."""
+    (Path(directory) / FINISHED_FILE).touch()

@@ -254,6 +254,20 @@ class PipelineDescription:
             consumed[consumption.result] = partitions
         return consumed
 
+    def consumer_tasks(self, result: str, map_index: int) -> set[str]:
+        """The tasks (``stage[i]``) that read partition ``map_index`` of ``result``."""
+        graph = self.graph
+        index = max(map_index, 0)
+        consumers: set[str] = set()
+        for consumption in graph.consumptions:
+            if consumption.result != result:
+                continue
+            parallelism = graph.stages[consumption.stage].parallelism
+            for group in graph.exchange_groups(consumption):
+                if index in group.partitions:
+                    consumers.update(indexed(consumption.stage, i, parallelism) for i in group.consumers)
+        return consumers
+
     def pipelined_partitions(self) -> list[str]:
         """Every pipelined partition id a run of the pipeline can produce (released when the run ends)."""
         partitions: list[str] = []

@@ -7,10 +7,11 @@ identity and its inputs' row checksums) with the lineage it would have now, and 
 publishes the earlier output for itself (``PartitionReuse.reuse_output``) without starting Spark.
 
 Within a run only: the earlier output is a valid result of this stage for identical inputs, so the
-run's output stays exactly once. A stage qualifies when all its inputs and outputs are blocking, it has
-at least one input (a stage without inputs reads data the lineage cannot see), it is not checkpointed
-(it resumes instead) nor set ``reuse_outputs=False``, and its code is readable here
-(``execution/stage_identity.py``).
+run's output stays exactly once. A region named by a manual restart is computed again (what the user
+asked for); the consumer regions the restart reschedules may reuse. A stage qualifies when all its
+inputs and outputs are blocking, it has at least one input (a stage without inputs reads data the
+lineage cannot see), it is not checkpointed (it resumes instead) nor set ``reuse_outputs=False``, and
+its code is readable here (``execution/stage_identity.py``).
 """
 
 from __future__ import annotations
@@ -65,6 +66,7 @@ class OutputReuse:
         self.eligible = (
             enabled
             and bool(self.inputs)
+            and bool(outputs)  # a stage without outputs runs for its effects: always
             and all(graph.results[ref.result].result_type.is_reconsumable for ref in self.inputs)
             and all(o.result_type.is_reconsumable for o in outputs)
         )
@@ -109,6 +111,9 @@ class OutputReuse:
             return None
         if key is None or any(m.provenance.lineage != key for m in previous.values()):
             return None
+        if self._named_by_a_manual_restart(since=min(m.created_at for m in previous.values())):
+            self.log.info("%s: a manual restart named this region: running Spark", self.task)
+            return None
         producer = self.producer()
         committed: dict[str, Any] = {}
         for ref in self.outputs:
@@ -126,6 +131,19 @@ class OutputReuse:
             }
         self._record(sorted({m.producer.try_number for m in previous.values()}))
         return committed
+
+    def _named_by_a_manual_restart(self, *, since: float) -> bool:
+        """Whether a manual restart after ``since`` named this task's region (the user asked for it to be
+        computed again; the consumer regions it rescheduled may still reuse their outputs)."""
+        for event in RecoveryJournal(self.store, self.run).events():
+            when = event.get("time")
+            if event.get("kind") != "manual" or not isinstance(when, (int, float)) or when <= since:
+                continue
+            named = str(event.get("task"))
+            for region in event.get("regions", []):
+                if str(self.task) in region and any(t == named or t.startswith(f"{named}[") for t in region):
+                    return True
+        return False
 
     def _record(self, tries: list[int]) -> None:
         """In the task log and the run's history (the failover page, ``airflow-ft history``), in words."""

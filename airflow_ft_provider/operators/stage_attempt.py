@@ -15,7 +15,13 @@ from typing import Any, Protocol
 from airflow_ft_provider import metrics
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.execution.backend import backend_for
-from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend, StageSettings, TaskLog
+from airflow_ft_provider.execution.contracts import (
+    DataPlacement,
+    StageBackend,
+    StageSettings,
+    TaskLog,
+    WrittenOutput,
+)
 from airflow_ft_provider.execution.engine_views import check_engine_view
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.submit import StageOutputMissing
@@ -25,6 +31,7 @@ from airflow_ft_provider.failover.indexed_name import indexed
 from airflow_ft_provider.faults import faults_for
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
+from airflow_ft_provider.operators.adoption import FinishedWorkAdoption
 from airflow_ft_provider.operators.checkpointed import CheckpointedTry
 from airflow_ft_provider.operators.output_reuse import OutputReuse
 from airflow_ft_provider.partitions import (
@@ -112,7 +119,6 @@ class StageAttempt:
         self.log = stage.log
         self.task = self.description.core_task_id(stage.task_id, map_index)
         self.backend: StageBackend | None = None
-        self._lost: frozenset[str] | None = None  # partitions the run's decisions found lost (metrics)
         self.reuse = OutputReuse(
             stage,
             stage.outputs,
@@ -122,6 +128,13 @@ class StageAttempt:
             map_index=map_index,
             try_number=self.ti.try_number,
             enabled=stage.reuse_outputs and stage.task_id not in stage.pipeline.checkpoint_configs,
+            log=self.log,
+        )
+        self.adoption = FinishedWorkAdoption(
+            self.reuse,
+            stage.outputs,
+            checkpointed=stage.task_id in stage.pipeline.checkpoint_configs,
+            state=context.get("task_state_store"),
             log=self.log,
         )
 
@@ -137,10 +150,11 @@ class StageAttempt:
             log=self.log,
         )
         faults.before_work()
-        reused = self.reuse.try_reuse()
-        if reused is not None:
-            self.ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=reused)
-            return reused
+        # An earlier try's output instead of Spark work: committed and unchanged, or finished and killed
+        earlier = self.reuse.try_reuse() or self.adoption.try_adopt()
+        if earlier:
+            self.ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=earlier)
+            return earlier
         direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
         checkpointed = self._checkpointed()
         with checkpointed.workdir() if checkpointed else TryWorkdir(log=self.log) as workdir:
@@ -185,9 +199,14 @@ class StageAttempt:
                     sorted(outputs) or "nothing",
                 )
                 backend.run(spec, fail_in_app=faults.fails_in_app)
+                written = {name: backend.written(planned.spec) for name, planned in outputs.items()}
+                lineage = self.reuse.lineage(placement.read)
+                locations = {name: (p.spec.location, p.attempt) for name, p in outputs.items()}
+                self.adoption.record(locations, written, placement.read, lineage, workdir)
                 faults.after_work()
                 stored = checkpointed.finish() if checkpointed else {}
-                committed = self._commit_outputs(outputs, placement, backend, stored)
+                committed = self._commit_outputs(outputs, placement, written, lineage, stored)
+                self.adoption.forget()
                 if checkpointed:
                     for entry in committed.values():
                         entry["checkpoint"] = checkpointed.summary()
@@ -300,14 +319,14 @@ class StageAttempt:
         self,
         outputs: dict[str, _PlannedOutput],
         placement: DataPlacement,
-        backend: StageBackend,
+        written: Mapping[str, WrittenOutput],
+        lineage: str | None,
         stored: Mapping[Path, str],
     ) -> dict[str, Any]:
         """Commit each declared output; all must have been written before the first is committed.
         ``stored``: output files a checkpoint has in the store already (copied, not uploaded again)."""
-        written = {name: backend.written(planned.spec) for name, planned in outputs.items()}
         rows = {name: w.rows for name, w in written.items()}
-        lineage = self.reuse.lineage(placement.read)
+        lost = RecoveryJournal(self.store, self.run_ref).found_lost() if self.ti.try_number > 1 else set()
         committed: dict[str, Any] = {}
         producer = self.reuse.producer()
         for name, planned in outputs.items():
@@ -356,27 +375,19 @@ class StageAttempt:
                     task_id=self.task,
                     result=planned.output.result,
                     size=manifest.total_size,
-                    rebuilt=self.ti.try_number > 1 and planned.partition_id in self._found_lost(),
+                    rebuilt=planned.partition_id in lost,
                 )
             committed[planned.partition_id] = entry
         return committed
-
-    def _found_lost(self) -> frozenset[str]:
-        """Partitions a failure's decision in this run found lost (a retry's commits rebuild them)."""
-        if self._lost is None:
-            try:
-                decisions = RecoveryJournal(self.store, self.run_ref).load().decisions.values()
-                self._lost = frozenset(p for d in decisions for p in d.unavailable)
-            except Exception:  # noqa: BLE001 - a metric's lookup never fails a commit
-                self._lost = frozenset()
-        return self._lost
 
     def _release_consumed(
         self, engine_inputs: list[tuple[PartitionRef, PipelinedHandle]], backend: StageBackend
     ) -> None:
         """Record that this task consumed its engine-held inputs; the last consumer releases them."""
         for ref, handle in engine_inputs:
-            if self.pipelined.record_consumer(ref, handle, self.task, self._consumers_of(ref)):
+            if self.pipelined.record_consumer(
+                ref, handle, self.task, self.description.consumer_tasks(ref.result, ref.map_index)
+            ):
                 assert handle.engine is not None
                 backend.drop(handle.engine.view)
                 self.log.info(
@@ -384,16 +395,3 @@ class StageAttempt:
                     ref.partition_id,
                     handle.engine.view,
                 )
-
-    def _consumers_of(self, ref: PartitionRef) -> set[str]:
-        graph = self.description.graph
-        index = max(ref.map_index, 0)
-        consumers: set[str] = set()
-        for consumption in graph.consumptions:
-            if consumption.result != ref.result:
-                continue
-            parallelism = graph.stages[consumption.stage].parallelism
-            for group in graph.exchange_groups(consumption):
-                if index in group.partitions:
-                    consumers.update(subtask_id(consumption.stage, i, parallelism) for i in group.consumers)
-        return consumers

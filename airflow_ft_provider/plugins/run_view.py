@@ -23,7 +23,8 @@ from airflow_ft_provider.partitions.store import AvailabilityReport
 
 SUCCESS = "success"
 CHECKPOINT_EVENTS = ("checkpoint", "checkpoints")  # a try's restore point, and its statistics
-REUSE_EVENT = "reused"  # a try that reused its outputs (operators/output_reuse.py)
+# a try that reused its outputs (operators/output_reuse.py), or committed a killed try's (adoption.py)
+EARLIER_OUTPUT_EVENTS = ("reused", "adopted")
 
 
 def region_id(region: Iterable[str]) -> str:
@@ -128,8 +129,11 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
     rows = []
     for event in events:
         manual = event.get("kind") == "manual"
-        # its reason is the sentence to show
-        told = manual or event.get("kind") in (*CHECKPOINT_EVENTS, REUSE_EVENT)
+        # its reason is the sentence to show; a restore point or an earlier output decides no restart
+        informative = event.get("kind") in (*CHECKPOINT_EVENTS, *EARLIER_OUTPUT_EVENTS)
+        told = manual or informative
+        restart = True if manual else bool(event.get("restart"))
+        decision = "" if informative else "restart" if restart else f"fail: {event.get('reason', '')}"
         rows.append(
             {
                 "time": event.get("time"),
@@ -137,7 +141,8 @@ def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
                 "task": event.get("task"),
                 "try_number": event.get("try_number"),
                 "cause": event.get("reason") if told else event.get("cause"),
-                "restart": True if manual else bool(event.get("restart")),
+                "restart": restart,
+                "decision": decision,
                 "regions": event.get("regions", []),
                 "tasks": event.get("tasks", []),
                 "cleared": event.get("cleared", []),

@@ -163,6 +163,14 @@ class RecoveryJournal:
         self.store.json_objects.update_raw(self.state_key, apply)
         return outcome[0]
 
+    def found_lost(self) -> frozenset[str]:
+        """Partitions a failure's decision in this run found lost (a retry's commits rebuild them), for
+        metrics: empty when the state cannot be read (a metric's lookup never fails a commit)."""
+        try:
+            return frozenset(p for d in self.load().decisions.values() for p in d.unavailable)
+        except Exception:  # noqa: BLE001
+            return frozenset()
+
     def record(self, event: dict[str, Any]) -> None:
         stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(event.get("time", time.time())))
         task = str(event.get("task", "run")).replace("[", "-").replace("]", "")

@@ -11,6 +11,7 @@ import pytest
 from ft_harness.scenario_runs import SCENARIOS
 from tests.e2e.test_region_failover import (  # noqa: F401  (the tests and their fixtures)
     store,
+    test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spark,
     test_exponential_delay_grows_and_respects_the_maximum,
     test_failure_rate_fails_on_the_failure_above_the_maximum,
     test_fixed_delay_tries_attempts_plus_one_times_then_fails,

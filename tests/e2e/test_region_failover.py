@@ -223,6 +223,28 @@ def eventually(condition, *, what, live_airflow, timeout=120):
         time.sleep(1)
 
 
+def test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spark(live_airflow, runs, store):
+    #   A --> B --> C
+    #            \-> D (SIGKILL after its Spark work, before committing d)
+    run, tis, story = finish(live_airflow, runs, "seed002_d_killed")
+    dag_id, run_id = runs["seed002_d_killed"]
+    assert run["state"] == "success", story
+    assert try_numbers(tis.values()) == {"A": 1, "B": 1, "C": 1, "D": 2}, story
+    d = store.manifest(RunRef(dag_id, run_id).parse("d"))
+    assert d.producer.try_number == 2 and d.provenance.content is not None, story
+    assert values(store, dag_id, run_id, "d") == expected(2)
+    retry = log_of(live_airflow, dag_id, run_id, "D", 2)
+    said = (
+        "try 1 finished its Spark work and was killed before its commit: output committed, Spark not started"
+    )
+    assert said in retry and "stage D (spark-connect" not in retry, retry[-3000:]
+    history = RecoveryJournal(store, RunRef(dag_id, run_id)).events()
+    assert [(e["task"], e["try_number"]) for e in history if e["kind"] == "adopted"] == [("D", 2)], story
+    # the killed try's scratch directory (its staged output) went with the adoption
+    killed = scratch_directory(log_of(live_airflow, dag_id, run_id, "D", 1))
+    assert killed is not None and not killed.exists(), story
+
+
 def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store):
     #   S --> [ T1 ~~> T2 (SIGKILL after its Spark job, before committing) ] --> U
     run, tis, story = finish(live_airflow, runs, "pipelined_t2_killed")

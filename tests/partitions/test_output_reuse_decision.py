@@ -119,3 +119,17 @@ def test_an_input_without_a_checksum_never_reuses(store, first_run, tmp_path):
     stage, _ = first_run
     commit(store, tmp_path, "orders", Producer("up", -1, 2), Provenance())  # e.g. a column with a map
     assert decision(store, stage, 2).try_reuse() is None
+
+
+def test_a_manual_restart_recomputes_the_region_it_names_and_lets_its_consumers_reuse(store, first_run):
+    stage, totals = first_run
+    journal = RecoveryJournal(store, RUN)
+    later = totals.created_at + 1
+    # restarting up's region reschedules down as a consumer: down may reuse
+    journal.record({"time": later, "kind": "manual", "task": "up", "regions": [["up"], ["down"]]})
+    assert decision(store, stage, 2).try_reuse() is not None
+    # restarting down's own region asks for down to be computed again
+    journal.record({"time": later + 1, "kind": "manual", "task": "down", "regions": [["down"]]})
+    log = Log()
+    assert decision(store, stage, 3, log=log).try_reuse() is None
+    assert any("a manual restart named this region: running Spark" in line for line in log.lines)

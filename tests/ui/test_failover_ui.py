@@ -377,12 +377,23 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
         rows = sorted((r["key"], r["value"]) for r in read_table(store, run.parse(partition)).to_pylist())
         assert rows == [(key, key * 10 + depth) for key in range(40)]
 
-    # The page, reloaded, shows the manual restart next to the failover.
+    # B, the region the restart named, was computed again; C and D read its new output, the same rows
+    # as before, and reused their outputs (no Spark).
+    reused = [e for e in journal.events() if e["kind"] == "reused"]
+    assert sorted((e["task"], e["try_number"]) for e in reused) == [("C", 3), ("D", 2)]
+
+    # The page, reloaded, shows the manual restart next to the failover, then the reused tries.
     browser.refresh()
     browser.switch_to.frame(wait_for(browser, ec.presence_of_element_located((By.TAG_NAME, "iframe"))))
     wait_for(
-        browser, lambda d: len(d.find_elements(By.CSS_SELECTOR, ".history-row")) == 2, what="two history rows"
+        browser,
+        lambda d: len(d.find_elements(By.CSS_SELECTOR, ".history-row")) == 4,
+        what="four history rows",
     )
-    assert "manual (admin)" in browser.find_elements(By.CSS_SELECTOR, ".history-row")[1].text
+    rows = [row.text for row in browser.find_elements(By.CSS_SELECTOR, ".history-row")]
+    assert "manual (admin)" in rows[1], rows
+    assert all("reused" in row and "Spark not started" in row and "fail:" not in row for row in rows[2:]), (
+        rows
+    )
     browser.execute_script("document.getElementById('history').scrollIntoView()")
     browser.save_screenshot(str(ARTIFACTS / "failover-page-history.png"))

@@ -266,3 +266,4 @@ def test_a_reused_try_is_in_the_history_in_words():
     )
     [row] = view["history"]
     assert (row["kind"], row["task"], row["try_number"], row["cause"]) == ("reused", "score", 2, said)
+    assert row["decision"] == ""  # not "fail: ...": reusing an output decides no restart

@@ -11,15 +11,19 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
 
 from airflow_ft_provider.execution.workdir import (
+    ADOPTION_GRACE_SECONDS,
     OWNER_FILE,
     PREFIX,
     UNOWNED_GRACE_SECONDS,
     TryWorkdir,
+    adopt_abandoned,
+    mark_finished,
     remove_abandoned,
 )
 
@@ -132,3 +136,29 @@ def test_nothing_but_this_users_own_scratch_directories_is_touched(tmp_path):
     assert sorted(p.name for p in scratch.iterdir()) == sorted(
         [f"{PREFIX}link", f"{PREFIX}file", "other-dir", f"{PREFIX}owner-link"]
     )
+
+
+def test_a_killed_trys_directory_is_adopted_then_removed_and_a_live_trys_never(tmp_path, holders):
+    #   killed try ──SIGKILL──▶ its finished output is adopted by the next try, which removes it after
+    #   running try (alive)      never adopted: it commits its own output
+    killed, running = holders(tmp_path), holders(tmp_path)
+    killed.kill()
+    with adopt_abandoned(killed.path) as claimed:
+        assert claimed
+        assert (killed.path / "out" / "part-0.parquet").is_file()
+        assert remove_abandoned(tmp_path) == []  # a sweeper meanwhile leaves it alone
+    assert not killed.path.exists()
+    with adopt_abandoned(running.path) as claimed:
+        assert not claimed
+    assert (running.path / "out" / "part-0.parquet").is_file()
+    with adopt_abandoned(tmp_path / "gone") as claimed:
+        assert not claimed
+
+
+def test_a_killed_try_with_finished_output_is_kept_for_adoption_until_the_grace_ends(tmp_path, holders):
+    killed = holders(tmp_path)
+    mark_finished(killed.path)
+    killed.kill()
+    assert remove_abandoned(tmp_path) == [] and killed.path.is_dir()  # its next try may adopt it
+    later = time.time() + ADOPTION_GRACE_SECONDS + 1
+    assert remove_abandoned(tmp_path, now=later) == [killed.path]

@@ -1,0 +1,127 @@
+"""A try's finished Spark work, recorded where the task's next try finds it.
+
+Between the end of a try's Spark work and the end of its commit, the try holds a complete result that
+nobody can read yet. When the worker dies in that window (a SIGKILL, a lost Celery worker, the OOM
+killer), the next try would compute it again. So the moment the application has written every output,
+the try records where they are, how many rows each has and what they hold, and which input attempts it
+read, in Airflow's ``task_state_store`` (the store ``ResumableJobMixin`` keeps a job id in, scoped to
+the task instance across its tries). The next try commits that output itself when it is still there and
+its inputs are the same attempts (``operators/adoption.py``), without starting Spark.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from dataclasses import dataclass
+from typing import Any
+
+from airflow_ft_provider.execution.connect_sessions import TaskStateStore
+from airflow_ft_provider.partitions.provenance import CONTENT, LINEAGE
+
+FINISHED_KEY = "ft_finished_work"
+
+
+@dataclass(frozen=True)
+class FinishedOutput:
+    """One output the application wrote: a ``file://`` staging directory or an ``s3a://`` attempt."""
+
+    location: str
+    attempt: str | None  # direct s3a: the attempt id Spark wrote under
+    rows: int
+    content: str | None
+
+
+@dataclass(frozen=True)
+class FinishedWork:
+    try_number: int
+    host: str  # where a file:// location is
+    workdir: str | None  # the try's scratch directory (staged outputs), removed once adopted
+    inputs: dict[str, str]  # partition id -> the attempt id of the manifest read
+    lineage: str | None
+    outputs: dict[str, FinishedOutput]  # result -> where it is
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "try_number": self.try_number,
+            "host": self.host,
+            "workdir": self.workdir,
+            "inputs": dict(self.inputs),
+            "lineage": self.lineage,
+            "outputs": {
+                name: {"location": o.location, "attempt": o.attempt, "rows": o.rows, "content": o.content}
+                for name, o in self.outputs.items()
+            },
+        }
+
+    @classmethod
+    def from_json(cls, value: object) -> FinishedWork:
+        """A stored record, validated (ValueError: not one of ours, or damaged)."""
+        doc = _object(value, "the record")
+        outputs = {}
+        for name, raw in _object(doc.get("outputs"), "'outputs'").items():
+            out = _object(raw, f"output {name!r}")
+            location = _text(out.get("location"), "location")
+            if not location.startswith(("file://", "s3a://")):
+                raise ValueError(f"'location' must be file:// or s3a://, got {reprlib.repr(location)}")
+            content = _optional(out.get("content"), "content")
+            if content is not None and not CONTENT.match(content):
+                raise ValueError(f"'content' is not a row checksum: {reprlib.repr(content)}")
+            outputs[str(name)] = FinishedOutput(
+                location, _optional(out.get("attempt"), "attempt"), _count(out.get("rows"), "rows"), content
+            )
+        lineage = _optional(doc.get("lineage"), "lineage")
+        if lineage is not None and not LINEAGE.match(lineage):
+            raise ValueError(f"'lineage' is not a lineage digest: {reprlib.repr(lineage)}")
+        inputs = {
+            str(k): _text(v, "input attempt") for k, v in _object(doc.get("inputs"), "'inputs'").items()
+        }
+        return cls(
+            _count(doc.get("try_number"), "try_number"),
+            _text(doc.get("host"), "host"),
+            _optional(doc.get("workdir"), "workdir"),
+            inputs,
+            lineage,
+            outputs,
+        )
+
+
+def _object(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be an object, got {reprlib.repr(value)}")
+    return value
+
+
+def _text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what!r} must be a non-empty string, got {reprlib.repr(value)}")
+    return value
+
+
+def _optional(value: object, what: str) -> str | None:
+    return None if value is None else _text(value, what)
+
+
+def _count(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what!r} must be a whole number >= 0, got {reprlib.repr(value)}")
+    return value
+
+
+def earlier_finished_work(
+    store: TaskStateStore | None, try_number: int
+) -> tuple[FinishedWork | None, str | None]:
+    """What an earlier try of this task finished and did not commit (None if nothing), and why a record
+    was passed over."""
+    if store is None:
+        return None, None
+    try:
+        raw = store.get(FINISHED_KEY)
+    except Exception as err:  # noqa: BLE001 - without it the try runs Spark as before
+        return None, f"could not read task_state_store[{FINISHED_KEY!r}] ({err})"
+    if raw is None:
+        return None, None
+    try:
+        work = FinishedWork.from_json(raw)
+    except ValueError as exc:
+        return None, f"task_state_store[{FINISHED_KEY!r}] is not a finished-work record ({exc}); passed over"
+    return (work, None) if work.try_number < try_number else (None, None)
