@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_ft_provider.execution.connect_sessions import TaskStateStore
 from airflow_ft_provider.execution.contracts import StageBackend, StageSettings, TaskLog
+from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.partitions import S3PartitionStore
 
 CONNECT_CONN_TYPE = "spark_connect"  # the Spark provider's SparkConnectHook.conn_type

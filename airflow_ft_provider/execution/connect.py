@@ -23,13 +23,13 @@ from typing import Any
 
 from airflow_ft_provider.execution.connect_sessions import (
     SESSION_KEY,
-    TaskStateStore,
     TrySession,
     previous_session,
     with_session_id,
 )
 from airflow_ft_provider.execution.contracts import StageSettings, TaskLog, WrittenOutput
 from airflow_ft_provider.execution.submit import output_missing
+from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.spark import stage_io
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
 

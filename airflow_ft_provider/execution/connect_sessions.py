@@ -15,19 +15,11 @@ from __future__ import annotations
 import reprlib
 import uuid
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
+
+from airflow_ft_provider.execution.task_state import TaskStateStore, read_record
 
 SESSION_KEY = "ft_connect_session"
-
-
-class TaskStateStore(Protocol):
-    """Airflow's ``context["task_state_store"]`` (the part used here)."""
-
-    def get(self, key: str, default: Any = None) -> Any: ...
-
-    def set(self, key: str, value: Any) -> None: ...
-
-    def delete(self, key: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -70,16 +62,10 @@ def with_session_id(url: str, session_id: str) -> str:
 
 def previous_session(store: TaskStateStore | None) -> tuple[TrySession | None, str | None]:
     """The session an earlier try recorded (None if none), and why a record was passed over."""
-    if store is None:
-        return None, None
-    try:
-        raw = store.get(SESSION_KEY)
-    except Exception as err:  # noqa: BLE001 - without it the try runs as before: no earlier work stopped
-        where = f"task_state_store[{SESSION_KEY!r}]"
-        return None, f"could not read {where} ({err}); no earlier try's work stopped"
-    if raw is None:
-        return None, None
-    try:
-        return TrySession.from_json(raw), None
-    except ValueError as exc:
-        return None, f"task_state_store[{SESSION_KEY!r}] is not a session record ({exc}); passed over"
+    return read_record(
+        store,
+        SESSION_KEY,
+        TrySession.from_json,
+        record="a session record",
+        unread="; no earlier try's work stopped",
+    )

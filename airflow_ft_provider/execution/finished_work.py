@@ -15,7 +15,7 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_ft_provider.execution.connect_sessions import TaskStateStore
+from airflow_ft_provider.execution.task_state import TaskStateStore, read_record
 from airflow_ft_provider.partitions.provenance import CONTENT, LINEAGE
 
 FINISHED_KEY = "ft_finished_work"
@@ -112,16 +112,7 @@ def earlier_finished_work(
 ) -> tuple[FinishedWork | None, str | None]:
     """What an earlier try of this task finished and did not commit (None if nothing), and why a record
     was passed over."""
-    if store is None:
-        return None, None
-    try:
-        raw = store.get(FINISHED_KEY)
-    except Exception as err:  # noqa: BLE001 - without it the try runs Spark as before
-        return None, f"could not read task_state_store[{FINISHED_KEY!r}] ({err})"
-    if raw is None:
-        return None, None
-    try:
-        work = FinishedWork.from_json(raw)
-    except ValueError as exc:
-        return None, f"task_state_store[{FINISHED_KEY!r}] is not a finished-work record ({exc}); passed over"
-    return (work, None) if work.try_number < try_number else (None, None)
+    work, passed_over = read_record(
+        store, FINISHED_KEY, FinishedWork.from_json, record="a finished-work record", unread=""
+    )
+    return (work, passed_over) if work is None or work.try_number < try_number else (None, None)

@@ -108,18 +108,31 @@ def _remove_if_abandoned(directory: Path, mtime: float, now: float) -> bool:
             return False  # finished output its task's next try may adopt
     except FileNotFoundError:
         pass
+    with _dead_owner(directory) as dead:
+        if dead is None:
+            return now - mtime >= UNOWNED_GRACE_SECONDS and _remove(directory)
+        return dead and _remove(directory)  # still holding the lock: no other sweeper races
+
+
+@contextmanager
+def _dead_owner(directory: Path) -> Iterator[bool | None]:
+    """Holds the lock of ``directory``'s owner file while its try is dead (True); False when a live try
+    holds it, or the file is a symlink or else not ours to judge; None when there is no owner file."""
     try:
         fd = os.open(directory / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
     except FileNotFoundError:
-        return now - mtime >= UNOWNED_GRACE_SECONDS and _remove(directory)
+        yield None
+        return
     except OSError:
-        return False  # a symlink or something else that is not ours to judge
+        yield False
+        return
     try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError:
-        return False  # its try is running
-    else:
-        return _remove(directory)  # still holding the lock: no other sweeper races
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            yield False  # its try is running
+            return
+        yield True
     finally:
         os.close(fd)
 
@@ -134,23 +147,15 @@ def adopt_abandoned(directory: str | os.PathLike[str]) -> Iterator[bool]:
     """Use a killed try's scratch directory (its finished output), then remove it: yields True while
     holding its lock, so that no sweeper removes it meanwhile; False when a live try still owns it or it
     is gone."""
-    try:
-        fd = os.open(Path(directory) / OWNER_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-    except OSError:
-        yield False
-        return
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except BlockingIOError:
-            yield False  # its try is alive: it commits its own output
+    path = Path(directory)
+    with _dead_owner(path) as dead:
+        if not dead:
+            yield False  # gone, or its try is alive and commits its own output
             return
         try:
             yield True
         finally:
-            _remove(Path(directory))
-    finally:
-        os.close(fd)
+            _remove(path)
 
 
 def mark_finished(directory: str | os.PathLike[str]) -> None:

@@ -20,7 +20,6 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
-from airflow_ft_provider.execution.connect_sessions import TaskStateStore
 from airflow_ft_provider.execution.contracts import DataPlacement, TaskLog, WrittenOutput
 from airflow_ft_provider.execution.finished_work import (
     FINISHED_KEY,
@@ -29,9 +28,10 @@ from airflow_ft_provider.execution.finished_work import (
     earlier_finished_work,
 )
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
+from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.execution.workdir import adopt_abandoned, mark_finished
 from airflow_ft_provider.model.exchanges import Output
-from airflow_ft_provider.operators.output_reuse import OutputReuse
+from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
@@ -53,13 +53,7 @@ class FinishedWorkAdoption:
         self.compression = {o.result: o.compression for o in outputs}
         self.state = state
         self.log = log
-        graph = reuse.description.graph
-        self.eligible = (
-            not checkpointed
-            and bool(outputs)
-            and all(graph.results[ref.result].result_type.is_reconsumable for ref in reuse.inputs)
-            and all(o.result_type.is_reconsumable for o in outputs)
-        )
+        self.eligible = not checkpointed and reuse.blocking_only
 
     def record(
         self,
@@ -150,15 +144,9 @@ class FinishedWorkAdoption:
                 rows=out.rows,
                 provenance=Provenance(out.content, work.lineage),
             )
-            committed[ref.partition_id] = {
-                "type": "blocking",
-                "rows": out.rows,
-                "files": len(manifest.files),
-                "bytes": manifest.total_size,
-                "attempt": manifest.attempt_id,
-                "execution": None,
-                "adopted_from_try": work.try_number,
-            }
+            committed[ref.partition_id] = committed_entry(
+                manifest, out.rows, adopted_from_try=work.try_number
+            )
         return committed
 
     def forget(self) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
+from functools import cached_property
 from typing import Any
 
 from airflow_ft_provider import metrics
@@ -29,6 +30,21 @@ from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound, Producer, RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.provenance import lineage_key
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+
+
+def committed_entry(
+    manifest: Manifest, rows: int | None, *, execution: str | None = None, **extra: Any
+) -> dict[str, Any]:
+    """What a try reports (its XCom) of a partition it committed, however it came by the data."""
+    return {
+        "type": manifest.kind,
+        "rows": rows,
+        "files": len(manifest.files),
+        "bytes": manifest.total_size,
+        "attempt": manifest.attempt_id,
+        "execution": execution,
+        **extra,
+    }
 
 
 class OutputReuse:
@@ -63,20 +79,17 @@ class OutputReuse:
         ]
         parallelism = graph.stages[stage.task_id].parallelism
         self.outputs = [run.parse(indexed(o.result, map_index, parallelism)) for o in outputs]
-        self.eligible = (
-            enabled
-            and bool(self.inputs)
-            and bool(outputs)  # a stage without outputs runs for its effects: always
+        # Blocking outputs (a stage without any runs for its effects: always) read from blocking inputs
+        self.blocking_only = (
+            bool(outputs)
             and all(graph.results[ref.result].result_type.is_reconsumable for ref in self.inputs)
             and all(o.result_type.is_reconsumable for o in outputs)
         )
-        self._identity: tuple[str | None] | None = None
+        self.eligible = enabled and bool(self.inputs) and self.blocking_only
 
-    @property
+    @cached_property
     def identity(self) -> str | None:
-        if self._identity is None:
-            self._identity = (stage_identity(self.stage),)
-        return self._identity[0]
+        return stage_identity(self.stage)
 
     def lineage(self, read: Mapping[str, Manifest]) -> str | None:
         """The lineage of this try's outputs, from the manifests of the inputs it read (None: unknown,
@@ -120,15 +133,10 @@ class OutputReuse:
             manifest = self.store.reuse_output(ref, producer, lineage=key)
             if manifest is None:  # a file went missing since: Spark rebuilds it
                 return None
-            committed[ref.partition_id] = {
-                "type": "blocking",
-                "rows": manifest.row_count,
-                "files": len(manifest.files),
-                "bytes": manifest.total_size,
-                "attempt": manifest.attempt_id,
-                "execution": None,
-                "reused_from_try": previous[ref.partition_id].producer.try_number,
-            }
+            earlier = previous[ref.partition_id].producer.try_number
+            committed[ref.partition_id] = committed_entry(
+                manifest, manifest.row_count, reused_from_try=earlier
+            )
         self._record(sorted({m.producer.try_number for m in previous.values()}))
         return committed
 

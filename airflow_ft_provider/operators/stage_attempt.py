@@ -33,7 +33,7 @@ from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.operators.adoption import FinishedWorkAdoption
 from airflow_ft_provider.operators.checkpointed import CheckpointedTry
-from airflow_ft_provider.operators.output_reuse import OutputReuse
+from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
 from airflow_ft_provider.partitions import (
     PartitionNotFound,
     PartitionRef,
@@ -355,12 +355,8 @@ class StageAttempt:
                     copy_from=stored,
                     provenance=Provenance(written[name].content, None if planned.pipelined else lineage),
                 )
-                entry.update(
-                    files=len(manifest.files),
-                    bytes=manifest.total_size,
-                    attempt=manifest.attempt_id,
-                    execution=execution_id(producer.try_number) if planned.pipelined else None,
-                )
+                execution = execution_id(producer.try_number) if planned.pipelined else None
+                entry = committed_entry(manifest, rows[name], execution=execution)
                 self.log.info(
                     "committed %s partition %s: %d rows, %d files, %d bytes (attempt %s)",
                     planned.output.result_type.value,

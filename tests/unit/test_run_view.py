@@ -166,14 +166,16 @@ def test_a_missing_manifest_after_success_is_lost_and_an_unreadable_store_is_sai
     assert "could not be read" in blind["partitions"][0]["reason"]
 
 
+def view_of(events):
+    """The page's data for run r1 of the test pipeline with nothing but ``events`` known."""
+    return build_run_view(
+        pipeline(), "r1", task_instances=[], state=RecoveryState(), report=None, events=events
+    )
+
+
 def test_manual_restart_events_show_who_and_why():
-    view = build_run_view(
-        pipeline(),
-        "r1",
-        task_instances=[],
-        state=RecoveryState(),
-        report=None,
-        events=[
+    view = view_of(
+        [
             {
                 "time": 5.0,
                 "kind": "manual",
@@ -199,13 +201,8 @@ def test_manual_restart_events_show_who_and_why():
 def test_checkpointed_tasks_show_their_statistics_and_every_try_s_restore_point():
     restore = {"time": 1.0, "kind": "checkpoint", "task": "score", "restored_via": None}
     stats = {"time": 2.0, "kind": "checkpoints", "task": "score", "failed": 0, "last_duration": 0.25}
-    view = build_run_view(
-        pipeline(),
-        "r1",
-        task_instances=[],
-        state=RecoveryState(),
-        report=None,
-        events=iter(  # read once, as the journal hands them over
+    view = view_of(
+        iter(  # read once, as the journal hands them over
             [
                 {**restore, "try_number": 1, "restored_from": None, "reason": "score try 1 starts fresh"},
                 {
@@ -256,13 +253,8 @@ def test_checkpointed_tasks_show_their_statistics_and_every_try_s_restore_point(
 
 def test_a_reused_try_is_in_the_history_in_words():
     said = "inputs identical to try 1's: output of try 1 reused, Spark not started"
-    view = build_run_view(
-        pipeline(),
-        "r1",
-        task_instances=[],
-        state=RecoveryState(),
-        report=None,
-        events=iter([{"time": 1.0, "kind": "reused", "task": "score", "try_number": 2, "reason": said}]),
+    view = view_of(
+        iter([{"time": 1.0, "kind": "reused", "task": "score", "try_number": 2, "reason": said}]),
     )
     [row] = view["history"]
     assert (row["kind"], row["task"], row["try_number"], row["cause"]) == ("reused", "score", 2, said)
