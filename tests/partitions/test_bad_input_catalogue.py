@@ -1052,6 +1052,12 @@ CATALOGUE = [
         "use one per DAG",
     ),
     row(
+        "wiring/reuse-outputs-not-a-bool",
+        dag_file(lambda: stage("a", outputs=["x"], reuse_outputs="no")),
+        ValueError,
+        "stage 'a': reuse_outputs must be True or False, got 'no'",
+    ),
+    row(
         "wiring/unknown-output-kind",
         dag_file(lambda: stage("a", outputs={"x": "streaming"})),
         ValueError,
@@ -1640,6 +1646,12 @@ CATALOGUE = [
         "created_at must carry a time zone",
     ),
     bad_manifest("attempt-id-dotdot", manifest(attempt_id=".."), "invalid attempt id '..'"),
+    bad_manifest(
+        "content-not-a-row-checksum",
+        manifest(content="rows1:not-hex"),
+        "content must be '<scheme>:<32 hex>', got 'rows1:not-hex'",
+    ),
+    bad_manifest("lineage-not-a-digest", manifest(lineage="ab" * 33), "lineage must be 64 hex digits"),
     bad_manifest(
         "file-key-escapes-with-dotdot",
         manifest(file0__key="../../x"),
