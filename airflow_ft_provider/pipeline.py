@@ -45,6 +45,7 @@ from airflow_ft_provider.model.description import (
     StageDeclaration,
 )
 from airflow_ft_provider.model.parsed import attach, attached, parsed_description
+from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions.naming import check_name
 from airflow_ft_provider.recovery.classify import StageClassification
 from airflow_ft_provider.recovery.restart_settings import (
@@ -103,8 +104,11 @@ class FailoverPipeline:
         failure_rules: FailureRules | Mapping[str, object] | None = None,
         failure_classifier: Callable[[BaseException], bool | None] | None = None,
         retention: str | float | None = None,
+        reuse: ReuseScope | str = ReuseScope.WITHIN_RUN,
     ) -> None:
         self.store = store
+        # Where a try may take outputs computed already from the same inputs and code (model/reuse_scope.py)
+        self.reuse = ReuseScope.parse(reuse, where="FailoverPipeline")
         # How long this pipeline's ended runs are kept (else [ft_provider] partition_store_retention);
         # recorded in each run's end marker (partitions/sweep.py).
         self.retention = None if retention is None else pipeline_retention(retention)

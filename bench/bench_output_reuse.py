@@ -7,7 +7,7 @@ computing the row checksum costs a write.
    server: ``extract`` (deterministic, --rows rows) feeds four aggregations. After a failure-free run,
    ``extract``'s region is restarted by hand (``airflow-ft restart-region``), which reschedules the four
    consumers. Measured: wall time from the restart to the run's success, and the seconds of the
-   consumers' new tries (Airflow's record), with reuse (the default) and with ``reuse_outputs=False``,
+   consumers' new tries (Airflow's record), with reuse (the default) and with ``reuse="off"``,
    alternating, --runs rounds each after a warm-up round.
 2. Write cost: --rows rows written to Parquet on the same server, with and without the observed row
    checksum (``spark/content.py``), alternating, medians.

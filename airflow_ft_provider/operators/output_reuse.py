@@ -1,4 +1,4 @@
-"""Whether a try may reuse its own last committed outputs instead of running Spark.
+"""Whether a try may reuse outputs computed already from the same inputs and code instead of running Spark.
 
 Flink restarts the consumers of a restarted region; so does this provider (``recovery/``). When the
 restarted producer wrote the same rows again, a consumer's re-run would compute what it committed
@@ -6,12 +6,14 @@ already: the try compares the lineage of its outputs (``partitions/provenance.py
 identity and its inputs' row checksums) with the lineage it would have now, and when they are equal
 publishes the earlier output for itself (``PartitionReuse.reuse_output``) without starting Spark.
 
-Within a run only: the earlier output is a valid result of this stage for identical inputs, so the
-run's output stays exactly once. A region named by a manual restart is computed again (what the user
+By default within a run: the earlier output is a valid result of this stage for identical inputs, so
+the run's output stays exactly once. With ``reuse="across-runs"`` (``model/reuse_scope.py``) any try,
+the first included, also looks for an earlier run that the store keeps and copies its outputs
+(``PartitionReuse.copy_output``). A region named by a manual restart is computed again (what the user
 asked for); the consumer regions the restart reschedules may reuse. A stage qualifies when all its
 inputs and outputs are blocking, it has at least one input (a stage without inputs reads data the
-lineage cannot see), it is not checkpointed (it resumes instead) nor set ``reuse_outputs=False``, and
-its code is readable here (``execution/stage_identity.py``).
+lineage cannot see), it is not checkpointed (it resumes instead) nor set ``reuse="off"``, and its code
+is readable here (``execution/stage_identity.py``).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from airflow_ft_provider.execution.stage_identity import stage_identity
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
+from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound, Producer, RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.provenance import lineage_key
 from airflow_ft_provider.recovery.journal import RecoveryJournal
@@ -60,7 +63,7 @@ class OutputReuse:
         run: RunRef,
         map_index: int | None,
         try_number: int,
-        enabled: bool,
+        scope: ReuseScope,
         log: TaskLog,
     ) -> None:
         self.stage = stage
@@ -85,7 +88,8 @@ class OutputReuse:
             and all(graph.results[ref.result].result_type.is_reconsumable for ref in self.inputs)
             and all(o.result_type.is_reconsumable for o in outputs)
         )
-        self.eligible = enabled and bool(self.inputs) and self.blocking_only
+        self.scope = scope
+        self.eligible = scope is not ReuseScope.OFF and bool(self.inputs) and self.blocking_only
 
     @cached_property
     def identity(self) -> str | None:
@@ -113,10 +117,17 @@ class OutputReuse:
 
     def try_reuse(self) -> dict[str, Any] | None:
         """The committed entries (as ``StageAttempt.run`` returns them) when every output was reused;
-        None when Spark must run: a first try, a stage that does not qualify, changed inputs or code,
-        or an output that is gone."""
-        if self.try_number == 1 or not self.eligible:
+        None when Spark must run: a stage that does not qualify, changed inputs or code, an output that is
+        gone, or nothing to reuse (a first try, unless ``reuse="across-runs"`` finds an earlier run's)."""
+        if not self.eligible:
             return None
+        if self.try_number > 1 and (committed := self._own_earlier_try()) is not None:
+            return committed
+        if self.scope is ReuseScope.ACROSS_RUNS:
+            return self._earlier_run()
+        return None
+
+    def _own_earlier_try(self) -> dict[str, Any] | None:
         try:
             previous = {ref.partition_id: self.store.manifest(ref) for ref in self.outputs}
             key = self.lineage({ref.partition_id: self.store.manifest(ref) for ref in self.inputs})
@@ -137,7 +148,36 @@ class OutputReuse:
             committed[ref.partition_id] = committed_entry(
                 manifest, manifest.row_count, reused_from_try=earlier
             )
-        self._record(sorted({m.producer.try_number for m in previous.values()}))
+        tries = " and ".join(str(t) for t in sorted({m.producer.try_number for m in previous.values()}))
+        self._record(f"inputs identical to try {tries}'s: output of try {tries} reused, Spark not started")
+        return committed
+
+    def _earlier_run(self) -> dict[str, Any] | None:
+        """``reuse="across-runs"``: the outputs of the newest earlier run (still in the store) that
+        computed them from the same inputs with the same code, copied into this run."""
+        try:
+            key = self.lineage({ref.partition_id: self.store.manifest(ref) for ref in self.inputs})
+        except PartitionNotFound:
+            return None
+        if key is None or self._named_by_a_manual_restart(since=0.0):
+            return None
+        producer = self.producer()
+        sources: dict[str, Manifest] = {}
+        for ref in self.outputs:
+            source = self.store.earlier_run_output(ref, producer, lineage=key)
+            if source is None:
+                return None
+            sources[ref.partition_id] = source
+        committed: dict[str, Any] = {}
+        for ref in self.outputs:
+            manifest = self.store.copy_output(ref, sources[ref.partition_id], producer)
+            if manifest is None:  # that run was released meanwhile: Spark computes the outputs
+                return None
+            committed[ref.partition_id] = committed_entry(
+                manifest, manifest.row_count, reused_from_run=sources[ref.partition_id].run_id
+            )
+        runs = " and ".join(sorted({m.run_id for m in sources.values()}))
+        self._record(f"inputs and code identical to run {runs}'s: its output copied, Spark not started")
         return committed
 
     def _named_by_a_manual_restart(self, *, since: float) -> bool:
@@ -153,12 +193,8 @@ class OutputReuse:
                     return True
         return False
 
-    def _record(self, tries: list[int]) -> None:
+    def _record(self, explanation: str) -> None:
         """In the task log and the run's history (the failover page, ``airflow-ft history``), in words."""
-        earlier = " and ".join(str(t) for t in tries)
-        explanation = (
-            f"inputs identical to try {earlier}'s: output of try {earlier} reused, Spark not started"
-        )
         self.log.info("%s: %s", self.task, explanation)
         metrics.reused(len(self.outputs), dag_id=self.stage.dag_id, task_id=str(self.task))
         RecoveryJournal(self.store, self.run).record(

@@ -14,6 +14,7 @@ from airflow.sdk import BaseOperator, BaseOperatorLink
 
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.model.reuse_scope import ReuseScope
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
@@ -116,10 +117,11 @@ class SparkStageOperator(BaseOperator):
     :param checkpointing: a checkpointed stage (``io.read_stream`` / ``io.write_stream``): ``True``, or a
         dict of ``execution.checkpointing.*`` keys over the pipeline's; ``False`` turns off the
         pipeline's default; None (default): the pipeline's ``checkpointing=``.
-    :param reuse_outputs: a later try whose inputs hold the same rows and whose code and settings are
-        unchanged publishes its earlier output again instead of running Spark (README, *Reusing
-        unchanged outputs*). Default True; False for an application with effects beyond its outputs
-        (writes elsewhere, sends messages), which then runs on every try.
+    :param reuse: where a try whose inputs hold the same rows and whose code and settings are unchanged
+        takes its outputs from instead of running Spark (README, *Reusing unchanged outputs*):
+        ``"within-run"`` its task's earlier try, ``"across-runs"`` also an earlier run kept in the store
+        (opt-in), ``"off"`` nowhere (an application with effects beyond its outputs: writes elsewhere,
+        sends messages). Default: the pipeline's ``reuse=`` (``"within-run"``).
     """
 
     is_pipeline_stage = True
@@ -145,7 +147,7 @@ class SparkStageOperator(BaseOperator):
         checkpointing: bool | dict[str, object] | None = None,
         failure_rules: FailureRules | Mapping[str, object] | None = None,
         failure_classifier: Callable[[BaseException], bool | None] | None = None,
-        reuse_outputs: bool = True,
+        reuse: ReuseScope | str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -159,11 +161,7 @@ class SparkStageOperator(BaseOperator):
             raise ValueError(
                 f"stage {self.task_id!r}: python_callable must be callable, got {python_callable!r}"
             )
-        if not isinstance(reuse_outputs, bool):
-            raise ValueError(
-                f"stage {self.task_id!r}: reuse_outputs must be True or False, got {reuse_outputs!r}"
-            )
-        self.reuse_outputs = reuse_outputs
+        self.reuse = None if reuse is None else ReuseScope.parse(reuse, where=f"stage {self.task_id!r}")
         self.direct_s3a = direct_s3a
         self.checkpointing = checkpointing
         self.failure_rules = failure_rules  # checked by FailoverPipeline (recovery/classify.py)

@@ -31,6 +31,7 @@ from airflow_ft_provider.failover.indexed_name import indexed
 from airflow_ft_provider.faults import faults_for
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
+from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.operators.adoption import FinishedWorkAdoption
 from airflow_ft_provider.operators.checkpointed import CheckpointedTry
 from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
@@ -81,6 +82,8 @@ class PipelineSettings(Protocol):
     def pipelined_in_engine(self) -> bool: ...
     @property
     def checkpoint_configs(self) -> Mapping[str, CheckpointConfig]: ...
+    @property
+    def reuse(self) -> ReuseScope: ...
 
 
 class AttemptedStage(StageSettings, Protocol):
@@ -97,7 +100,7 @@ class AttemptedStage(StageSettings, Protocol):
     @property
     def direct_s3a(self) -> bool | None: ...
     @property
-    def reuse_outputs(self) -> bool: ...
+    def reuse(self) -> ReuseScope | None: ...
     @property
     def spark_conn_id(self) -> str | None: ...
     @property
@@ -127,7 +130,11 @@ class StageAttempt:
             run=self.run_ref,
             map_index=map_index,
             try_number=self.ti.try_number,
-            enabled=stage.reuse_outputs and stage.task_id not in stage.pipeline.checkpoint_configs,
+            scope=ReuseScope.of_stage(
+                stage.reuse,
+                stage.pipeline.reuse,
+                checkpointed=stage.task_id in stage.pipeline.checkpoint_configs,
+            ),
             log=self.log,
         )
         self.adoption = FinishedWorkAdoption(

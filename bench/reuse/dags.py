@@ -3,7 +3,7 @@
     extract --orders--> agg_1 .. agg_4        (all blocking, each a stage on the Spark Connect server)
 
 extract writes the same rows every time it runs (deterministic); each agg_i aggregates them its own
-way. bench_reuse_on keeps the default (``reuse_outputs=True``); bench_reuse_off sets it False on
+way. bench_reuse_on keeps the default (``reuse="within-run"``); bench_reuse_off sets ``reuse="off"`` on
 every stage, so a restarted extract makes the four aggregations run Spark again.
 """
 
@@ -45,7 +45,7 @@ def aggregate(spark, io, key):
     io.write(f"by_{key}", orders.groupBy(key).agg(F.sum("amount").alias("total"), F.count("*").alias("n")))
 
 
-for dag_id, reuse in (("bench_reuse_on", True), ("bench_reuse_off", False)):
+for dag_id, reuse in (("bench_reuse_on", "within-run"), ("bench_reuse_off", "off")):
     with DAG(dag_id, **COMMON):
         with FailoverPipeline(restart_strategy={"restart-strategy.type": "none"}):
             source = SparkStageOperator(
@@ -54,7 +54,7 @@ for dag_id, reuse in (("bench_reuse_on", True), ("bench_reuse_off", False)):
                 application_args=[ROWS],
                 outputs=["orders"],
                 conf=CONF,
-                reuse_outputs=reuse,
+                reuse=reuse,
             )
             for i, key in enumerate(("customer", "day", "amount", "order_id"), start=1):
                 SparkStageOperator(
@@ -64,5 +64,5 @@ for dag_id, reuse in (("bench_reuse_on", True), ("bench_reuse_off", False)):
                     inputs=["orders"],
                     outputs=[f"by_{key}"],
                     conf=CONF,
-                    reuse_outputs=reuse,
+                    reuse=reuse,
                 )

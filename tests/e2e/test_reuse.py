@@ -3,7 +3,10 @@ consumer run Spark again (the other half, identical rows reused, is in test_regi
 region restart).
 
 ft_e2e_reuse_noisy: P (a random column) --p--> Q. After a failure-free run, P's region is restarted by
-hand: P writes new rows, so Q's new try computes its output again."""
+hand: P writes new rows, so Q's new try computes its output again.
+
+ft_e2e_reuse_across (``reuse="across-runs"``): a second run copies the first run's output of Q. Off by
+default and invalidated by a changed application file: tests/partitions/test_output_reuse_decision.py."""
 
 from __future__ import annotations
 
@@ -52,3 +55,29 @@ def test_a_producer_that_writes_different_rows_makes_its_consumer_run_again(
     q_log = live_airflow.task_log(DAG_ID, run_id, "Q", 2)
     assert "stage Q (spark-connect" in q_log and "reused" not in q_log, q_log[-3000:]
     assert not [e for e in RecoveryJournal(store, run).events() if e["kind"] == "reused"]
+
+
+def test_across_runs_a_second_run_copies_what_the_first_computed_from_the_same_rows(
+    live_airflow, s3_endpoint, e2e_store_url
+):
+    """ft_e2e_reuse_across (reuse="across-runs"): P writes the same rows every run, so the second run's
+    Q copies the first run's q instead of running Spark; P, a source, always runs."""
+    dag_id = "ft_e2e_reuse_across"
+    store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
+    api = live_airflow.client
+    live_airflow.wait_for_dags({dag_id}, timeout=120)
+    stamp = datetime.now().strftime("%H%M%S%f")
+    runs = [RunRef(dag_id, f"across_{n}__{stamp}") for n in (1, 2)]
+    for run in runs:
+        api.trigger_dag_run(dag_id, {"ft_faults": []}, run_id=run.run_id)
+        assert api.wait_for_dag_run(dag_id, run.run_id, timeout=600)["state"] == "success"
+    first, second = ({name: store.manifest(run.parse(name)) for name in ("p", "q")} for run in runs)
+    story = live_airflow.describe_run(dag_id, runs[1].run_id)
+    assert second["p"].provenance.content == first["p"].provenance.content, story
+    assert second["q"].provenance == first["q"].provenance, story
+    assert second["q"].attempt_id != first["q"].attempt_id and second["q"].run_id == runs[1].run_id
+    q_log = live_airflow.task_log(dag_id, runs[1].run_id, "Q", 1)
+    said = f"inputs and code identical to run {runs[0].run_id}'s: its output copied, Spark not started"
+    assert said in q_log and "stage Q (spark-connect" not in q_log, q_log[-3000:]
+    assert "stage P (spark-connect" in live_airflow.task_log(dag_id, runs[1].run_id, "P", 1)
+    assert [e["kind"] for e in RecoveryJournal(store, runs[1]).events()] == ["reused"]

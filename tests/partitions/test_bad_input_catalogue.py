@@ -1052,10 +1052,16 @@ CATALOGUE = [
         "use one per DAG",
     ),
     row(
-        "wiring/reuse-outputs-not-a-bool",
-        dag_file(lambda: stage("a", outputs=["x"], reuse_outputs="no")),
+        "wiring/stage-reuse-unknown",
+        dag_file(lambda: stage("a", outputs=["x"], reuse="no")),
         ValueError,
-        "stage 'a': reuse_outputs must be True or False, got 'no'",
+        "stage 'a': reuse must be one of 'off', 'within-run', 'across-runs', got 'no'",
+    ),
+    row(
+        "wiring/pipeline-reuse-unknown",
+        dag_file(reuse=True),
+        ValueError,
+        "FailoverPipeline: reuse must be one of 'off', 'within-run', 'across-runs', got True",
     ),
     row(
         "wiring/unknown-output-kind",

@@ -1,5 +1,5 @@
 """A try's reuse decision (operators/output_reuse.py) against the S3 endpoint: from the second try on,
-the same inputs and code reuse the output; anything else, or reuse_outputs=False, runs Spark."""
+the same inputs and code reuse the output; anything else, or reuse="off", runs Spark."""
 
 from __future__ import annotations
 
@@ -11,8 +11,9 @@ import pytest
 
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
+from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.operators.output_reuse import OutputReuse
-from airflow_ft_provider.partitions import Producer, RunRef
+from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.partition_files import version_files, write_files
@@ -50,23 +51,26 @@ class Log:
     warning = info
 
 
-def decision(store, stage, try_number, *, enabled=True, log=None):
+def decision(store, stage, try_number, *, scope=ReuseScope.WITHIN_RUN, log=None, run=RUN):
     return OutputReuse(
         stage,
         (Output("totals"),),
         description=DESCRIPTION,
         store=store,
-        run=RUN,
+        run=run,
         map_index=None,
         try_number=try_number,
-        enabled=enabled,
+        scope=scope,
         log=log or Log(),
     )
 
 
-def commit(store, tmp_path, result, producer, provenance, version=1):
-    files = write_files(tmp_path / f"{result}-{producer.try_number}-{version}", version_files(version))
-    return store.commit(RUN.parse(result), files, producer=producer, provenance=provenance)
+def commit(store, tmp_path, result, producer, provenance, version=1, run=RUN):
+    files = write_files(
+        tmp_path / run.run_id.replace(":", "") / f"{result}-{producer.try_number}-{version}",
+        version_files(version),
+    )
+    return store.commit(run.parse(result), files, producer=producer, provenance=provenance)
 
 
 @pytest.fixture
@@ -97,10 +101,10 @@ def test_unchanged_inputs_and_code_reuse_the_output_and_say_so(store, first_run)
     assert (event["task"], event["try_number"], event["reason"]) == ("down", 2, said)
 
 
-def test_a_first_try_or_reuse_outputs_false_runs_spark(store, first_run):
+def test_a_first_try_or_reuse_off_runs_spark(store, first_run):
     stage, _ = first_run
     assert decision(store, stage, 1).try_reuse() is None
-    assert decision(store, stage, 2, enabled=False).try_reuse() is None
+    assert decision(store, stage, 2, scope=ReuseScope.OFF).try_reuse() is None
     assert store.manifest(RUN.parse("totals")).producer.try_number == 1
 
 
@@ -133,3 +137,64 @@ def test_a_manual_restart_recomputes_the_region_it_names_and_lets_its_consumers_
     log = Log()
     assert decision(store, stage, 3, log=log).try_reuse() is None
     assert any("a manual restart named this region: running Spark" in line for line in log.lines)
+
+
+# -- reuse="across-runs": an earlier run's output, copied into this run --------------------------------
+NEXT_RUN = RunRef("etl", "manual__2026-11-26T00:00:00+00:00")
+
+
+def next_run_inputs(store, tmp_path, content="0a"):
+    """The next run's up committed orders: the same rows as the first run's (content "0a") or others."""
+    commit(
+        store, tmp_path, "orders", Producer("up", -1, 1), Provenance("rows1:" + content * 16), run=NEXT_RUN
+    )
+
+
+def test_across_runs_copies_an_earlier_runs_output_only_when_asked(store, first_run, tmp_path):
+    stage, totals = first_run
+    next_run_inputs(store, tmp_path)
+    # within-run (the default): a first try of another run computes its output
+    assert decision(store, stage, 1, run=NEXT_RUN).try_reuse() is None
+    log = Log()
+    committed = decision(store, stage, 1, run=NEXT_RUN, scope=ReuseScope.ACROSS_RUNS, log=log).try_reuse()
+    assert committed is not None and committed["totals"]["reused_from_run"] == RUN.run_id
+    said = f"inputs and code identical to run {RUN.run_id}'s: its output copied, Spark not started"
+    assert any(said in line for line in log.lines), log.lines
+    [event] = [e for e in RecoveryJournal(store, NEXT_RUN).events() if e["kind"] == "reused"]
+    assert (event["task"], event["try_number"], event["reason"]) == ("down", 1, said)
+    copied = store.manifest(NEXT_RUN.parse("totals"))
+    assert copied.producer == Producer("down", -1, 1) and copied.attempt_id != totals.attempt_id
+    assert copied.provenance == totals.provenance and copied.row_count == totals.row_count
+    assert [(f.name, f.size, f.checksum) for f in copied.files] == [
+        (f.name, f.size, f.checksum) for f in totals.files
+    ]
+    # the copy is this run's own: releasing the first run leaves it whole
+    store.delete_keys(store.list_objects(store.layout.run_prefix(RUN)))
+    fetched = store.fetch(NEXT_RUN.parse("totals"), tmp_path / "read-back")
+    assert sorted(Path(p).read_bytes() for p in fetched.paths) == sorted(version_files(1).values())
+
+
+def test_across_runs_computes_again_when_the_application_file_or_the_input_rows_changed(
+    store, first_run, tmp_path
+):
+    stage, _ = first_run
+    across = {"run": NEXT_RUN, "scope": ReuseScope.ACROSS_RUNS}
+    next_run_inputs(store, tmp_path)
+    Path(stage.application).write_text("io.write('totals', io.read('orders').distinct())\n")
+    assert decision(store, stage, 1, **across).try_reuse() is None  # the code identity is in the key
+    Path(stage.application).write_text("io.write('totals', io.read('orders'))\n")
+    next_run_inputs(store, tmp_path, content="0c")  # up read other rows this time
+    assert decision(store, stage, 1, **across).try_reuse() is None
+    with pytest.raises(PartitionNotFound):
+        store.manifest(NEXT_RUN.parse("totals"))
+
+
+def test_an_earlier_run_released_while_it_is_copied_leaves_nothing_and_spark_runs(store, first_run, tmp_path):
+    stage, totals = first_run
+    next_run_inputs(store, tmp_path)
+    prefix = store.layout.partition_prefix(RUN.parse("totals"))
+    store.delete_keys([prefix + totals.files[-1].key])  # the first run's release has begun
+    assert decision(store, stage, 1, run=NEXT_RUN, scope=ReuseScope.ACROSS_RUNS).try_reuse() is None
+    with pytest.raises(PartitionNotFound):
+        store.manifest(NEXT_RUN.parse("totals"))
+    assert not store.list_objects(store.layout.partition_prefix(NEXT_RUN.parse("totals")))

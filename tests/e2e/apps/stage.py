@@ -1,6 +1,7 @@
 """Generic stage for the failover scenarios: a source generates rows, every other stage adds 1.
 
-Source (no inputs): keys shard, shard+shards, ... < 40 with value = key * 10 (argv[1] = shards).
+Source (no inputs): keys shard, shard+shards, ... < 40 with value = key * 10 (argv[1] = shards; ``keys=N``
+for another bound than 40).
 Other stages: the union of their inputs with value + 1, written to every declared output.
 So a task at depth d of a chain outputs value = key * 10 + d: the tests know the right answer.
 An argument ``sleep_on_try=T:S`` makes try T sleep S seconds before its Spark work (a window in which
@@ -36,7 +37,7 @@ if io.spec.inputs:
 else:
     shards = int(sys.argv[1]) if len(sys.argv) > 1 and "=" not in sys.argv[1] else 1
     df = (
-        spark.range(io.map_index or 0, 40, shards)
+        spark.range(io.map_index or 0, int(options.get("keys", 40)), shards)
         .withColumnRenamed("id", "key")
         .withColumn("value", F.col("key") * 10)
     )

@@ -77,6 +77,12 @@ with DAG("ft_e2e_reuse_noisy", **COMMON):
         stage("P", outputs=["p"], application_args=["noise=1"])
         stage("Q", inputs=["p"], outputs=["q"])
 
+#   P --p--> Q, reuse="across-runs": a second run's Q copies the first run's q     (tests/e2e/test_reuse.py)
+with DAG("ft_e2e_reuse_across", **COMMON):
+    with FailoverPipeline(restart_strategy=FAST_FIXED, reuse="across-runs"):
+        stage("P", outputs=["p"])
+        stage("Q", inputs=["p"], outputs=["q"])
+
 #   read[0..1] --raw (pointwise)--> sink[0..1]      (embarrassingly parallel)
 with DAG("ft_e2e_mapped", **COMMON):
     with FailoverPipeline(restart_strategy=SLOW_FIXED):

@@ -98,8 +98,8 @@ def test_explicit_edge_that_matches_a_partition_is_accepted():
         (lambda: stage("a", inputs={"x": "broadcast"}), r"input 'x': unknown value 'broadcast'"),
         (lambda: stage("a", outputs=["x", "x"]), r"output 'x' is declared twice"),
         (
-            lambda: stage("a", outputs=["x"], reuse_outputs="no"),
-            r"stage 'a': reuse_outputs must be True or False, got 'no'",
+            lambda: stage("a", outputs=["x"], reuse="no"),
+            r"stage 'a': reuse must be one of 'off', 'within-run', 'across-runs', got 'no'",
         ),
     ],
 )
