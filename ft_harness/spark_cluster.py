@@ -33,7 +33,11 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
+# Quick JVM start for tests: C1 only, serial GC. C1 alone gets a 48 MB code cache by default, which a
+# long-lived Spark Connect server fills after some hundreds of distinct stage queries (Spark compiles
+# each plan's generated code): queries then fail with "VirtualMachineError: Out of space in CodeCache"
+# (bench/bench_big_pipeline.py found it). The JVM's own default with tiered compilation is 240 MB.
+FAST_JVM = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -XX:ReservedCodeCacheSize=240m"
 _WARM_UP_APP = """
 from pyspark.sql import SparkSession, functions as F
 import sys

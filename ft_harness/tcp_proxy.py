@@ -10,14 +10,35 @@ Used in-process (threads), or as a script:
 from __future__ import annotations
 
 import contextlib
+import re
 import socket
 import struct
 import sys
 import threading
 import time
+from collections import deque
+from dataclasses import dataclass
+
+# The request line of an HTTP/1.x request, at the start of a chunk a client sends (bodies here are small
+# JSON documents, so a request starts a chunk; a body never holds a request line).
+_REQUEST_LINE = re.compile(rb"(GET|POST|PUT|PATCH|DELETE|HEAD) (/\S*) HTTP/1\.[01]\r\n")
+
+
+@dataclass
+class HttpRequest:
+    """One HTTP request a client sent through the proxy; ``seconds`` until its response began (None: no
+    response yet). Responses on a connection come in the order of its requests (HTTP/1.1)."""
+
+    started: float  # time.time()
+    method: str
+    path: str
+    seconds: float | None = None
 
 
 class PausableProxy:
+    """``requests`` lists the HTTP requests clients sent through it (``HttpRequest``): the benchmarks
+    count the provider's REST calls and their time with it."""
+
     def __init__(self, target_host: str, target_port: int, *, port: int = 0) -> None:
         self.target = (target_host, target_port)
         self._lock = threading.Lock()
@@ -30,6 +51,7 @@ class PausableProxy:
         self._listener.listen(128)
         self.port = self._listener.getsockname()[1]
         self.outages = 0
+        self.requests: list[HttpRequest] = []
         threading.Thread(target=self._accept_loop, name="proxy-accept", daemon=True).start()
 
     @property
@@ -54,12 +76,22 @@ class PausableProxy:
                 continue
             with self._lock:
                 self._connections.update((client, upstream))
-            for a, b in ((client, upstream), (upstream, client)):
-                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+            pending: deque[HttpRequest] = deque()  # this connection's requests awaiting their response
+            for a, b, outbound in ((client, upstream, True), (upstream, client, False)):
+                threading.Thread(target=self._pipe, args=(a, b, outbound, pending), daemon=True).start()
 
-    def _pipe(self, source: socket.socket, sink: socket.socket) -> None:
+    def _pipe(
+        self, source: socket.socket, sink: socket.socket, outbound: bool, pending: deque[HttpRequest]
+    ) -> None:
         try:
             while data := source.recv(65536):
+                if outbound and (line := _REQUEST_LINE.match(data)):
+                    request = HttpRequest(time.time(), line[1].decode(), line[2].decode())
+                    pending.append(request)
+                    self.requests.append(request)
+                elif not outbound and data.startswith(b"HTTP/1.") and pending:
+                    request = pending.popleft()
+                    request.seconds = time.time() - request.started
                 sink.sendall(data)
         except OSError:
             pass
