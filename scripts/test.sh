@@ -28,8 +28,10 @@ fi
 #   (sensors, triggers, two unit files) -- mostly wait. At normal priority, they start when the S3 tests
 #   end and run next to the other two, instead of adding their waits to either.
 # * CLUSTER -- the scenarios on the reference distributed deployment (tests/cluster: PostgreSQL, Redis,
-#   CeleryExecutor with two workers, a Spark standalone cluster with a Spark Connect server) -- runs
-#   last, alone: its deployment takes the whole machine, and its scenarios time restarts.
+#   CeleryExecutor with two workers, a Spark standalone cluster with a Spark Connect server) -- starts
+#   when TIMED ends, at normal priority, beside what is left of the untimed tests at nice 10: its
+#   scenarios mostly wait (restart backoffs, heartbeat timeouts, an API outage), and their timing
+#   bounds have 30 s of slack. Alone after everything else, its waits were the suite's last 7.5 min.
 # Each session has its own temporary directory, its report follows TIMED's, and any failing fails the
 # suite. The untimed tests start before the Debian packages are in: they need none.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test_connect_backend.py)
@@ -60,11 +62,12 @@ wait_for_debs || true  # only TIMED needs them (PostgreSQL, Chromium): the other
 echo ">> ${SECONDS} s: ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${WAITING[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
-untimed_rc=0
-wait $untimed || untimed_rc=$?
-echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment) alone"
+echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment)," \
+     "beside what is left of the others"
 cluster_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster" "${CLUSTER[@]}" || cluster_rc=$?
+untimed_rc=0
+wait $untimed || untimed_rc=$?
 for name in s3 rest waiting; do
     echo
     echo ">> session $name:"

@@ -2,8 +2,8 @@
 PostgreSQL, Redis, Airflow with CeleryExecutor and two workers, a Spark standalone cluster (master, two
 workers) with a Spark Connect server on it, and the S3 test endpoint.
 
-``scripts/test.sh`` runs them as the suite's last session, once the other sessions are done (the
-deployment takes the whole machine); ``scripts/cluster-test.sh`` runs them alone.
+``scripts/test.sh`` runs them as the suite's last session, from the end of the live-Airflow session on,
+beside the tail of the untimed tests (at nice 10); ``scripts/cluster-test.sh`` runs them alone.
 
 The fixtures the end-to-end tests use (``live_airflow``, ``e2e_store_url``, ``spark_connect``,
 ``scenario_runs``) are the deployment's here, so tests/e2e's scenarios run unchanged on it.

@@ -39,7 +39,9 @@ def _sleeper(name: str):
     @task(
         task_id=name,
         retries=1,
-        retry_delay=timedelta(seconds=3),  # long enough for the test to see UP_FOR_RETRY
+        # long enough for the test (polling every 0.25 s) to see UP_FOR_RETRY on a loaded machine: with 3 s
+        # a CI run once saw SCHEDULED first
+        retry_delay=timedelta(seconds=10),
         retry_policy=RecordingPolicy(),
         on_retry_callback=callback_recorder(f"{name}_on_retry"),
         on_failure_callback=callback_recorder(f"{name}_on_failure"),
