@@ -119,21 +119,26 @@ class OutputReuse:
         """The committed entries (as ``StageAttempt.run`` returns them) when every output was reused;
         None when Spark must run: a stage that does not qualify, changed inputs or code, an output that is
         gone, or nothing to reuse (a first try, unless ``reuse="across-runs"`` finds an earlier run's)."""
-        if not self.eligible:
+        across_runs = self.scope is ReuseScope.ACROSS_RUNS
+        if not self.eligible or (self.try_number == 1 and not across_runs):
             return None
-        if self.try_number > 1 and (committed := self._own_earlier_try()) is not None:
-            return committed
-        if self.scope is ReuseScope.ACROSS_RUNS:
-            return self._earlier_run()
-        return None
-
-    def _own_earlier_try(self) -> dict[str, Any] | None:
         try:
-            previous = {ref.partition_id: self.store.manifest(ref) for ref in self.outputs}
             key = self.lineage({ref.partition_id: self.store.manifest(ref) for ref in self.inputs})
         except PartitionNotFound:
             return None
-        if key is None or any(m.provenance.lineage != key for m in previous.values()):
+        if key is None:
+            return None
+        if self.try_number > 1 and (committed := self._own_earlier_try(key)) is not None:
+            return committed
+        return self._earlier_run(key) if across_runs else None
+
+    def _own_earlier_try(self, key: str) -> dict[str, Any] | None:
+        """The outputs this task committed in an earlier try of this run with lineage ``key``."""
+        try:
+            previous = {ref.partition_id: self.store.manifest(ref) for ref in self.outputs}
+        except PartitionNotFound:
+            return None
+        if any(m.provenance.lineage != key for m in previous.values()):
             return None
         if self._named_by_a_manual_restart(since=min(m.created_at for m in previous.values())):
             self.log.info("%s: a manual restart named this region: running Spark", self.task)
@@ -152,22 +157,15 @@ class OutputReuse:
         self._record(f"inputs identical to try {tries}'s: output of try {tries} reused, Spark not started")
         return committed
 
-    def _earlier_run(self) -> dict[str, Any] | None:
+    def _earlier_run(self, key: str) -> dict[str, Any] | None:
         """``reuse="across-runs"``: the outputs of the newest earlier run (still in the store) that
-        computed them from the same inputs with the same code, copied into this run."""
-        try:
-            key = self.lineage({ref.partition_id: self.store.manifest(ref) for ref in self.inputs})
-        except PartitionNotFound:
-            return None
-        if key is None or self._named_by_a_manual_restart(since=0.0):
+        computed them with lineage ``key``, copied into this run."""
+        if self._named_by_a_manual_restart(since=0.0):
             return None
         producer = self.producer()
-        sources: dict[str, Manifest] = {}
-        for ref in self.outputs:
-            source = self.store.earlier_run_output(ref, producer, lineage=key)
-            if source is None:
-                return None
-            sources[ref.partition_id] = source
+        sources = self.store.earlier_run_outputs(self.outputs, producer, lineage=key)
+        if sources is None:
+            return None
         committed: dict[str, Any] = {}
         for ref in self.outputs:
             manifest = self.store.copy_output(ref, sources[ref.partition_id], producer)

@@ -135,16 +135,6 @@ class PartitionRetention(ConsumerLeases):
                 continue
         return names
 
-    def runs(self, pipeline: str) -> list[RunRef]:
-        """The runs of ``pipeline`` that have data in this store."""
-        runs = []
-        for prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
-            try:
-                runs.append(self.layout.run_from_prefix(pipeline, prefix))
-            except ValueError:
-                continue  # not a run directory of ours
-        return runs
-
     def release_scratch(self, pipeline: str, run_id: str, execution_id: str) -> int:
         """Delete the pipelined partitions of one region execution (they are never read again)."""
         keys = list(self._list(self.layout.scratch_execution_prefix(RunRef(pipeline, run_id), execution_id)))

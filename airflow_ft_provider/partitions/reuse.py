@@ -59,27 +59,33 @@ class PartitionReuse(PartitionCommits, PartitionReads):
         )
         return reused
 
-    def earlier_run_output(self, ref: PartitionRef, producer: Producer, *, lineage: str) -> Manifest | None:
-        """The manifest of the same partition in the newest earlier run the store keeps whose copy was
-        computed with ``lineage`` by the same task (one LIST, then a manifest GET per run, at most
-        ``MAX_EARLIER_RUNS``); None when there is none."""
-        pipeline = ref.run.pipeline
-        runs = []
-        for prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
-            try:
-                runs.append(self.layout.run_from_prefix(pipeline, prefix))
-            except ValueError:
-                continue  # not a run directory
-        candidates = sorted((r for r in runs if r != ref.run), key=lambda r: r.run_id, reverse=True)
-        for run in candidates[:MAX_EARLIER_RUNS]:
-            try:
-                manifest = self.manifest(RunRef(pipeline, run.run_id).partition(ref.result, ref.map_index))
-            except PartitionNotFound:
-                continue
-            made_by = (manifest.producer.task_id, manifest.producer.map_index)
-            if manifest.provenance.lineage == lineage and made_by == (producer.task_id, producer.map_index):
-                return manifest
-        return None
+    def earlier_run_outputs(
+        self, refs: list[PartitionRef], producer: Producer, *, lineage: str
+    ) -> dict[str, Manifest] | None:
+        """For each of ``refs`` (partition id -> manifest), the same partition in the newest earlier run
+        the store keeps whose copy was computed with ``lineage`` by the same task (one LIST, then a
+        manifest GET per run and partition, at most ``MAX_EARLIER_RUNS`` runs); None when one has none."""
+        if not refs:
+            return {}
+        current = refs[0].run
+        candidates = sorted((r for r in self.runs(current.pipeline) if r != current), key=lambda r: r.run_id)
+        found: dict[str, Manifest] = {}
+        for ref in refs:
+            for run in reversed(candidates[-MAX_EARLIER_RUNS:]):
+                try:
+                    manifest = self.manifest(run.partition(ref.result, ref.map_index))
+                except PartitionNotFound:
+                    continue
+                made_by = (manifest.producer.task_id, manifest.producer.map_index)
+                if manifest.provenance.lineage == lineage and made_by == (
+                    producer.task_id,
+                    producer.map_index,
+                ):
+                    found[ref.partition_id] = manifest
+                    break
+            else:
+                return None
+        return found
 
     def copy_output(self, ref: PartitionRef, source: Manifest, producer: Producer) -> Manifest | None:
         """Commit blocking partition ``ref`` for ``producer`` with the files of ``source`` (an earlier

@@ -36,6 +36,7 @@ from .manifest import (
 from .naming import (
     MANIFEST_NAME,
     PartitionRef,
+    RunRef,
     StoreLayout,
 )
 
@@ -318,6 +319,16 @@ class StoreObjects:
             for page in pages:
                 prefixes.extend(p["Prefix"] for p in page.get("CommonPrefixes", ()))
         return prefixes
+
+    def runs(self, pipeline: str) -> list[RunRef]:
+        """The runs of ``pipeline`` that have data in this store (one LIST)."""
+        runs = []
+        for prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
+            try:
+                runs.append(self.layout.run_from_prefix(pipeline, prefix))
+            except ValueError:
+                continue  # not a run directory of ours
+        return runs
 
     def _put_json(self, key: str, value: Any) -> None:
 
