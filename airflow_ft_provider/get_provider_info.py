@@ -217,6 +217,18 @@ def _config_options() -> dict[str, dict[str, Any]]:
         "example": "False",
         "default": "True",
     }
+    options["wait_for_running_work"] = {  # read by airflow_ft_provider.execution.backend
+        "description": "On Spark Connect, a try whose earlier try's worker died while the server was still "
+        "writing its outputs waits for that write to end and commits it, instead of computing the same "
+        "output a second time (the earlier try's staged output, on the same machine, with unchanged inputs "
+        "and code). Off: the earlier try's operations are interrupted and the output computed again. The "
+        "server removes an execution nobody reattached to after spark.connect.execute.manager."
+        "detachedTimeout (5 minutes by default): set it above the retry delay plus your longest write.",
+        "version_added": "0.1.0",
+        "type": "boolean",
+        "example": "False",
+        "default": "True",
+    }
     return options
 
 

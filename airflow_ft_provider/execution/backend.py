@@ -9,6 +9,7 @@ from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.partitions import S3PartitionStore
 
 CONNECT_CONN_TYPE = "spark_connect"  # the Spark provider's SparkConnectHook.conn_type
+WAIT_FOR_RUNNING_WORK = "wait_for_running_work"  # [ft_provider] key (get_provider_info.py)
 
 
 def connection_type(conn_id: str) -> str | None:
@@ -20,6 +21,20 @@ def connection_type(conn_id: str) -> str | None:
         return BaseHook.get_connection(conn_id).conn_type
     except AirflowNotFoundException:
         return None
+
+
+def connect_url(conn_id: str) -> str | None:
+    """The Spark Connect URL of ``conn_id``, credentials included (None: not a Connect connection, or
+    ``[ft_provider] wait_for_running_work`` is off, so no try waits for an earlier try's work)."""
+    from airflow.configuration import conf
+
+    if not conf.getboolean("ft_provider", WAIT_FOR_RUNNING_WORK, fallback=True):
+        return None
+    if connection_type(conn_id) != CONNECT_CONN_TYPE:
+        return None
+    from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook
+
+    return str(SparkConnectHook(conn_id).get_connection_url())
 
 
 def backend_for(

@@ -133,6 +133,7 @@ class ConnectBackend:
         self.url = SparkConnectHook(conn_id).get_connection_url()
         self.server = server_identity(self.url)
         self.session: Any = None
+        self.try_session: TrySession | None = None  # recorded for the next try (connect_sessions.py)
         self.outputs: dict[str, WrittenOutput] = {}
 
     # -- session ------------------------------------------------------------------------------------
@@ -163,7 +164,7 @@ class ConnectBackend:
         if not self._earlier_stopped:
             self._earlier_stopped = True
             self._stop_earlier_try(SparkSession)
-        mine = TrySession.new(self.server, self.try_number)
+        mine = self.try_session = TrySession.new(self.server, self.try_number)
         self.session = SparkSession.builder.remote(with_session_id(self.url, mine.session_id)).create()
         if self.state is not None:
             try:

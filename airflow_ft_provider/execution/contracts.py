@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Self
 
+from airflow_ft_provider.execution.connect_sessions import TrySession
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
@@ -61,6 +62,10 @@ class StageBackend(Protocol):
     @property
     def server(self) -> str | None:
         """The engine that keeps them (a Spark Connect server); None when none does."""
+
+    @property
+    def try_session(self) -> TrySession | None:
+        """The Connect session this try works in, which outlives the worker; None when none does."""
 
     def __enter__(self) -> Self: ...
 

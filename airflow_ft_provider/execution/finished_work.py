@@ -15,7 +15,14 @@ import reprlib
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_ft_provider.execution.task_state import TaskStateStore, read_record
+from airflow_ft_provider.execution.task_state import (
+    TaskStateStore,
+    as_count,
+    as_object,
+    as_optional_text,
+    as_text,
+    read_record,
+)
 from airflow_ft_provider.partitions.provenance import CONTENT, LINEAGE
 
 FINISHED_KEY = "ft_finished_work"
@@ -56,55 +63,41 @@ class FinishedWork:
     @classmethod
     def from_json(cls, value: object) -> FinishedWork:
         """A stored record, validated (ValueError: not one of ours, or damaged)."""
-        doc = _object(value, "the record")
+        doc = as_object(value, "the record")
         outputs = {}
-        for name, raw in _object(doc.get("outputs"), "'outputs'").items():
-            out = _object(raw, f"output {name!r}")
-            location = _text(out.get("location"), "location")
+        for name, raw in as_object(doc.get("outputs"), "'outputs'").items():
+            out = as_object(raw, f"output {name!r}")
+            location = as_text(out.get("location"), "location")
             if not location.startswith(("file://", "s3a://")):
                 raise ValueError(f"'location' must be file:// or s3a://, got {reprlib.repr(location)}")
-            content = _optional(out.get("content"), "content")
+            content = as_optional_text(out.get("content"), "content")
             if content is not None and not CONTENT.match(content):
                 raise ValueError(f"'content' is not a row checksum: {reprlib.repr(content)}")
             outputs[str(name)] = FinishedOutput(
-                location, _optional(out.get("attempt"), "attempt"), _count(out.get("rows"), "rows"), content
+                location,
+                as_optional_text(out.get("attempt"), "attempt"),
+                as_count(out.get("rows"), "rows"),
+                content,
             )
-        lineage = _optional(doc.get("lineage"), "lineage")
-        if lineage is not None and not LINEAGE.match(lineage):
-            raise ValueError(f"'lineage' is not a lineage digest: {reprlib.repr(lineage)}")
-        inputs = {
-            str(k): _text(v, "input attempt") for k, v in _object(doc.get("inputs"), "'inputs'").items()
-        }
+        lineage, inputs = lineage_and_inputs(doc)
         return cls(
-            _count(doc.get("try_number"), "try_number"),
-            _text(doc.get("host"), "host"),
-            _optional(doc.get("workdir"), "workdir"),
+            as_count(doc.get("try_number"), "try_number"),
+            as_text(doc.get("host"), "host"),
+            as_optional_text(doc.get("workdir"), "workdir"),
             inputs,
             lineage,
             outputs,
         )
 
 
-def _object(value: object, what: str) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ValueError(f"{what} must be an object, got {reprlib.repr(value)}")
-    return value
-
-
-def _text(value: object, what: str) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValueError(f"{what!r} must be a non-empty string, got {reprlib.repr(value)}")
-    return value
-
-
-def _optional(value: object, what: str) -> str | None:
-    return None if value is None else _text(value, what)
-
-
-def _count(value: object, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{what!r} must be a whole number >= 0, got {reprlib.repr(value)}")
-    return value
+def lineage_and_inputs(doc: dict[str, Any]) -> tuple[str | None, dict[str, str]]:
+    """A record's ``lineage`` and ``inputs`` (partition id -> attempt id read), validated."""
+    lineage = as_optional_text(doc.get("lineage"), "lineage")
+    if lineage is not None and not LINEAGE.match(lineage):
+        raise ValueError(f"'lineage' is not a lineage digest: {reprlib.repr(lineage)}")
+    raw_inputs = as_object(doc.get("inputs"), "'inputs'")
+    inputs = {str(k): as_text(v, "input attempt") for k, v in raw_inputs.items()}
+    return lineage, inputs
 
 
 def earlier_finished_work(

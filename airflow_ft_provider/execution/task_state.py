@@ -7,6 +7,7 @@ or damaged is passed over (the try then does what it would do without it), sayin
 
 from __future__ import annotations
 
+import reprlib
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -41,3 +42,26 @@ def read_record(
         return parse(raw), None
     except ValueError as exc:
         return None, f"task_state_store[{key!r}] is not {record} ({exc}); passed over"
+
+
+# Fields of a record read back, checked (ValueError says which and what it held).
+def as_object(value: object, what: str) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise ValueError(f"{what} must be an object, got {reprlib.repr(value)}")
+    return value
+
+
+def as_text(value: object, what: str) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"{what!r} must be a non-empty string, got {reprlib.repr(value)}")
+    return value
+
+
+def as_optional_text(value: object, what: str) -> str | None:
+    return None if value is None else as_text(value, what)
+
+
+def as_count(value: object, what: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{what!r} must be a whole number >= 0, got {reprlib.repr(value)}")
+    return value

@@ -24,16 +24,17 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
-__all__ = ["TryWorkdir", "adopt_abandoned", "mark_finished", "remove_abandoned"]
+__all__ = ["TryWorkdir", "adopt_abandoned", "keep_for_next_try", "remove_abandoned"]
 
 PREFIX = "ft-stage-"
 OWNER_FILE = ".owner"
 # A directory with no owner file was either made by a release before this module, or is being set up
 # right now (the owner file appears within microseconds of the directory): removed only once this old.
 UNOWNED_GRACE_SECONDS = 600.0
-# A killed try whose output was complete (``mark_finished``) leaves it for the task's next try to adopt
-# (operators/adoption.py): other tries' sweeps keep it this long.
-FINISHED_FILE = ".finished"
+# A killed try whose output is complete, or being written by a Spark Connect server that outlives it
+# (``keep_for_next_try``), leaves it for the task's next try to adopt (operators/adoption.py): other
+# tries' sweeps keep it this long.
+ADOPTABLE_FILE = ".adoptable"
 ADOPTION_GRACE_SECONDS = 3600.0
 
 
@@ -104,7 +105,7 @@ def remove_abandoned(base: str | os.PathLike[str], *, now: float | None = None) 
 def _remove_if_abandoned(directory: Path, mtime: float, now: float) -> bool:
     """Remove ``directory`` if no live try owns it; True if it is gone."""
     try:
-        if now - (directory / FINISHED_FILE).lstat().st_mtime < ADOPTION_GRACE_SECONDS:
+        if now - (directory / ADOPTABLE_FILE).lstat().st_mtime < ADOPTION_GRACE_SECONDS:
             return False  # finished output its task's next try may adopt
     except FileNotFoundError:
         pass
@@ -158,7 +159,8 @@ def adopt_abandoned(directory: str | os.PathLike[str]) -> Iterator[bool]:
             _remove(path)
 
 
-def mark_finished(directory: str | os.PathLike[str]) -> None:
-    """The try owning ``directory`` wrote every output: should it be killed before its commit, sweeps
-    keep the directory for ``ADOPTION_GRACE_SECONDS`` so that the task's next try can adopt it."""
-    (Path(directory) / FINISHED_FILE).touch()
+def keep_for_next_try(directory: str | os.PathLike[str]) -> None:
+    """The try owning ``directory`` wrote every output, or a Spark Connect server is writing them: should
+    the try be killed before its commit, sweeps keep the directory for ``ADOPTION_GRACE_SECONDS`` so
+    that the task's next try can adopt it."""
+    (Path(directory) / ADOPTABLE_FILE).touch()

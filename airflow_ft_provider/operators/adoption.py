@@ -1,25 +1,40 @@
-"""A new try commits what a killed earlier try of its task finished and did not commit.
+"""A new try commits what a killed earlier try of its task computed and did not commit.
 
-The earlier try recorded its finished work (``execution/finished_work.py``) the moment its application
-had written every output. A new try adopts it, without starting Spark, when:
+Two records, both in Airflow's ``task_state_store``, let it:
 
-- every output is blocking, and every input blocking and still the attempt the work read (a pipelined
-  input belongs to one execution of the region, which a restart replaces);
+- **finished work** (``execution/finished_work.py``): written the moment the application had written
+  every output. The output is committed without starting Spark.
+- **running work** (``execution/running_work.py``, Spark Connect, staged outputs): written just before
+  the application runs. The server outlives the worker, so its write may still be going on: the new try
+  waits until the earlier try's session has no running operation (``execution/connect_operations.py``),
+  then commits every output whose write completed (Spark's ``_SUCCESS`` marker, written by the server
+  when the job commits). One computation of the partition, not two.
+
+Either is adopted only when:
+
+- every output is blocking, and every input blocking and still the attempt the work read, with the
+  stage's code unchanged (a pipelined input belongs to one execution of the region, which a restart
+  replaces);
 - the output is still where it was written: an ``s3a://`` attempt (direct s3a) from any worker; a
   staging directory on this worker only, whose try is dead (its lock is free) and which no sweeper
   removed meanwhile (``execution/workdir.py``);
-- the commit, fenced by this try's number like any, succeeds. Anything else: the try runs Spark.
+- the commit, fenced by this try's number like any, succeeds. Anything else: the try runs Spark (and
+  interrupts what the earlier try left running first, ``execution/connect.py``).
 """
 
 from __future__ import annotations
 
+import os
 import socket
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from airflow_ft_provider.execution.connect import server_identity
+from airflow_ft_provider.execution.connect_operations import wait_for_operations
+from airflow_ft_provider.execution.connect_sessions import TrySession
 from airflow_ft_provider.execution.contracts import DataPlacement, TaskLog, WrittenOutput
 from airflow_ft_provider.execution.finished_work import (
     FINISHED_KEY,
@@ -28,13 +43,17 @@ from airflow_ft_provider.execution.finished_work import (
     earlier_finished_work,
 )
 from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
+from airflow_ft_provider.execution.running_work import RUNNING_KEY, RunningWork, earlier_running_work
 from airflow_ft_provider.execution.task_state import TaskStateStore
-from airflow_ft_provider.execution.workdir import adopt_abandoned, mark_finished
+from airflow_ft_provider.execution.workdir import adopt_abandoned, keep_for_next_try
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.spark.content import rows_in_footers
+
+SUCCESS_MARKER = "_SUCCESS"  # Spark's (Hadoop's) file of a committed write job
 
 
 class FinishedWorkAdoption:
@@ -48,12 +67,33 @@ class FinishedWorkAdoption:
         checkpointed: bool,
         state: TaskStateStore | None,
         log: TaskLog,
+        connect_url: Callable[[], str | None] = lambda: None,
     ) -> None:
         self.reuse = reuse  # the task's inputs, outputs, store and producer
         self.compression = {o.result: o.compression for o in outputs}
         self.state = state
         self.log = log
+        self.connect_url = connect_url  # this try's Spark Connect connection (None: not Connect)
         self.eligible = not checkpointed and reuse.blocking_only
+
+    def record_started(
+        self,
+        session: TrySession | None,
+        locations: Mapping[str, tuple[str, str | None]],
+        read: Mapping[str, Manifest],
+        lineage: str | None,
+        workdir: Path | None,
+    ) -> None:
+        """Say, before the application runs, which Spark Connect session writes which staged outputs."""
+        staged = {name: location for name, (location, _) in locations.items()}
+        if not self.eligible or self.state is None or session is None or workdir is None:
+            return
+        if not staged or not all(location.startswith("file://") for location in staged.values()):
+            return  # direct s3a: an attempt prefix has no marker this try reads (see the README)
+        keep_for_next_try(workdir)
+        inputs = {pid: manifest.attempt_id for pid, manifest in read.items()}
+        work = RunningWork(session, socket.gethostname(), str(workdir), inputs, lineage, staged)
+        self._save(RUNNING_KEY, work.to_json(), "its running work")
 
     def record(
         self,
@@ -67,7 +107,7 @@ class FinishedWorkAdoption:
         if not self.eligible or self.state is None:
             return
         if workdir is not None and any(loc.startswith("file://") for loc, _ in locations.values()):
-            mark_finished(workdir)  # kept by other tries' sweeps, should this try be killed now
+            keep_for_next_try(workdir)  # kept by other tries' sweeps, should this try be killed now
         work = FinishedWork(
             self.reuse.try_number,
             socket.gethostname(),
@@ -79,17 +119,24 @@ class FinishedWorkAdoption:
                 for name, (location, attempt) in locations.items()
             },
         )
+        self._save(FINISHED_KEY, work.to_json(), "its finished work")
+
+    def _save(self, key: str, record: dict[str, Any], what: str) -> None:
+        assert self.state is not None
         try:
-            self.state.set(FINISHED_KEY, work.to_json())
-        except Exception as err:  # noqa: BLE001 - the commit goes on; only a killed try's output is lost
-            self.log.info("could not record this try's finished work (%s)", err)
+            self.state.set(key, record)
+        except Exception as err:  # noqa: BLE001 - the work goes on; only a killed try's output is lost
+            self.log.info("could not record this try's %s (%s)", what, err)
 
     def try_adopt(self) -> dict[str, Any] | None:
-        """The committed entries when an earlier try's finished output was committed for this try."""
+        """The committed entries when an earlier try's output was committed for this try."""
+        return self._adopt_finished() or self._adopt_running()
+
+    def _adopt_finished(self) -> dict[str, Any] | None:
         work, passed_over = earlier_finished_work(self.state, self.reuse.try_number)
         if passed_over:
             self.log.info("%s", passed_over)
-        if work is None or not self.eligible or not self._same_inputs(work):
+        if work is None or not self.eligible or not self._unchanged(work.inputs, work.lineage):
             return None
         if set(work.outputs) != {ref.result for ref in self.reuse.outputs}:
             return None
@@ -104,27 +151,91 @@ class FinishedWorkAdoption:
                     "try %d's output in %s is gone, or its try still runs", work.try_number, work.workdir
                 )
                 return None
-            try:
-                committed = self._commit(work, staged)
-            except Exception as err:  # noqa: BLE001 - running Spark again is always right
-                self.log.info(
-                    "could not commit try %d's finished work (%s): running Spark", work.try_number, err
-                )
-                return None
-        self.forget()
-        self._record(work.try_number)
+            committed = self._commit_or_none(work, staged)
+        if committed is not None:
+            self._adopted(
+                work.try_number,
+                f"try {work.try_number} finished its Spark work and was killed before its commit: "
+                "output committed, Spark not started",
+            )
         return committed
 
-    def _same_inputs(self, work: FinishedWork) -> bool:
-        if set(work.inputs) != {ref.partition_id for ref in self.reuse.inputs}:
+    def _adopt_running(self) -> dict[str, Any] | None:
+        work, passed_over = earlier_running_work(self.state, self.reuse.try_number)
+        if passed_over:
+            self.log.info("%s", passed_over)
+        if work is None or not self.eligible or set(work.outputs) != {r.result for r in self.reuse.outputs}:
+            return None
+        earlier, url = work.try_number, self.connect_url()
+        if url is None:
+            self.log.info(
+                "try %d's Spark work may still run in Spark Connect: this try does not wait for it (a "
+                "spark-submit connection, or [ft_provider] wait_for_running_work is off)",
+                earlier,
+            )
+            return None
+        if server_identity(url) != work.session.server or work.host != socket.gethostname():
+            self.log.info(
+                "try %d's Spark work runs on %s, writing on %s: not this try's server and worker",
+                earlier,
+                work.session.server,
+                work.host,
+            )
+            return None
+        if not self._unchanged(work.inputs, work.lineage):
+            return None  # the backend interrupts it before this try computes
+        with adopt_abandoned(work.workdir) as claimed:
+            if not claimed:
+                self.log.info("try %d's output in %s is gone, or its try still runs", earlier, work.workdir)
+                return None
+            waited = wait_for_operations(url, work.session, log=self.log)
+            rows = {name: _completed_rows(location) for name, location in work.outputs.items()}
+            incomplete = sorted(name for name, count in rows.items() if count is None)
+            if incomplete:
+                self.log.info(
+                    "try %d's Spark work ended without completing %s%s: running Spark",
+                    earlier,
+                    ", ".join(incomplete),
+                    f" ({waited.why})" if waited.why else "",
+                )
+                return None
+            outputs = {n: FinishedOutput(loc, None, rows[n] or 0, None) for n, loc in work.outputs.items()}
+            finished = FinishedWork(earlier, work.host, work.workdir, work.inputs, work.lineage, outputs)
+            committed = self._commit_or_none(finished, staged=True)
+        if committed is not None:
+            self._adopted(
+                earlier,
+                f"try {earlier}'s Spark work was still running when its worker died: waited "
+                f"{waited.seconds:.1f} s for it, output committed, no second computation started"
+                if waited.seconds >= 1
+                else f"try {earlier}'s Spark work completed after its worker died: output committed, "
+                "Spark not started",
+            )
+        return committed
+
+    def _commit_or_none(self, work: FinishedWork, staged: bool) -> dict[str, Any] | None:
+        try:
+            return self._commit(work, staged)
+        except Exception as err:  # noqa: BLE001 - running Spark again is always right
+            self.log.info("could not commit try %d's output (%s): running Spark", work.try_number, err)
+            return None
+
+    def _unchanged(self, inputs: Mapping[str, str], lineage: str | None) -> bool:
+        """The inputs are still the attempts the earlier try read, and the stage's code (in its
+        lineage, when recorded) is the same."""
+        if set(inputs) != {ref.partition_id for ref in self.reuse.inputs}:
             return False
         try:
-            return all(
-                self.reuse.store.manifest(ref).attempt_id == work.inputs[ref.partition_id]
-                for ref in self.reuse.inputs
-            )
+            read = {ref.partition_id: self.reuse.store.manifest(ref) for ref in self.reuse.inputs}
         except PartitionNotFound:
             return False
+        if any(manifest.attempt_id != inputs[pid] for pid, manifest in read.items()):
+            self.log.info("the inputs changed since the earlier try read them: its work is not adopted")
+            return False
+        if lineage is not None and self.reuse.lineage(read) != lineage:
+            self.log.info("the stage's code changed since the earlier try: its work is not adopted")
+            return False
+        return True
 
     def _commit(self, work: FinishedWork, staged: bool) -> dict[str, Any]:
         store, producer = self.reuse.store, self.reuse.producer()
@@ -150,18 +261,16 @@ class FinishedWorkAdoption:
         return committed
 
     def forget(self) -> None:
-        """This try committed its own output: no later try may take the record for work left over."""
+        """This try committed its own output: no later try may take the records for work left over."""
         if self.eligible and self.state is not None:
-            try:
-                self.state.delete(FINISHED_KEY)
-            except Exception as err:  # noqa: BLE001 - a later try finds the output gone and runs Spark
-                self.log.info("could not clear the finished-work record (%s)", err)
+            for key in (FINISHED_KEY, RUNNING_KEY):
+                try:
+                    self.state.delete(key)
+                except Exception as err:  # noqa: BLE001 - a later try finds the output gone: runs Spark
+                    self.log.info("could not clear task_state_store[%r] (%s)", key, err)
 
-    def _record(self, earlier: int) -> None:
-        said = (
-            f"try {earlier} finished its Spark work and was killed before its commit: "
-            "output committed, Spark not started"
-        )
+    def _adopted(self, earlier: int, said: str) -> None:
+        self.forget()
         self.log.info("%s: %s", self.reuse.task, said)
         RecoveryJournal(self.reuse.store, self.reuse.run).record(
             {
@@ -172,3 +281,10 @@ class FinishedWorkAdoption:
                 "reason": said,
             }
         )
+
+
+def _completed_rows(location: str) -> int | None:
+    """The rows of a staged output whose write job committed (None: it did not, or unreadable)."""
+    if not os.path.exists(os.path.join(location.removeprefix("file://"), SUCCESS_MARKER)):
+        return None
+    return rows_in_footers(location)

@@ -14,7 +14,7 @@ from typing import Any, Protocol
 
 from airflow_ft_provider import metrics
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
-from airflow_ft_provider.execution.backend import backend_for
+from airflow_ft_provider.execution.backend import backend_for, connect_url
 from airflow_ft_provider.execution.contracts import (
     DataPlacement,
     StageBackend,
@@ -35,12 +35,7 @@ from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.operators.adoption import FinishedWorkAdoption
 from airflow_ft_provider.operators.checkpointed import CheckpointedTry
 from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
-from airflow_ft_provider.partitions import (
-    PartitionNotFound,
-    PartitionRef,
-    RunRef,
-    S3PartitionStore,
-)
+from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.pipelined import (
     EngineLocation,
     PipelinedHandle,
@@ -143,6 +138,7 @@ class StageAttempt:
             checkpointed=stage.task_id in stage.pipeline.checkpoint_configs,
             state=context.get("task_state_store"),
             log=self.log,
+            connect_url=lambda: connect_url(stage.spark_conn_id or stage.pipeline.spark_conn_id),
         )
 
     def run(self) -> dict[str, Any]:
@@ -205,10 +201,11 @@ class StageAttempt:
                     {n: [p.partition_id for p in i.partitions] for n, i in inputs.items()} or "nothing",
                     sorted(outputs) or "nothing",
                 )
-                backend.run(spec, fail_in_app=faults.fails_in_app)
-                written = {name: backend.written(planned.spec) for name, planned in outputs.items()}
                 lineage = self.reuse.lineage(placement.read)
                 locations = {name: (p.spec.location, p.attempt) for name, p in outputs.items()}
+                self.adoption.record_started(backend.try_session, locations, placement.read, lineage, workdir)
+                backend.run(spec, fail_in_app=faults.fails_in_app)
+                written = {name: backend.written(planned.spec) for name, planned in outputs.items()}
                 self.adoption.record(locations, written, placement.read, lineage, workdir)
                 faults.after_work()
                 stored = checkpointed.finish() if checkpointed else {}

@@ -23,7 +23,7 @@ from airflow_ft_provider.execution.workdir import (
     UNOWNED_GRACE_SECONDS,
     TryWorkdir,
     adopt_abandoned,
-    mark_finished,
+    keep_for_next_try,
     remove_abandoned,
 )
 
@@ -157,7 +157,7 @@ def test_a_killed_trys_directory_is_adopted_then_removed_and_a_live_trys_never(t
 
 def test_a_killed_try_with_finished_output_is_kept_for_adoption_until_the_grace_ends(tmp_path, holders):
     killed = holders(tmp_path)
-    mark_finished(killed.path)
+    keep_for_next_try(killed.path)
     killed.kill()
     assert remove_abandoned(tmp_path) == [] and killed.path.is_dir()  # its next try may adopt it
     later = time.time() + ADOPTION_GRACE_SECONDS + 1
