@@ -1,13 +1,16 @@
-"""Scenarios 2-4: failures only a distributed deployment has -- a lost Celery worker, a restarted
-scheduler, an unreachable REST API -- each run alone on the reference deployment, each checked for the
-exact try number of every task instance and for output equal to a failure-free run's.
+"""Scenarios 2-5: failures only a distributed deployment has -- a lost Celery worker (during a region's
+work, and in the middle of a Spark Connect write), a restarted scheduler, an unreachable REST API -- each
+run alone on the reference deployment, each checked for the exact try number of every task instance and
+for output equal to a failure-free run's.
 
     S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U        (ft_cluster_worker_loss, ft_cluster_api_outage)
     F --f--> G                                             (ft_cluster_backoff)
+    W --w-->                                               (ft_cluster_running_write: a 40 s write)
 """
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -18,6 +21,7 @@ import pytest
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow_rest import try_numbers
+from tests.cluster.dags.ft_cluster_scenarios import LEDGERS
 from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)
     expected,
     finish,
@@ -94,6 +98,44 @@ def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment
     assert failover["time"] > killed_at
     assert producer_try(store, dag_id, run_id, "s") == 1
     assert values(store, dag_id, run_id, "u") == expected(3)
+
+
+def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_it_and_commits_it(
+    deployment, store
+):
+    airflow = deployment.airflow
+    dag_id, run_id = trigger(airflow, "ft_cluster_running_write")
+    running = airflow.client.wait_for_task_instance(
+        dag_id, run_id, "W", predicate=lambda ti: ti["state"] == "running" and ti.get("hostname"), timeout=300
+    )
+    deadline = time.monotonic() + 120
+    while "writing ['w']" not in airflow.task_log(dag_id, run_id, "W", 1) and time.monotonic() < deadline:
+        time.sleep(1)
+    time.sleep(5)  # the application has sent its write to the Spark Connect server: 40 s of work
+    lost = airflow.worker(running["hostname"])
+    killed = airflow.kill_worker(lost)
+    try:
+        run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=300)
+    finally:
+        airflow.start_worker(lost, wait=False)  # up again while the next scenario starts
+    ledger = os.path.join(LEDGERS, run_id)
+    computed = sorted(open(ledger).read().split()) if os.path.exists(ledger) else []
+    if os.path.exists(ledger):
+        os.remove(ledger)
+    assert len(killed) >= 3 and run["state"] == "success", story
+    assert try_numbers(tis.values()) == {"W": 2}, story
+    survivor = next(w for w in airflow.workers if w is not lost).address
+    assert tries(airflow, dag_id, run_id, "W")[1]["hostname"] == survivor, story
+    # One computation: the two Spark tasks of try 1's write, none of try 2's.
+    assert [entry.split(":")[0] for entry in computed] == ["1", "1"], computed
+    log = airflow.task_log(dag_id, run_id, "W", 2)
+    assert "still runs in its Spark Connect session" in log, log[-3000:]
+    assert "try 1's Spark work was still running when its worker died: waited" in log, log[-3000:]
+    assert "no second computation started" in log and "writing ['w']" not in log, log[-3000:]
+    assert producer_try(store, dag_id, run_id, "w") == 2
+    assert values(store, dag_id, run_id, "w") == expected(0)
+    [adopted] = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "adopted"]
+    assert adopted["task"] == "W" and adopted["try_number"] == 2
 
 
 def test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_on_time(deployment, store):

@@ -54,3 +54,10 @@ with DAG("ft_cluster_backoff", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(45)):
         stage("F", outputs=["f"])
         stage("G", inputs=["f"], outputs=["g"])
+
+# W alone: its write takes 40 s in the Spark server (two Spark tasks of 40 s, side by side), each noting
+# in LEDGERS/<run id> which try computed it; the test loses W's Celery worker in the middle of it.
+LEDGERS = "/tmp/ft-cluster-ledgers"
+with DAG("ft_cluster_running_write", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(1)):
+        stage("W", outputs=["w"], application_args=["slow_write=40", f"ledger={LEDGERS}"])

@@ -6,7 +6,9 @@ Other stages: the union of their inputs with value + 1, written to every declare
 So a task at depth d of a chain outputs value = key * 10 + d: the tests know the right answer.
 An argument ``sleep_on_try=T:S`` makes try T sleep S seconds before its Spark work (a window in which
 a test can take the Spark Connect server away from a running stage); ``noise=1`` adds a random column,
-so that every run of the stage writes different rows (tests/e2e/test_reuse.py).
+so that every run of the stage writes different rows (tests/e2e/test_reuse.py). ``slow_write=S`` makes
+each of the write's two Spark tasks take S seconds in the server (a long write a test can lose its worker
+in), and ``ledger=DIR`` has each of them note "try:partition" in DIR/<run id> when it is computed.
 """
 
 import sys
@@ -43,6 +45,22 @@ else:
     )
 if "noise" in options:
     df = df.withColumn("noise", F.rand())
+if "slow_write" in options:
+    seconds, ledger, computed_by = float(options["slow_write"]), options.get("ledger"), io.spec.try_number
+    ledger = ledger and f"{ledger}/{io.spec.run_id}"
+
+    def slowly(batches):  # runs in the Spark server's Python workers: the standard library and pyarrow
+        import os
+        import time
+
+        time.sleep(seconds)
+        if ledger:
+            os.makedirs(os.path.dirname(ledger) or ".", exist_ok=True)
+            with open(ledger, "a") as out:
+                out.write(f"{computed_by}:{os.getpid()}\n")
+        yield from batches
+
+    df = df.repartition(2).mapInArrow(slowly, df.schema)
 for name in io.spec.outputs:
     io.write(name, df)
 spark.stop()
