@@ -23,6 +23,8 @@ ft.partitions.committed                counter  partitions committed
 ft.partitions.committed_bytes          counter  their bytes
 ft.partitions.rebuilt                  counter  committed partitions a decision had found lost
 ft.partitions.reused                   counter  outputs a try published again instead of running Spark
+ft.partitions.adopted[.<kind>]         counter  outputs a try committed from a killed earlier try's work:
+                                                finished, or running (waited for in Spark Connect)
                                                 (inputs and code unchanged)
 ft.checkpoints.completed / .failed     counter  checkpoints of checkpointed stages, per try
 ft.checkpoints.duration                timer    the last completed checkpoint's upload
@@ -125,6 +127,13 @@ def committed(*, dag_id: str, task_id: str, result: str, size: int, rebuilt: boo
 def reused(count: int, *, dag_id: str, task_id: str) -> None:
     if count:
         _incr("ft.partitions.reused", count, tags={"dag_id": dag_id, "task_id": task_id})
+
+
+def adopted(count: int, *, dag_id: str, task_id: str, kind: str) -> None:
+    if count:
+        tags = {"dag_id": dag_id, "task_id": task_id, "kind": kind}
+        _incr("ft.partitions.adopted", count, tags=tags)
+        _incr(f"ft.partitions.adopted.{kind}", count, tags=tags)
 
 
 def checkpoints(statistics: Mapping[str, object], *, dag_id: str, task_id: str) -> None:

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -127,8 +127,16 @@ class CeleryAirflow(LiveAirflow):
             )
             self.start_worker(worker, wait=False)
 
-    def start_worker(self, worker: CeleryWorker, *, wait: bool = True, timeout: float = 120.0) -> None:
-        """Start a worker (again, after ``kill_worker``: same name and address)."""
+    def start_worker(
+        self,
+        worker: CeleryWorker,
+        *,
+        wait: bool = True,
+        timeout: float = 120.0,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        """Start a worker (again, after ``kill_worker``: same name and address); ``env``: settings of
+        this worker process beyond the deployment's (e.g. an ``AIRFLOW__FT_PROVIDER__…`` key)."""
         log = self.log_dir / f"{worker.name}.log"
         self._log_offsets[worker.name] = log.stat().st_size if log.exists() else 0
         self._spawn(
@@ -144,7 +152,7 @@ class CeleryAirflow(LiveAirflow):
                 "--without-gossip",
                 "--without-mingle",
             ),
-            self.worker_environment(worker),
+            {**self.worker_environment(worker), **(env or {})},
         )
         if wait:
             self.wait_for_worker(worker, deadline=time.monotonic() + timeout)

@@ -32,6 +32,7 @@ from contextlib import nullcontext
 from pathlib import Path
 from typing import Any
 
+from airflow_ft_provider import metrics
 from airflow_ft_provider.execution.connect import server_identity
 from airflow_ft_provider.execution.connect_operations import wait_for_operations
 from airflow_ft_provider.execution.connect_sessions import TrySession
@@ -154,7 +155,7 @@ class FinishedWorkAdoption:
             committed = self._commit_or_none(work, staged)
         if committed is not None:
             self._adopted(
-                work.try_number,
+                "finished",
                 f"try {work.try_number} finished its Spark work and was killed before its commit: "
                 "output committed, Spark not started",
             )
@@ -204,7 +205,7 @@ class FinishedWorkAdoption:
             committed = self._commit_or_none(finished, staged=True)
         if committed is not None:
             self._adopted(
-                earlier,
+                "running",
                 f"try {earlier}'s Spark work was still running when its worker died: waited "
                 f"{waited.seconds:.1f} s for it, output committed, no second computation started"
                 if waited.seconds >= 1
@@ -269,9 +270,11 @@ class FinishedWorkAdoption:
                 except Exception as err:  # noqa: BLE001 - a later try finds the output gone: runs Spark
                     self.log.info("could not clear task_state_store[%r] (%s)", key, err)
 
-    def _adopted(self, earlier: int, said: str) -> None:
+    def _adopted(self, kind: str, said: str) -> None:
         self.forget()
         self.log.info("%s: %s", self.reuse.task, said)
+        reuse = self.reuse
+        metrics.adopted(len(reuse.outputs), dag_id=reuse.stage.dag_id, task_id=str(reuse.task), kind=kind)
         RecoveryJournal(self.reuse.store, self.reuse.run).record(
             {
                 "time": time.time(),

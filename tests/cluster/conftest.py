@@ -23,9 +23,12 @@ CLUSTER_DAGS = Path(__file__).resolve().parent / "dags"
 
 
 @pytest.fixture(scope="session")
-def deployment(s3_endpoint, tmp_path_factory):
+def deployment(s3_endpoint, statsd_listener, tmp_path_factory):
     with ReferenceDeployment(
-        [E2E_DAGS_DIR, CLUSTER_DAGS], folder=tmp_path_factory.mktemp("deployment"), s3=s3_endpoint
+        [E2E_DAGS_DIR, CLUSTER_DAGS],
+        folder=tmp_path_factory.mktemp("deployment"),
+        s3=s3_endpoint,
+        env=statsd_listener.environment(),  # metrics from every component, as an operator would see them
     ) as started:
         print(f"\n[deployment] up in {started.started_in:.0f} s\n{started.describe()}")
         yield started

@@ -101,7 +101,7 @@ def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment
 
 
 def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_it_and_commits_it(
-    deployment, store
+    deployment, store, statsd_listener
 ):
     airflow = deployment.airflow
     dag_id, run_id = trigger(airflow, "ft_cluster_running_write")
@@ -136,6 +136,12 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
     assert values(store, dag_id, run_id, "w") == expected(0)
     [adopted] = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "adopted"]
     assert adopted["task"] == "W" and adopted["try_number"] == 2
+    statsd_listener.wait_for(
+        lambda metrics: any(
+            m.name == "airflow.ft.partitions.adopted.running" and m.tags.get("dag_id") == dag_id
+            for m in metrics
+        )
+    )
 
 
 def test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_on_time(deployment, store):

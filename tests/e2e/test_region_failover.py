@@ -223,7 +223,9 @@ def eventually(condition, *, what, live_airflow, timeout=120):
         time.sleep(1)
 
 
-def test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spark(live_airflow, runs, store):
+def test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spark(
+    live_airflow, runs, store, statsd_listener
+):
     #   A --> B --> C
     #            \-> D (SIGKILL after its Spark work, before committing d)
     run, tis, story = finish(live_airflow, runs, "seed002_d_killed")
@@ -240,6 +242,12 @@ def test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spar
     assert said in retry and "stage D (spark-connect" not in retry, retry[-3000:]
     history = RecoveryJournal(store, RunRef(dag_id, run_id)).events()
     assert [(e["task"], e["try_number"]) for e in history if e["kind"] == "adopted"] == [("D", 2)], story
+    statsd_listener.wait_for(  # counted, by kind (the metric's tags do not tell runs apart)
+        lambda metrics: any(
+            m.name == "airflow.ft.partitions.adopted.finished" and m.tags.get("dag_id") == dag_id
+            for m in metrics
+        )
+    )
     # the killed try's scratch directory (its staged output) went with the adoption
     killed = scratch_directory(log_of(live_airflow, dag_id, run_id, "D", 1))
     assert killed is not None and not killed.exists(), story
