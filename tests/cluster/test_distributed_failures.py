@@ -6,6 +6,7 @@ for output equal to a failure-free run's.
     S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U        (ft_cluster_worker_loss, ft_cluster_api_outage)
     F --f--> G                                             (ft_cluster_backoff)
     W --w-->                                               (ft_cluster_running_write: a 40 s write)
+    make_samples --samples--> scale_slowly (checkpointed)   (ft_cluster_checkpoint_worker_loss)
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from datetime import datetime
 
 import pytest
 
+from airflow_ft_provider.checkpoints.store_copy import StoreCheckpoints
 from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow_rest import try_numbers
 from tests.cluster.dags.ft_cluster_scenarios import LEDGERS
@@ -40,6 +43,17 @@ def trigger(airflow, dag_id, conf=None):
     return dag_id, run_id
 
 
+def wait_until_running(airflow, dag_id, run_id, task_id):
+    """The task instance once it runs on a worker (its ``hostname`` names the worker)."""
+    return airflow.client.wait_for_task_instance(
+        dag_id,
+        run_id,
+        task_id,
+        predicate=lambda ti: ti["state"] == "running" and ti.get("hostname"),
+        timeout=300,
+    )
+
+
 def tries(airflow, dag_id, run_id, task_id):
     return airflow.client.task_instance_tries(dag_id, run_id, task_id)
 
@@ -55,13 +69,7 @@ def journal_events(store, dag_id, run_id):
 def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment, store):
     airflow = deployment.airflow
     dag_id, run_id = trigger(airflow, "ft_cluster_worker_loss")
-    running = airflow.client.wait_for_task_instance(
-        dag_id,
-        run_id,
-        "T2",
-        predicate=lambda ti: ti["state"] == "running" and ti.get("hostname"),
-        timeout=300,
-    )
+    running = wait_until_running(airflow, dag_id, run_id, "T2")
     lost = airflow.worker(running["hostname"])
     t1_host = tries(airflow, dag_id, run_id, "T1")[0]["hostname"]
     time.sleep(3)  # well inside T2's first try (it sleeps 300 s before its Spark work)
@@ -105,9 +113,7 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
 ):
     airflow = deployment.airflow
     dag_id, run_id = trigger(airflow, "ft_cluster_running_write")
-    running = airflow.client.wait_for_task_instance(
-        dag_id, run_id, "W", predicate=lambda ti: ti["state"] == "running" and ti.get("hostname"), timeout=300
-    )
+    running = wait_until_running(airflow, dag_id, run_id, "W")
     deadline = time.monotonic() + 120
     while "writing ['w']" not in airflow.task_log(dag_id, run_id, "W", 1) and time.monotonic() < deadline:
         time.sleep(1)
@@ -142,6 +148,41 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
             for m in metrics
         )
     )
+
+
+def test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_resumes_from_the_store(
+    deployment, store
+):
+    airflow = deployment.airflow
+    dag_id, run_id = trigger(airflow, "ft_cluster_checkpoint_worker_loss")
+    running = wait_until_running(airflow, dag_id, run_id, "scale_slowly")
+    checkpoints = StoreCheckpoints(store, RunRef(dag_id, run_id), "scale_slowly")
+    deadline = time.monotonic() + 120
+    while max(checkpoints.completed_ids(), default=-1) < 3 and time.monotonic() < deadline:
+        time.sleep(0.5)  # the store keeps the newest (state.checkpoints.num-retained = 1)
+    assert max(checkpoints.completed_ids(), default=-1) >= 3, "no fourth checkpoint in the store"
+    lost = airflow.worker(running["hostname"])
+    killed = airflow.kill_worker(lost)
+    try:
+        run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=300)
+    finally:
+        airflow.start_worker(lost, wait=False)
+    assert len(killed) >= 3 and run["state"] == "success", story
+    assert try_numbers(tis.values()) == {"make_samples": 1, "scale_slowly": 2}, story
+    survivor = next(w for w in airflow.workers if w is not lost).address
+    assert tries(airflow, dag_id, run_id, "scale_slowly")[1]["hostname"] == survivor, story
+    events = journal_events(store, dag_id, run_id)
+    [first, second] = [e for e in events if e["kind"] == "checkpoint" and e["task"] == "scale_slowly"]
+    assert (first["try_number"], first["restored_from"]) == (1, None), first
+    # The lost worker's disk (its temporary directory) is not the survivor's: the store's copy is used.
+    assert second["try_number"] == 2 and second["restored_from"] >= 3, second
+    assert second["restored_via"] == "store", second
+    said = f"scale_slowly try 2 resumed at checkpoint {second['restored_from']}: "
+    assert second["reason"].startswith(said), second
+    rows = read_table(store, RunRef(dag_id, run_id).parse("scaled")).to_pylist()
+    assert sorted((r["sensor"], r["minute"], r["level"]) for r in rows) == [
+        (i, i % 60, i % 13 * 10) for i in range(4800)
+    ]  # every reading once: no micro-batch lost or written twice
 
 
 def test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_on_time(deployment, store):

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from airflow.sdk import DAG
 
+from airflow_ft_provider.decorators import ft_stage
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.pipeline import FailoverPipeline
 
@@ -61,3 +62,36 @@ LEDGERS = "/tmp/ft-cluster-ledgers"
 with DAG("ft_cluster_running_write", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(1)):
         stage("W", outputs=["w"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
+
+
+#   make_samples --samples (6 files)--> scale_slowly (checkpointed: one file per micro-batch, 2 s each)
+# The test loses scale_slowly's Celery worker once the store holds checkpoint 3 (of 0-5); the retry, on
+# the other worker (another temporary directory: no local copy), restores from the store.
+@ft_stage(outputs=["samples"], **SPARK)
+def make_samples(spark, io):
+    samples = spark.range(0, 4800, numPartitions=6)
+    io.write("samples", samples.selectExpr("id AS sensor", "id % 60 AS minute", "id % 13 AS level"))
+
+
+@ft_stage(
+    inputs=["samples"],
+    outputs=["scaled"],
+    checkpointing={"execution.checkpointing.interval-volume": "1 kb"},
+    **SPARK,
+)
+def scale_slowly(spark, io):
+    def slowly(batches):  # in the Spark server's Python workers (pickled by value: nested), 2 s a batch
+        import time
+
+        time.sleep(2)
+        yield from batches
+
+    samples = io.read_stream("samples")
+    slowed = samples.mapInArrow(slowly, samples.schema)
+    io.write_stream("scaled", slowed.selectExpr("sensor", "minute", "level * 10 AS level"))
+
+
+with DAG("ft_cluster_checkpoint_worker_loss", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(1)):
+        make_samples()
+        scale_slowly()
