@@ -38,6 +38,12 @@ TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test
 WAITING=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
 S3=(tests/partitions)
 CLUSTER=(tests/cluster)
+# Left to ./scripts/cluster-test.sh (which runs every cluster scenario): a lost worker in a checkpointed
+# stage, 65-80 s of the critical path, most of it Airflow's 20 s heartbeat timeout. With it the suite
+# took 24 min 53 s on a fresh clone, too close to CI's 25 minutes.
+CLUSTER_ONLY_ALONE=(
+    "tests/cluster/test_distributed_failures.py::test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_resumes_from_the_store"
+)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
     local name=$1 niceness=$2; shift 2
@@ -65,7 +71,8 @@ python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${
 echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment)," \
      "beside what is left of the others"
 cluster_rc=0
-python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster" "${CLUSTER[@]}" || cluster_rc=$?
+python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster" "${CLUSTER[@]}" \
+    "${CLUSTER_ONLY_ALONE[@]/#/--deselect=}" || cluster_rc=$?
 untimed_rc=0
 wait $untimed || untimed_rc=$?
 for name in s3 rest waiting; do
