@@ -39,7 +39,7 @@ WAITING=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/
 S3=(tests/partitions)
 CLUSTER=(tests/cluster)
 # Left to ./scripts/cluster-test.sh (which runs every cluster scenario): a lost worker in a checkpointed
-# stage, 65-80 s of the critical path, most of it Airflow's 20 s heartbeat timeout. With it the suite
+# stage, 65-80 s of the critical path (Airflow's 20 s heartbeat timeout, 2 s micro-batches). With it the suite
 # took 24 min 53 s on a fresh clone, too close to CI's 25 minutes.
 CLUSTER_ONLY_ALONE=(
     "tests/cluster/test_distributed_failures.py::test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_resumes_from_the_store"
