@@ -21,6 +21,7 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from airflow_ft_provider.execution.connect_operations import first_line, join, release
 from airflow_ft_provider.execution.connect_sessions import (
     SESSION_KEY,
     TrySession,
@@ -163,7 +164,7 @@ class ConnectBackend:
         quiet_abandoned_releases()
         if not self._earlier_stopped:
             self._earlier_stopped = True
-            self._stop_earlier_try(SparkSession)
+            self._stop_earlier_try()
         mine = self.try_session = TrySession.new(self.server, self.try_number)
         self.session = SparkSession.builder.remote(with_session_id(self.url, mine.session_id)).create()
         if self.state is not None:
@@ -185,7 +186,7 @@ class ConnectBackend:
             )
         return self.session
 
-    def _stop_earlier_try(self, session_class: Any) -> None:
+    def _stop_earlier_try(self) -> None:
         """Interrupt what an earlier try of this task left running in its session (its worker died),
         so that two computations of one partition never run at once; then release that session."""
         earlier, passed_over = previous_session(self.state)
@@ -197,17 +198,12 @@ class ConnectBackend:
             self.log.info("try %d worked on %s: nothing to stop here", earlier.try_number, earlier.server)
             return
         try:
-            old = session_class.builder.remote(with_session_id(self.url, earlier.session_id)).create()
-            try:
-                interrupted = old.interruptAll()
-            finally:
-                old.stop()
+            interrupted = release(join(self.url, earlier))
         except Exception as err:  # noqa: BLE001 - a session already gone has nothing left running
-            first_line = (str(err).splitlines() or [""])[0][:200]
             self.log.info(
                 "try %d's Spark Connect session has ended, nothing of it is left running (%s)",
                 earlier.try_number,
-                first_line,
+                first_line(err),
             )
             return
         if interrupted:

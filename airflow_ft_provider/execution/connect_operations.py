@@ -1,4 +1,5 @@
-"""A new try waits for the operations an earlier try left running in its Spark Connect session.
+"""What a new try does with the operations an earlier try left in its Spark Connect session: wait for
+them (``wait_for_operations``), or interrupt them (``release``), after joining it (``join``).
 
 A Connect client may join a session by id, and the server answers ``GetStatus`` for a session's
 operations (running, terminating, succeeded, failed, cancelled). PySpark 4.3 asks it only through its
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from airflow_ft_provider.execution.connect_sessions import TrySession, with_session_id
 from airflow_ft_provider.execution.contracts import TaskLog
@@ -21,38 +23,49 @@ POLL_SECONDS = 1.0
 
 @dataclass(frozen=True)
 class Waited:
-    ended: bool  # no operation of the session runs any more (False: could not tell, see ``why``)
-    seconds: float  # spent waiting
-    why: str = ""
+    saw_running: bool  # an operation of the session was running, and was waited for
+    seconds: float  # spent joining and waiting
+    why: str = ""  # why the state could not be told ("": it could)
+
+
+def join(url: str, earlier: TrySession) -> Any:
+    """A client of ``earlier``'s session on the server of ``url`` (the connection, with its
+    credentials); raises when the server no longer has that session."""
+    from pyspark.sql.connect.session import SparkSession
+
+    return SparkSession.builder.remote(with_session_id(url, earlier.session_id)).create()
+
+
+def release(session: Any) -> list[str]:
+    """Interrupt what still runs in ``session`` (a terminating execution still holds its results too),
+    then release the session; the operations interrupted."""
+    try:
+        return list(session.interruptAll())
+    finally:
+        session.stop()
 
 
 def wait_for_operations(url: str, earlier: TrySession, *, log: TaskLog, poll: float = POLL_SECONDS) -> Waited:
-    """Join ``earlier``'s session on the server of ``url`` (the connection, with its credentials), wait
-    until none of its operations runs, then release the session."""
-    from airflow_ft_provider.execution.connect import quiet_abandoned_releases
-
-    started = time.monotonic()
-    quiet_abandoned_releases()
+    """Join ``earlier``'s session, wait until none of its operations runs, then release the session."""
     from pyspark.sql.connect import proto
-    from pyspark.sql.connect.session import SparkSession
 
+    started, said = time.monotonic(), False
     running = proto.GetStatusResponse.OperationStatus.OPERATION_STATE_RUNNING
     try:
-        session = SparkSession.builder.remote(with_session_id(url, earlier.session_id)).create()
+        session = join(url, earlier)
     except Exception as err:  # noqa: BLE001 - no session: nothing of it runs
-        return Waited(False, 0.0, _first_line(err))
+        return Waited(False, time.monotonic() - started, first_line(err))
     try:
         ask = getattr(session.client, "_get_operation_statuses", None)
         if ask is None:
             return Waited(False, 0.0, "this PySpark cannot ask the server for an operation's state")
-        said = False
         while True:
             try:
                 states = [status.state for status in ask().operation_statuses]
             except Exception as err:  # noqa: BLE001 - a session gone, or a server that does not answer
-                return Waited(False, time.monotonic() - started, _first_line(err))
+                return Waited(said, time.monotonic() - started, first_line(err))
             if running not in states:
-                return Waited(True, time.monotonic() - started)
+                return Waited(said, time.monotonic() - started)
             if not said:
                 said = True
                 log.info(
@@ -64,11 +77,11 @@ def wait_for_operations(url: str, earlier: TrySession, *, log: TaskLog, poll: fl
             time.sleep(poll)
     finally:
         try:
-            session.interruptAll()  # a terminating execution still holds its results: free them
-            session.stop()
+            release(session)
         except Exception as err:  # noqa: BLE001 - the server frees an abandoned session itself
-            log.info("could not release try %d's session (%s)", earlier.try_number, _first_line(err))
+            log.info("could not release try %d's session (%s)", earlier.try_number, first_line(err))
 
 
-def _first_line(err: BaseException) -> str:
+def first_line(err: BaseException) -> str:
+    """An error's first line, short enough for a log line."""
     return (str(err).splitlines() or [type(err).__name__])[0][:200]

@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_ft_provider import metrics
-from airflow_ft_provider.execution.connect import server_identity
+from airflow_ft_provider.execution.connect import quiet_abandoned_releases, server_identity
 from airflow_ft_provider.execution.connect_operations import wait_for_operations
 from airflow_ft_provider.execution.connect_sessions import TrySession
 from airflow_ft_provider.execution.contracts import DataPlacement, TaskLog, WrittenOutput
@@ -189,6 +189,7 @@ class FinishedWorkAdoption:
             if not claimed:
                 self.log.info("try %d's output in %s is gone, or its try still runs", earlier, work.workdir)
                 return None
+            quiet_abandoned_releases()
             waited = wait_for_operations(url, work.session, log=self.log)
             rows = {name: _completed_rows(location) for name, location in work.outputs.items()}
             incomplete = sorted(name for name, count in rows.items() if count is None)
@@ -208,7 +209,7 @@ class FinishedWorkAdoption:
                 "running",
                 f"try {earlier}'s Spark work was still running when its worker died: waited "
                 f"{waited.seconds:.1f} s for it, output committed, no second computation started"
-                if waited.seconds >= 1
+                if waited.saw_running
                 else f"try {earlier}'s Spark work completed after its worker died: output committed, "
                 "Spark not started",
             )
