@@ -9,7 +9,6 @@ from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.partitions import S3PartitionStore
 
 CONNECT_CONN_TYPE = "spark_connect"  # the Spark provider's SparkConnectHook.conn_type
-WAIT_FOR_RUNNING_WORK = "wait_for_running_work"  # [ft_provider] key (get_provider_info.py)
 
 
 def connection_type(conn_id: str) -> str | None:
@@ -24,12 +23,7 @@ def connection_type(conn_id: str) -> str | None:
 
 
 def connect_url(conn_id: str) -> str | None:
-    """The Spark Connect URL of ``conn_id``, credentials included (None: not a Connect connection, or
-    ``[ft_provider] wait_for_running_work`` is off, so no try waits for an earlier try's work)."""
-    from airflow.configuration import conf
-
-    if not conf.getboolean("ft_provider", WAIT_FOR_RUNNING_WORK, fallback=True):
-        return None
+    """The Spark Connect URL of ``conn_id``, credentials included (None: not a Connect connection)."""
     if connection_type(conn_id) != CONNECT_CONN_TYPE:
         return None
     from airflow.providers.apache.spark.hooks.spark_connect import SparkConnectHook

@@ -150,7 +150,8 @@ class PartitionStoreHook(AwsBaseHook):
         kwargs.setdefault("retention", _seconds("partition_store_retention", DEFAULT_RETENTION))
         kwargs.setdefault("orphan_grace", _seconds("partition_store_orphan_grace", DEFAULT_ORPHAN_GRACE))
         # Unsafe: write even where the endpoint ignores If-None-Match / If-Match (no fencing).
-        kwargs.setdefault("allow_unconditional_writes", _flag("partition_store_allow_unconditional_writes"))
+        unconditional = config_flag("partition_store_allow_unconditional_writes")
+        kwargs.setdefault("allow_unconditional_writes", unconditional)
         if self.aws_conn_id:  # error hints name the connection to fix (never its secrets)
             kwargs.setdefault("credentials", f"the AWS connection {self.aws_conn_id!r}")
         return S3PartitionStore(self.get_client, url, **kwargs)
@@ -219,12 +220,12 @@ def _config(key: str) -> str | None:
     return conf.get(CONFIG_SECTION, key, fallback=None)
 
 
-def _flag(key: str) -> bool:
-    """A boolean setting, default False; a value Airflow cannot read as one is an error naming the key."""
+def config_flag(key: str, *, default: bool = False) -> bool:
+    """A boolean ``[ft_provider]`` setting; a value Airflow cannot read as one is an error naming the key."""
     from airflow.sdk import conf
 
     try:
-        return conf.getboolean(CONFIG_SECTION, key, fallback=False)
+        return conf.getboolean(CONFIG_SECTION, key, fallback=default)
     except Exception:  # AirflowConfigException (its module moves between Airflow versions)
         raise ValueError(f"[{CONFIG_SECTION}] {key} must be True or False, got {_config(key)!r}") from None
 

@@ -47,6 +47,7 @@ from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
 from airflow_ft_provider.execution.running_work import RUNNING_KEY, RunningWork, earlier_running_work
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.execution.workdir import adopt_abandoned, keep_for_next_try
+from airflow_ft_provider.hooks.partition_store import config_flag
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound
@@ -55,6 +56,14 @@ from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.content import rows_in_footers
 
 SUCCESS_MARKER = "_SUCCESS"  # Spark's (Hadoop's) file of a committed write job
+WAIT_FOR_RUNNING_WORK = "wait_for_running_work"  # [ft_provider] key (get_provider_info.py)
+
+
+def wait_for_running_work() -> bool:
+    """``[ft_provider] wait_for_running_work`` (default True): whether a try waits for an earlier try's
+    Spark Connect work still running; a non-boolean value is a ValueError naming the key, read at every
+    try's start so that it fails before it matters."""
+    return config_flag(WAIT_FOR_RUNNING_WORK, default=True)
 
 
 class FinishedWorkAdoption:

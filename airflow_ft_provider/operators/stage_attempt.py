@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
@@ -32,7 +33,7 @@ from airflow_ft_provider.faults import faults_for
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.model.reuse_scope import ReuseScope
-from airflow_ft_provider.operators.adoption import FinishedWorkAdoption
+from airflow_ft_provider.operators.adoption import FinishedWorkAdoption, wait_for_running_work
 from airflow_ft_provider.operators.checkpointed import CheckpointedTry
 from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, RunRef, S3PartitionStore
@@ -138,7 +139,9 @@ class StageAttempt:
             checkpointed=stage.task_id in stage.pipeline.checkpoint_configs,
             state=context.get("task_state_store"),
             log=self.log,
-            connect_url=lambda: connect_url(stage.spark_conn_id or stage.pipeline.spark_conn_id),
+            connect_url=partial(connect_url, stage.spark_conn_id or stage.pipeline.spark_conn_id)
+            if wait_for_running_work()
+            else lambda: None,
         )
 
     def run(self) -> dict[str, Any]:

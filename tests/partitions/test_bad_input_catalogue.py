@@ -506,6 +506,18 @@ def setting(name: str, value: str) -> Callable[[Env], object]:
     return provoke
 
 
+def stage_try_setting(name: str, value: str) -> Callable[[Env], object]:
+    """``[ft_provider] <name> = <value>``, then a stage try reads the settings it starts with."""
+
+    def provoke(env: Env) -> object:
+        from airflow_ft_provider.operators.adoption import wait_for_running_work
+
+        env.monkeypatch.setenv(f"AIRFLOW__FT_PROVIDER__{name.upper()}", value)
+        return wait_for_running_work()
+
+    return provoke
+
+
 def sweep_setting(name: str, value: str) -> Callable[[Env], object]:
     """``[ft_provider] <name> = <value>``, then a run's end asks for the sweep's limits."""
 
@@ -1273,6 +1285,13 @@ CATALOGUE = [
         setting("partition_store_allow_unconditional_writes", "maybe"),
         ValueError,
         "[ft_provider] partition_store_allow_unconditional_writes",
+        "must be True or False, got 'maybe'",
+    ),
+    row(
+        "store-config/wait_for_running_work=maybe",
+        stage_try_setting("wait_for_running_work", "maybe"),
+        ValueError,
+        "[ft_provider] wait_for_running_work",
         "must be True or False, got 'maybe'",
     ),
     row(
