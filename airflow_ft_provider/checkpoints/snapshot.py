@@ -6,6 +6,9 @@ up to *k*, the state store up to version *k+1*) and the output of batches 0..*k*
 of them once, atomically (a hidden temporary file renamed), so a file listed here is complete; files
 of the batch in flight (numbered above *k*) and temporaries are not part of it.
 
+After a restore on another worker, the output of batches 0..*k* may be only in the store: the batch
+directories hold notes of it instead (``spark/carried.py``), and every later checkpoint lists it too.
+
 The store's copy keeps each file once, named by its SHA-256 (``objects/<sha256>``): a file shared by
 many checkpoints (the logs of early batches, the output of early batches) is uploaded once, which
 makes every checkpoint after the first incremental. ``_metadata`` lists them and is written last.
@@ -23,7 +26,8 @@ from pathlib import Path
 from airflow_ft_provider.partitions.naming import check_relative_path
 from airflow_ft_provider.safe_json import is_finite_number, load_json
 
-METADATA_VERSION = 1
+METADATA_VERSION = 2  # 2: an output file's rows (version 1's files have none: a restore fetches them)
+_READABLE_VERSIONS = (1, 2)
 MAX_METADATA_BYTES = 8 << 20  # a checkpoint of ~50,000 files
 _SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 _LEADING_NUMBER = re.compile(r"^(\d+)")
@@ -44,6 +48,7 @@ class CheckpointFile:
     size: int
     sha256: str  # of the file's content (the object is named by it, compressed or not)
     compressed: bool = False  # stored gzip-compressed (execution.checkpointing.snapshot-compression)
+    rows: int | None = None  # an output file's, from its Parquet footer: a restore may leave it in the store
 
 
 @dataclass(frozen=True)
@@ -75,7 +80,7 @@ class CheckpointMetadata:
                 "total_bytes": self.total_bytes,
                 "processed_bytes": self.processed_bytes,
                 "local_path": self.local_path,
-                "files": [[f.path, f.size, f.sha256, f.compressed] for f in self.files],
+                "files": [[f.path, f.size, f.sha256, f.compressed, f.rows] for f in self.files],
                 "started": self.started,
                 "completed": self.completed,
                 "uploaded_bytes": self.uploaded_bytes,
@@ -92,7 +97,7 @@ class CheckpointMetadata:
             raise InvalidCheckpoint(
                 f"checkpoint {expected_id}'s _metadata is not valid JSON: {err}"
             ) from None
-        if not isinstance(doc, dict) or doc.get("version") != METADATA_VERSION:
+        if not isinstance(doc, dict) or doc.get("version") not in _READABLE_VERSIONS:
             raise InvalidCheckpoint(f"checkpoint {expected_id}'s _metadata has an unknown version")
         counts = ("checkpoint_id", "taken_by_try", "total_bytes", "processed_bytes", "uploaded_bytes")
         for key in counts:
@@ -132,9 +137,9 @@ def _list(value: object, checkpoint_id: int) -> list[object]:
 
 def _file(entry: object, checkpoint_id: int) -> CheckpointFile:
     where = f"checkpoint {checkpoint_id}'s _metadata: file entry {str(entry)[:80]!r}"
-    if not isinstance(entry, list) or len(entry) != 4:
-        raise InvalidCheckpoint(f"{where} is not [path, size, sha256, compressed]")
-    path, size, sha256, compressed = entry
+    if not isinstance(entry, list) or len(entry) not in (4, 5):
+        raise InvalidCheckpoint(f"{where} is not [path, size, sha256, compressed, rows]")
+    path, size, sha256, compressed, rows = [*entry, None][:5]
     try:
         check_relative_path("checkpoint file", path)
     except ValueError as err:
@@ -145,7 +150,9 @@ def _file(entry: object, checkpoint_id: int) -> CheckpointFile:
         raise InvalidCheckpoint(f"{where}: size is not a count")
     if not isinstance(sha256, str) or not _SHA256.match(sha256) or not isinstance(compressed, bool):
         raise InvalidCheckpoint(f"{where}: not a SHA-256 digest and a compressed flag")
-    return CheckpointFile(path, size, sha256, compressed)
+    if rows is not None and (isinstance(rows, bool) or not isinstance(rows, int) or rows < 0):
+        raise InvalidCheckpoint(f"{where}: rows is not a count")
+    return CheckpointFile(path, size, sha256, compressed, rows)
 
 
 def files_of_checkpoint(task_dir: Path, checkpoint_id: int) -> list[Path]:

@@ -8,6 +8,10 @@ A checkpoint is visible only once its ``_metadata`` is (Flink writes ``_metadata
 killed during an upload leaves objects nobody lists, removed by the next ``retain`` or by the run's
 release (``release_run`` deletes everything under the run's prefix). Every file restored is checked
 against the SHA-256 the ``_metadata`` names.
+
+A restore fetches Spark's files only. The output of the covered micro-batches (most of a checkpoint,
+late in a stage) stays in the store, noted in its batch directories (``spark/carried.py``): the retry's
+checkpoints list it, and the commit copies it inside S3, as it does the output on the disk.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ import gzip
 import hashlib
 import logging
 import os
+import re
 import shutil
 import tempfile
 import time
@@ -30,11 +35,13 @@ from airflow_ft_provider.checkpoints.snapshot import (
     InvalidCheckpoint,
     files_of_checkpoint,
 )
-from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore, StoredCopy
+from airflow_ft_provider.spark.carried import CarriedFile, InvalidNote, carried, write_note
 
 log = logging.getLogger(__name__)
 
 METADATA = "_metadata"
+_BATCH_DIR = re.compile(r"^b\d{10}\Z")
 _CHUNK = 1 << 20
 
 
@@ -51,19 +58,26 @@ class Fence:
     try_number: int
 
 
+@dataclass(frozen=True)
+class _Facts:
+    size: int
+    sha256: str
+    rows: int | None  # an output file's (its Parquet footer); None for Spark's own files
+
+
 @dataclass
 class _Hashes:
-    """SHA-256 of the local files already hashed, by (path, size, mtime): a checkpoint hashes only
-    the files written since the previous one."""
+    """What is known of the local files already looked at, by (path, size, mtime): a checkpoint hashes
+    only the files written since the previous one."""
 
-    known: dict[tuple[str, int, int], str] = field(default_factory=dict)
+    known: dict[tuple[str, int, int], _Facts] = field(default_factory=dict)
 
-    def of(self, path: Path) -> tuple[int, str]:
+    def of(self, path: Path, *, output: bool = False) -> _Facts:
         stat = path.stat()
         key = (str(path), stat.st_size, stat.st_mtime_ns)
         if key not in self.known:
-            self.known[key] = _sha256(path)
-        return stat.st_size, self.known[key]
+            self.known[key] = _Facts(stat.st_size, _sha256(path), _parquet_rows(path) if output else None)
+        return self.known[key]
 
 
 class StoreCheckpoints:
@@ -123,12 +137,15 @@ class StoreCheckpoints:
         started = time.time()
         files: list[CheckpointFile] = []
         for path in files_of_checkpoint(task_dir, checkpoint_id):
+            relative = path.relative_to(task_dir).as_posix()
+            output = relative.startswith("out/")
             try:
-                size, digest = self._hashes.of(path)
+                facts = self._hashes.of(path, output=output)
             except FileNotFoundError:
                 continue  # removed by Spark meanwhile (old logs and state versions): not needed
-            relative = path.relative_to(task_dir).as_posix()
-            files.append(CheckpointFile(relative, size, digest, compress and relative.startswith("spark/")))
+            files.append(
+                CheckpointFile(relative, facts.size, facts.sha256, compress and not output, facts.rows)
+            )
         missing = {_object_name(f): f for f in files if _object_name(f) not in self._in_store}
         with ThreadPoolExecutor(self.store.max_workers, thread_name_prefix="ft-checkpoint") as pool:
             uploads = {
@@ -139,6 +156,7 @@ class StoreCheckpoints:
         files = [f for f in files if _object_name(f) not in vanished]
         missing = {name: f for name, f in missing.items() if name not in vanished}
         self._in_store.update(missing)
+        files.extend(_carried_files(task_dir, checkpoint_id))  # in the store already, by a restore
         self._step("objects_uploaded", checkpoint_id)
         if deadline is not None and time.monotonic() > deadline:
             raise CheckpointTimeout(f"checkpoint {checkpoint_id}: its upload outlasted the timeout")
@@ -205,29 +223,45 @@ class StoreCheckpoints:
         self._in_store.clear()
         return len(keys)
 
-    def stored_outputs(self, metadata: CheckpointMetadata, task_dir: Path) -> dict[Path, str]:
-        """The output files of ``metadata`` (under ``task_dir``) and the keys of their objects."""
-        return {
-            task_dir / f.path: self.prefix + "objects/" + _object_name(f)
+    def stored_outputs(self, metadata: CheckpointMetadata, task_dir: Path) -> dict[Path, StoredCopy]:
+        """The output files under ``task_dir`` whose bytes the store has: those of ``metadata`` on this
+        disk, and those a restore left in the store (noted; they are nowhere else)."""
+        found = {
+            task_dir / f.path: StoredCopy(self._object_key(f), f.size, f"sha256:{f.sha256}")
             for f in metadata.files
-            if f.path.startswith("out/") and not f.compressed
+            if f.path.startswith("out/") and not f.compressed and (task_dir / f.path).is_file()
         }
+        for f in _carried_files(task_dir, metadata.checkpoint_id):
+            found[task_dir / f.path] = StoredCopy(self._object_key(f), f.size, f"sha256:{f.sha256}")
+        return found
 
     # -- restoring ------------------------------------------------------------------------------
     def restore(self, metadata: CheckpointMetadata, task_dir: Path) -> int:
-        """Download the checkpoint's files into ``task_dir`` (which holds none of them yet), each checked
-        against its SHA-256; :class:`InvalidCheckpoint` names a missing or damaged one. Returns bytes."""
+        """Make ``task_dir`` (which holds none of the checkpoint's files yet) the checkpoint: Spark's files
+        are downloaded, each checked against its SHA-256 (:class:`InvalidCheckpoint` names a missing or
+        damaged one); the output files whose rows are known stay in the store, noted in their batch
+        directories (``spark/carried.py``), for the commit to copy inside S3. Returns bytes downloaded."""
+        fetched = [f for f in metadata.files if not _may_stay(f)]
         with ThreadPoolExecutor(self.store.max_workers, thread_name_prefix="ft-restore") as pool:
-            for done in [pool.submit(self._download, f, task_dir) for f in metadata.files]:
+            for done in [pool.submit(self._download, f, task_dir) for f in fetched]:
                 done.result()
+        staying: dict[Path, list[CarriedFile]] = {}
+        for f in metadata.files:
+            if _may_stay(f) and f.rows is not None:
+                _out, result, batch, name = f.path.split("/", 3)  # out/<result>/bNNNNNNNNNN/<name>
+                staying.setdefault(task_dir / "out" / result / batch, []).append(
+                    CarriedFile(name, f.size, f.sha256, f.rows)
+                )
+        for batch_dir, kept in staying.items():
+            write_note(batch_dir, kept)
         self._remember(metadata, task_dir)
-        return metadata.size
+        return sum(f.size for f in fetched)
 
     def _download(self, file: CheckpointFile, task_dir: Path) -> None:
         target = task_dir / file.path
         target.parent.mkdir(parents=True, exist_ok=True)
         temp = target.with_name(f".{target.name}.download")
-        if not self.store.download_file(self.prefix + "objects/" + _object_name(file), temp):
+        if not self.store.download_file(self._object_key(file), temp):
             raise InvalidCheckpoint(f"{file.path}: its object is missing from the store")
         if file.compressed:
             unpacked = target.with_name(f".{target.name}.unpacked")
@@ -240,18 +274,35 @@ class StoreCheckpoints:
         os.replace(temp, target)
 
     def verify_local(self, metadata: CheckpointMetadata, task_dir: Path) -> str | None:
-        """None when ``task_dir`` holds every file of the checkpoint intact (local recovery may use it),
-        else what is wrong. Files of later batches are removed: Spark resumes after the checkpoint."""
+        """None when ``task_dir`` holds every file of the checkpoint intact, or notes it as left in the
+        store (local recovery may use it), else what is wrong. Files of later batches are removed: Spark
+        resumes after the checkpoint."""
+        try:
+            noted = {f.path: f.sha256 for f in _carried_files(task_dir, None)}
+        except InvalidNote as err:
+            return f"a note of output left in the store is damaged ({err})"
+        listed = {f.path: f.sha256 for f in metadata.files}
+        for relative, sha256 in noted.items():
+            if listed.get(relative) != sha256:
+                return (
+                    f"{relative} is noted as in the store, but checkpoint {metadata.checkpoint_id} lacks it"
+                )
         for file in metadata.files:
             path = task_dir / file.path
+            if noted.get(file.path) == file.sha256:
+                continue
             if not path.is_file():
                 return f"{file.path} is missing"
-            if self._hashes.of(path) != (file.size, file.sha256):
+            facts = self._hashes.of(path, output=file.path.startswith("out/"))
+            if (facts.size, facts.sha256) != (file.size, file.sha256):
                 return f"{file.path} differs from the checkpoint's"
-        listed = {task_dir / f.path for f in metadata.files}
         for root in (task_dir / "spark", task_dir / "out"):
             for path in sorted(root.rglob("*")) if root.is_dir() else ():
-                if path.is_file() and path not in listed and not path.name.startswith("."):
+                if (
+                    path.is_file()
+                    and path.relative_to(task_dir).as_posix() not in listed
+                    and not path.name.startswith(".")
+                ):
                     path.unlink()
                     path.with_name(f".{path.name}.crc").unlink(missing_ok=True)
         self._remember(metadata, task_dir)
@@ -261,8 +312,16 @@ class StoreCheckpoints:
         """The checkpoint's objects are in the store, and its files here have these hashes."""
         self._in_store.update(_object_name(f) for f in metadata.files)
         for file in metadata.files:
-            stat = (task_dir / file.path).stat()
-            self._hashes.known[(str(task_dir / file.path), stat.st_size, stat.st_mtime_ns)] = file.sha256
+            path = task_dir / file.path
+            if not path.is_file():
+                continue  # left in the store (noted)
+            stat = path.stat()
+            self._hashes.known[(str(path), stat.st_size, stat.st_mtime_ns)] = _Facts(
+                file.size, file.sha256, file.rows
+            )
+
+    def _object_key(self, file: CheckpointFile) -> str:
+        return self.prefix + "objects/" + _object_name(file)
 
     def _metadata_key(self, checkpoint_id: int) -> str:
         return f"{self.prefix}chk-{checkpoint_id:010d}/{METADATA}"
@@ -270,6 +329,34 @@ class StoreCheckpoints:
     def _step(self, step: str, checkpoint_id: int) -> None:
         if self._on_step is not None:
             self._on_step(step, checkpoint_id)
+
+
+def _may_stay(file: CheckpointFile) -> bool:
+    """Whether a restore may leave the file in the store: a micro-batch's output file of known rows."""
+    parts = file.path.split("/")
+    in_batch = len(parts) >= 4 and parts[0] == "out" and _BATCH_DIR.match(parts[2]) is not None
+    return in_batch and not file.compressed and file.rows is not None
+
+
+def _carried_files(task_dir: Path, through: int | None) -> list[CheckpointFile]:
+    """The output files of batches up to ``through`` (all: None) that a restore left in the store."""
+    files = []
+    out = task_dir / "out"
+    for result in sorted(out.iterdir()) if out.is_dir() else ():
+        for path, kept in carried(result, through=through).items():
+            relative = path.relative_to(task_dir).as_posix()
+            files.append(CheckpointFile(relative, kept.size, kept.sha256, False, kept.rows))
+    return files
+
+
+def _parquet_rows(path: Path) -> int | None:
+    """The rows a Parquet file's footer counts; None if it cannot be read (a restore then fetches it)."""
+    try:
+        import pyarrow.parquet as pq
+
+        return int(pq.read_metadata(path).num_rows)
+    except Exception:  # noqa: BLE001 - no pyarrow, or not Parquet: the file is restored as bytes
+        return None
 
 
 def _object_name(file: CheckpointFile) -> str:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Protocol, Self
 
 from airflow_ft_provider.execution.connect_sessions import TrySession
-from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer
+from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, StoredCopy
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
@@ -133,7 +133,7 @@ class DataPlacement(Protocol):
         producer: Producer,
         compression: str,
         rows: int,
-        copy_from: Mapping[Path, str] | None = None,
+        copy_from: Mapping[Path, StoredCopy] | None = None,
         provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         """Publish what the application wrote at ``location`` (a manifest, conditionally);

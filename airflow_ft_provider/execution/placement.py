@@ -11,7 +11,7 @@ from collections.abc import Collection, Mapping
 from pathlib import Path
 
 from airflow_ft_provider.execution.submit import local_dir
-from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore
+from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore, StoredCopy
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.partitions.store import new_attempt_id
@@ -69,12 +69,17 @@ class StagedFiles:
         producer: Producer,
         compression: str,
         rows: int,
-        copy_from: Mapping[Path, str] | None = None,
+        copy_from: Mapping[Path, StoredCopy] | None = None,
         provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         if pipelined:
             return self.pipelined.commit(
-                ref, local_dir(location), producer=producer, compression=compression, row_count=rows
+                ref,
+                local_dir(location),
+                producer=producer,
+                compression=compression,
+                row_count=rows,
+                copy_from=copy_from,
             )
         return self.store.commit(
             ref,
@@ -129,7 +134,7 @@ class DirectS3a:
         producer: Producer,
         compression: str,
         rows: int,
-        copy_from: Mapping[Path, str] | None = None,
+        copy_from: Mapping[Path, StoredCopy] | None = None,
         provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         if attempt is None:

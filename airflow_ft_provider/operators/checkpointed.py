@@ -26,7 +26,7 @@ from airflow_ft_provider.checkpoints.store_copy import Fence, StoreCheckpoints
 from airflow_ft_provider.checkpoints.uploader import CheckpointUploader
 from airflow_ft_provider.execution.contracts import TaskLog
 from airflow_ft_provider.model.description import PipelineDescription
-from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore, StoredCopy
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.spec import CheckpointSpec
 
@@ -122,7 +122,7 @@ class CheckpointedTry:
         self.local.release()
         self.copy.release()
 
-    def finish(self) -> dict[Path, str]:
+    def finish(self) -> dict[Path, StoredCopy]:
         """The micro-batches are done: take the final checkpoint (Flink takes one at the end of input
         too: a worker lost during the commit leaves nothing to redo) and stop copying; then name the
         output files the store has, for the commit to copy inside S3 instead of uploading them again."""
@@ -181,6 +181,14 @@ class CheckpointedTry:
                 continue
             relocate_source_logs(self.local.path, candidate.local_path)
             self.restored_via = "store"
+            self.log.info(
+                "%s: restored checkpoint %d from the store: %d bytes fetched; %d bytes of output left "
+                "there, for the commit to copy inside S3",
+                self.task,
+                candidate.checkpoint_id,
+                self.restored_bytes,
+                candidate.size - self.restored_bytes,
+            )
             return candidate
         return None
 

@@ -44,6 +44,7 @@ from airflow_ft_provider.partitions.pipelined import (
     execution_id,
 )
 from airflow_ft_provider.partitions.provenance import Provenance
+from airflow_ft_provider.partitions.upload import StoredCopy
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.spark.spec import VIEW_PREFIX, InputPartition, InputSpec, OutputSpec, StageSpec
@@ -328,10 +329,9 @@ class StageAttempt:
         placement: DataPlacement,
         written: Mapping[str, WrittenOutput],
         lineage: str | None,
-        stored: Mapping[Path, str],
+        stored: Mapping[Path, StoredCopy],
     ) -> dict[str, Any]:
-        """Commit each declared output; all must have been written before the first is committed.
-        ``stored``: output files a checkpoint has in the store already (copied, not uploaded again)."""
+        """Commit each output, all written before the first; ``stored``: files a checkpoint has in S3."""
         rows = {name: w.rows for name, w in written.items()}
         lost = RecoveryJournal(self.store, self.run_ref).found_lost() if self.ti.try_number > 1 else set()
         committed: dict[str, Any] = {}

@@ -33,6 +33,7 @@ from .store import (
     UnavailablePartition,
     default_transfer_config,
 )
+from .upload import StoredCopy
 
 __all__ = [
     "PARQUET_CODECS",
@@ -58,6 +59,7 @@ __all__ = [
     "ReleaseReport",
     "RetentionOutcome",
     "RunRef",
+    "StoredCopy",
     "S3PartitionStore",
     "StaleCommitError",
     "StoreLayout",

@@ -11,15 +11,12 @@ import logging
 import os
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 from .errors import (
-    MISSING_CODES,
     PartitionStoreError,
     StaleCommitError,
-    error_code,
 )
 from .manifest import (
     MAX_MANIFEST_BYTES,
@@ -28,7 +25,6 @@ from .manifest import (
     Manifest,
     Producer,
     check_codec,
-    file_checksum,
     new_hasher,
     with_etags,
 )
@@ -39,7 +35,8 @@ from .naming import (
     check_relative_path,
 )
 from .provenance import UNKNOWN, Provenance
-from .s3_objects import StoreObjects, _Location, _Transfers
+from .s3_objects import _Location
+from .upload import AttemptUploads, StoredCopy, source_files
 
 log = logging.getLogger(__name__)
 
@@ -49,45 +46,7 @@ def new_attempt_id(try_number: int) -> str:
     return f"t{try_number}-{uuid.uuid4().hex[:16]}"
 
 
-def _missing(future: Any) -> bool:
-    """Whether a finished transfer failed because its source object does not exist."""
-    try:
-        future.result()
-    except Exception as exc:  # noqa: BLE001 - only a missing source is told apart here
-        return error_code(exc) in MISSING_CODES
-    return False
-
-
-def _source_files(source: Any) -> list[tuple[str, Path]]:
-    """(name inside the partition, local path) pairs, sorted by name."""
-    if isinstance(source, (str, os.PathLike)):
-        root = Path(source)
-        if not root.is_dir():
-            raise ValueError(f"commit source {root} is not a directory; pass a directory or a list of files")
-        files = []
-        for path in sorted(root.rglob("*")):
-            rel = path.relative_to(root)
-            if any(part.startswith(("_", ".")) for part in rel.parts) or not path.is_file():
-                continue
-            files.append((check_relative_path("file name", rel.as_posix()), path))
-        return files
-    files = []
-    seen: set[str] = set()
-    for item in source:
-        path = Path(item)
-        if not path.is_file():
-            raise ValueError(f"commit source file {path} does not exist or is not a regular file")
-        name = check_relative_path("file name", path.name)
-        if name in seen:
-            raise ValueError(
-                f"two commit source files are named {name!r}; names must be unique in a partition"
-            )
-        seen.add(name)
-        files.append((name, path))
-    return sorted(files)
-
-
-class PartitionCommits(StoreObjects):
+class PartitionCommits(AttemptUploads):
     """Commit protocol: ``commit`` (local files) and ``commit_uploaded`` (files another writer put)."""
 
     def commit(
@@ -100,15 +59,16 @@ class PartitionCommits(StoreObjects):
         compression: str = "snappy",
         row_count: int | None = None,
         execution_id: str | None = None,
-        copy_from: Mapping[Path, str] | None = None,
+        copy_from: Mapping[Path, StoredCopy] | None = None,
         provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         """Upload a directory (or list) of files as partition ``ref`` and publish its manifest: a
         blocking partition, or with ``execution_id`` the pipelined (scratch) partition of that region
         execution, which no other execution may read.
 
-        ``copy_from``: local files whose content is already in this store (the key of an object with
-        the same bytes, e.g. a checkpoint's copy): copied inside S3 instead of uploaded again.
+        ``copy_from``: files whose content is already in this store (an object with the same bytes,
+        e.g. a checkpoint's copy): copied inside S3 instead of uploaded again; an entry under the source
+        directory that is not on disk (output a restored checkpoint left in the store) is committed too.
 
         In a directory, names starting with '_' or '.' (``_SUCCESS``, ``.crc``, ``_temporary``) are
         skipped, as Spark and Hadoop do. Raises StaleCommitError when a newer try already committed.
@@ -126,7 +86,7 @@ class PartitionCommits(StoreObjects):
         fmt: str,
         compression: str,
         row_count: int | None,
-        copy_from: Mapping[Path, str],
+        copy_from: Mapping[Path, StoredCopy],
         provenance: Provenance,
     ) -> Manifest:
         if not isinstance(producer, Producer):
@@ -137,12 +97,12 @@ class PartitionCommits(StoreObjects):
             isinstance(row_count, bool) or not isinstance(row_count, int) or row_count < 0
         ):
             raise ValueError(f"row_count must be None or an integer ≥ 0, got {row_count!r}")
-        files = _source_files(source)
+        files = source_files(source, copy_from)
         attempt_id = new_attempt_id(producer.try_number)
         manifest = self._publish_attempt(
             loc,
             attempt_id,
-            lambda: self._upload(files, loc.prefix, attempt_id, copy_from),
+            lambda: self._upload(files, loc.prefix, attempt_id),
             producer,
             fmt,
             compression,
@@ -150,8 +110,9 @@ class PartitionCommits(StoreObjects):
             provenance,
         )
         if self.cache is not None:
-            for (_, path), entry in zip(files, manifest.files, strict=True):
-                self.cache.add(path, self.bucket, loc.prefix + entry.key)
+            for file, entry in zip(files, manifest.files, strict=True):
+                if file.on_disk:
+                    self.cache.add(file.path, self.bucket, loc.prefix + entry.key)
             self.cache.trim()
         return manifest
 
@@ -302,60 +263,6 @@ class PartitionCommits(StoreObjects):
             attempt_id,
         )
         return manifest
-
-    def _upload(
-        self,
-        files: list[tuple[str, Path]],
-        prefix: str,
-        attempt_id: str,
-        copy_from: Mapping[Path, str],
-    ) -> list[FileEntry]:
-        from boto3.s3.transfer import create_transfer_manager
-
-        keys = [f"{attempt_dir(attempt_id)}{name}" for name, _ in files]
-        sizes = [path.stat().st_size for _, path in files]
-        with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ft-hash") as hashers:
-            checksums = [hashers.submit(file_checksum, path, self.checksum) for _, path in files]
-            transfers = _Transfers(create_transfer_manager(self.client, self.transfer_config))
-            with transfers.manager:
-                copies = {i: copy_from.get(path) for i, (_, path) in enumerate(files)}
-                for i, (_, path) in enumerate(files):
-                    source = copies[i]
-                    if source is not None:  # the same bytes are in the store: copied inside S3
-                        transfers.manager.copy(
-                            {"Bucket": self.bucket, "Key": self._inside_store(source)},
-                            self.bucket,
-                            prefix + keys[i],
-                            subscribers=[transfers.subscriber(i, sizes[i])],
-                        )
-                        continue
-                    transfers.manager.upload(
-                        str(path), self.bucket, prefix + keys[i], subscribers=[transfers.subscriber(i)]
-                    )
-                uploaded = 0
-                while uploaded < len(files):
-                    i, future = transfers.done.get()
-                    if copies[i] is not None and _missing(future):  # the copy's source is gone: upload
-                        copies[i] = None
-                        transfers.manager.upload(
-                            str(files[i][1]),
-                            self.bucket,
-                            prefix + keys[i],
-                            subscribers=[transfers.subscriber(i)],
-                        )
-                        continue
-                    with self._s3_errors("PutObject", prefix + keys[i]):
-                        future.result()
-                    uploaded += 1
-                    self._step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
-            self._step("files_uploaded", total=len(files))
-            entries = [FileEntry(keys[i], sizes[i], checksums[i].result()) for i in range(len(files))]
-        for (_, path), entry in zip(files, entries, strict=True):
-            if path.stat().st_size != entry.size:
-                raise RuntimeError(
-                    f"{path} changed size while it was being committed; finish writing it first"
-                )
-        return entries
 
     def _publish(self, loc: _Location, manifest: Manifest) -> None:
         data = manifest.to_json()

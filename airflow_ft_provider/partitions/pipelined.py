@@ -21,8 +21,9 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..failover.clock import Clock, SystemClock
@@ -30,6 +31,7 @@ from ..safe_json import load_json
 from .errors import PartitionNotFound, StaleCommitError, Unavailable
 from .manifest import Manifest, Producer
 from .naming import PartitionRef, RunRef
+from .upload import StoredCopy
 
 if TYPE_CHECKING:
     from .store import FetchedPartition, S3PartitionStore
@@ -178,8 +180,10 @@ class PipelinedPartitions:
         producer: Producer,
         compression: str = "snappy",
         row_count: int | None = None,
+        copy_from: Mapping[Path, StoredCopy] | None = None,
     ) -> Manifest:
-        """Commit files from local disk as the execution of ``producer``'s try, then publish it."""
+        """Commit files from local disk (``copy_from``: see ``commit``) as the execution of ``producer``'s
+        try, then publish it."""
         execution = execution_id(producer.try_number)
         manifest = self.store.commit(
             ref,
@@ -188,6 +192,7 @@ class PipelinedPartitions:
             compression=compression,
             row_count=row_count,
             execution_id=execution,
+            copy_from=copy_from,
         )
         self.publish(ref, producer)
         return manifest

@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .carried import carried_rows
 from .content import ContentObserver, rows_in_footers
 from .failure_report import FAILURE_REPORT_CONF, report_uncaught
 from .feed import FedFile, Feeder, batch_seconds
@@ -229,6 +230,7 @@ class StageIO:
         rows = rows_in_footers(location)
         if rows is None:  # not readable here: Spark counts (from the same footers, as a job)
             rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
+        rows += carried_rows(location)  # batches a restored checkpoint left in the store
         stream = {"batches": batches, "input_rows": read_rows, "batch_seconds": durations}
         if self._in_process is not None:
             self._in_process.rows[name] = rows

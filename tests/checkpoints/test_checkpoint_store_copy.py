@@ -23,51 +23,11 @@ from airflow_ft_provider.checkpoints.snapshot import (
     InvalidCheckpoint,
     relocate_source_logs,
 )
-from airflow_ft_provider.checkpoints.store_copy import CheckpointTimeout, Fence, StoreCheckpoints
-from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.checkpoints.store_copy import CheckpointTimeout, StoreCheckpoints
 from ft_harness.s3_server import REPO_ROOT
+from tests.checkpoints.spark_layout import FENCE, RUN, files, spark_dir
 
 pytestmark = pytest.mark.s3
-RUN = RunRef("etl", "manual__2026-11-25T09:00:00+00:00")
-FENCE = Fence({"raw": "a1"}, 100, 1)
-
-
-def spark_dir(task_dir, batches, *, in_flight=True):
-    """Batches 0..batches-1 committed, with their output; batch ``batches`` planned but not committed."""
-    spark = task_dir / "spark"
-    (spark / "metadata").parent.mkdir(parents=True, exist_ok=True)
-    (spark / "metadata").write_text('{"id":"q1"}')
-    upto = batches + (1 if in_flight else 0)
-    for batch in range(upto):
-        if (spark / "commits" / str(batch)).exists():
-            continue  # Spark never rewrites a committed batch's files
-        for log in ("offsets", "sources/0"):
-            (spark / log).mkdir(parents=True, exist_ok=True)
-            entry = {"path": f"{(task_dir / 'in' / f'f{batch}.parquet').as_uri()}", "batchId": batch}
-            (spark / log / str(batch)).write_text("v1\n" + json.dumps(entry))
-        (spark / "state" / "0" / "0").mkdir(parents=True, exist_ok=True)
-        (spark / "state" / "0" / "0" / f"{batch + 1}.delta").write_bytes(os.urandom(64))
-        if batch < batches:
-            (spark / "commits").mkdir(exist_ok=True)
-            (spark / "commits" / str(batch)).write_text("v1\n{}")
-            out = task_dir / "out" / "squares" / f"b{batch:010d}"
-            out.mkdir(parents=True, exist_ok=True)
-            (out / "part-00000.parquet").write_bytes(os.urandom(2000))
-            (out / ".part-00000.parquet.crc").write_bytes(b"crc")
-    (spark / "commits" / ".2.abc.tmp").write_text("a temporary Spark has not renamed yet")
-
-
-def files(task_dir):
-    return {
-        p.relative_to(task_dir).as_posix(): p.read_bytes()
-        for p in task_dir.rglob("*")
-        if p.is_file() and not p.name.startswith(".")
-    }
-
-
-@pytest.fixture
-def store(s3_bucket):
-    return S3PartitionStore(s3_bucket.client(), s3_bucket.url + "store/")
 
 
 def test_a_checkpoint_restores_on_another_worker_exactly_as_it_was_taken(store, tmp_path):
@@ -203,8 +163,21 @@ def test_a_checkpoint_past_its_timeout_is_not_completed(store, tmp_path):
         (lambda doc: doc.update(local_path="s3://elsewhere/"), "file:// URI"),
         (lambda doc: doc.update(processed_bytes=-1), "not a count"),
         (lambda doc: doc.update(version=9), "unknown version"),
+        (
+            lambda doc: doc["files"].append(["out/r/b0000000000/p", 1, "0" * 64, False, -3]),
+            "rows is not a count",
+        ),
     ],
-    ids=["escaping-path", "input-file", "object-name", "other-id", "local-path", "negative", "version"],
+    ids=[
+        "escaping-path",
+        "input-file",
+        "object-name",
+        "other-id",
+        "local-path",
+        "negative",
+        "version",
+        "rows",
+    ],
 )
 def test_hostile_metadata_is_refused_and_the_try_looks_further(store, tmp_path, s3_bucket, change, message):
     task_dir = tmp_path / "task"

@@ -242,6 +242,8 @@ def test_a_retry_on_another_worker_restores_the_checkpoint_from_the_store(
     summary = pushed["squares"]["checkpoint"]
     assert (summary["why"], summary["restored_via"]) == ("resume", "store") and summary["restored_bytes"] > 0
     assert [(t, k) for t, k, _ in restores(dag)[:2]] == [(1, None), (2, 2)]
+    # Batches 0-2's output was not fetched (left in the store, committed by copies): counted from notes.
+    assert pushed["squares"]["rows"] == apps.ROWS
     if last == 2:  # the file-source log was moved to this worker's paths: batches 0-2 are not read again
         assert summary["input_bytes_read"] == pytest.approx(summary["input_bytes"] * 5 / 8, rel=0.15)
     assert output(dag) == EXPECTED
