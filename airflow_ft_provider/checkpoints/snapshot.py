@@ -2,7 +2,9 @@
 
 Checkpoint *k* is the state after micro-batch *k* committed: the files of the task-local directory
 that Spark needs to resume after batch *k* (its ``metadata``, the offsets, commits and file-source logs
-up to *k*, the state store up to version *k+1*) and the output of batches 0..*k*. Spark writes each
+up to *k*, the state store up to version *k+1*) and the output of batches 0..*k*: in append mode the
+files Spark's file sink committed (its ``_spark_metadata`` log up to *k* names them, ``spark/sink_log.py``),
+in complete mode the newest ``bNNNNNNNNNN`` directory ``foreachBatch`` wrote. Spark writes each
 of them once, atomically (a hidden temporary file renamed), so a file listed here is complete; files
 of the batch in flight (numbered above *k*) and temporaries are not part of it.
 
@@ -25,6 +27,7 @@ from pathlib import Path
 
 from airflow_ft_provider.partitions.naming import check_relative_path
 from airflow_ft_provider.safe_json import is_finite_number, load_json
+from airflow_ft_provider.spark.sink_log import committed_names, has_sink_log, log_files
 
 METADATA_VERSION = 2  # 2: an output file's rows (version 1's files have none: a restore fetches them)
 _READABLE_VERSIONS = (1, 2)
@@ -172,7 +175,12 @@ def files_of_checkpoint(task_dir: Path, checkpoint_id: int) -> list[Path]:
         found.append(path)
     out = task_dir / "out"
     for result in sorted(out.iterdir()) if out.is_dir() else ():
-        for batch in sorted(result.iterdir()) if result.is_dir() else ():
+        if has_sink_log(result):  # append mode: Spark's file sink, whose log names each batch's files
+            found.extend(log_files(result, through=checkpoint_id))
+            names = committed_names(result, through=checkpoint_id)
+            found.extend(result / name for name in sorted(names) if (result / name).is_file())
+            continue
+        for batch in sorted(result.iterdir()) if result.is_dir() else ():  # complete mode: foreachBatch
             match = _BATCH_DIR.match(batch.name)
             if match and int(match.group(1)) <= checkpoint_id:
                 found.extend(_visible_files(batch))
@@ -192,15 +200,17 @@ def _visible_files(root: Path) -> Iterator[Path]:
 def relocate_source_logs(task_dir: Path, taken_in: str) -> int:
     """Rewrite the paths Spark's file-source log recorded in ``taken_in`` (another worker's directory)
     to this directory's, so that input files already processed are recognized as such (Spark's file
-    source tracks files by path: left alone, every input file would be read again). Returns the number
-    of log files rewritten."""
+    source tracks files by path: left alone, every input file would be read again); the file sink's
+    log too, so that it names this directory's output. Returns the number of log files rewritten."""
     here = task_dir.as_uri()
     if taken_in.rstrip("/") == here.rstrip("/"):
         return 0
     old, new = taken_in.rstrip("/") + "/", here.rstrip("/") + "/"
     old_path, new_path = old.removeprefix("file://"), new.removeprefix("file://")
     rewritten = 0
-    for log in _visible_files(task_dir / "spark" / "sources"):
+    out = task_dir / "out"
+    sink_logs = [log for result in sorted(out.iterdir()) for log in log_files(result)] if out.is_dir() else []
+    for log in [*_visible_files(task_dir / "spark" / "sources"), *sink_logs]:
         text = log.read_text()
         changed = text.replace(old, new).replace(f"file:{old_path}", f"file:{new_path}")
         if changed != text:

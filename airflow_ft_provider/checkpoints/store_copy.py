@@ -37,6 +37,7 @@ from airflow_ft_provider.checkpoints.snapshot import (
 )
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore, StoredCopy
 from airflow_ft_provider.spark.carried import CarriedFile, InvalidNote, carried, write_note
+from airflow_ft_provider.spark.sink_log import SINK_LOG
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +139,7 @@ class StoreCheckpoints:
         files: list[CheckpointFile] = []
         for path in files_of_checkpoint(task_dir, checkpoint_id):
             relative = path.relative_to(task_dir).as_posix()
-            output = relative.startswith("out/")
+            output = relative.startswith("out/") and SINK_LOG not in relative
             try:
                 facts = self._hashes.of(path, output=output)
             except FileNotFoundError:
@@ -248,10 +249,8 @@ class StoreCheckpoints:
         staying: dict[Path, list[CarriedFile]] = {}
         for f in metadata.files:
             if _may_stay(f) and f.rows is not None:
-                _out, result, batch, name = f.path.split("/", 3)  # out/<result>/bNNNNNNNNNN/<name>
-                staying.setdefault(task_dir / "out" / result / batch, []).append(
-                    CarriedFile(name, f.size, f.sha256, f.rows)
-                )
+                folder, name = _noted_in(f.path)
+                staying.setdefault(task_dir / folder, []).append(CarriedFile(name, f.size, f.sha256, f.rows))
         for batch_dir, kept in staying.items():
             write_note(batch_dir, kept)
         self._remember(metadata, task_dir)
@@ -332,10 +331,19 @@ class StoreCheckpoints:
 
 
 def _may_stay(file: CheckpointFile) -> bool:
-    """Whether a restore may leave the file in the store: a micro-batch's output file of known rows."""
+    """Whether a restore may leave the file in the store: an output data file of known rows (not the
+    file sink's log, which Spark reads)."""
     parts = file.path.split("/")
-    in_batch = len(parts) >= 4 and parts[0] == "out" and _BATCH_DIR.match(parts[2]) is not None
-    return in_batch and not file.compressed and file.rows is not None
+    data = len(parts) >= 3 and parts[0] == "out" and not parts[2].startswith(("_", "."))
+    return data and not file.compressed and file.rows is not None
+
+
+def _noted_in(path: str) -> tuple[str, str]:
+    """The directory whose note lists an output file (its micro-batch's, or the output's own for the
+    file sink's flat layout), and its name there."""
+    parts = path.split("/")
+    split = 3 if len(parts) >= 4 and _BATCH_DIR.match(parts[2]) else 2
+    return "/".join(parts[:split]), "/".join(parts[split:])
 
 
 def _carried_files(task_dir: Path, through: int | None) -> list[CheckpointFile]:

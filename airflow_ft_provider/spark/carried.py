@@ -1,8 +1,10 @@
 """Output a restored checkpoint left in the store: a retry on another worker does not fetch the output of
 the micro-batches its checkpoint covers (most of the output, late in a stage). The commit copies those
-files inside S3. Each such batch directory holds a note of its files instead:
+files inside S3. The output directory (append mode: Spark's file sink writes one flat directory) or
+each such batch directory (complete mode: one per micro-batch) holds a note of them instead:
 
-    out/<result>/bNNNNNNNNNN/.ft_carried.json    {"files": [[name, size, sha256, rows], ...]}
+    out/<result>/.ft_carried.json                {"files": [[name, size, sha256, rows], ...]}
+    out/<result>/bNNNNNNNNNN/.ft_carried.json
 
 The note is hidden (a leading '.'), so Spark's reader, the footer count and the commit's listing pass
 it over. A complete-mode micro-batch that removes the older batches' directories removes their notes
@@ -79,9 +81,9 @@ def _entry(entry: object, path: Path) -> CarriedFile:
 
 
 def carried(output_dir: Path, *, through: int | None = None) -> dict[Path, CarriedFile]:
-    """Every noted file of ``output_dir`` (``out/<result>``) as the path it would have here, in the
-    batch directories up to micro-batch ``through`` (all without it)."""
-    found: dict[Path, CarriedFile] = {}
+    """Every noted file of ``output_dir`` (``out/<result>``) as the path it would have here: its own
+    note's, and those of its batch directories up to micro-batch ``through`` (all without it)."""
+    found = {output_dir / f.name: f for f in read_note(output_dir)}  # the file sink's (flat) layout
     for batch_dir in sorted(output_dir.iterdir()) if output_dir.is_dir() else ():
         match = _BATCH_DIR.match(batch_dir.name)
         if match and (through is None or int(match.group(1)) <= through):

@@ -18,6 +18,7 @@ driver of a spark-submit stage too.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -43,6 +44,9 @@ class Feeder:
     fed: set[str] = field(default_factory=set)
     credit: int = 0  # bytes the next chunk admits; 0 = one file (no rate measured yet)
     sized_batches: set[int] = field(default_factory=set)
+    feed_root: str = ""  # the directory the stream reads (``fed`` paths are below it)
+    fail_in: int | None = None  # fault injection: the micro-batch to fail inside (ft_faults)
+    poison: str | None = None  # the file that fails it, once fed
 
     def __post_init__(self) -> None:
         self._by_fed = {f.fed: f for f in self.files}
@@ -69,6 +73,8 @@ class Feeder:
             if self.fed - done:
                 return  # the probe is running: its rate sizes the next chunk
         pending = [f for f in self.files if f.fed not in self.fed]
+        if self.fail_in is not None and self.poison is None and max(logged, default=-1) + 1 == self.fail_in:
+            self._feed_poison()
         chunk: list[FedFile] = []
         size = 0
         for file in pending:
@@ -80,6 +86,24 @@ class Feeder:
                 break  # the probe: one file
         for file in chunk:
             self._link(file.fed)
+
+    def _feed_poison(self) -> None:
+        """Fault injection: a file that is not Parquet, in the next micro-batch (``fail_in``): Spark's
+        job fails inside the batch, after its other tasks may have written their files. Older than the
+        input (Spark plans the oldest files first), so no volume limit pushes it to a later batch."""
+        if not self.files or not self.feed_root:
+            return
+        self.poison = os.path.join(self.feed_root, f"ft-injected-failure-{self.fail_in}.parquet")
+        with open(self.poison, "wb") as poison:
+            poison.write(b"not a Parquet file: an injected failure (ft_faults)\n")
+        oldest = min(os.stat(f.staged).st_mtime for f in self.files) - 1
+        os.utime(self.poison, (oldest, oldest))
+
+    def remove_poison(self) -> None:
+        """Once the try failed: a retry in this directory must not read it again."""
+        if self.poison is not None:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.poison)
 
     def observe(self, batches: dict[int, float]) -> None:
         """Size the next chunk from completed micro-batches (batch id -> seconds it took)."""

@@ -33,6 +33,7 @@ from .carried import carried_rows
 from .content import ContentObserver, rows_in_footers
 from .failure_report import FAILURE_REPORT_CONF, report_uncaught
 from .feed import FedFile, Feeder, batch_seconds
+from .sink_log import remove_uncommitted
 from .spec import (
     ENV_VAR,
     INJECT_FAILURE_CONF,
@@ -157,6 +158,7 @@ class StageIO:
             checkpoint.location.removeprefix("file://"),
             volume=checkpoint.max_bytes_per_trigger,
             target=checkpoint.interval_seconds,
+            feed_root=feed_root,
         )
         self._feeder.resume()
         schema = self.spark.read.parquet(*partitions[0].paths).schema
@@ -169,14 +171,16 @@ class StageIO:
         )
 
     def write_stream(self, name: str, df: DataFrame, *, output_mode: str = "append") -> None:
-        """Write a streaming DataFrame to a declared output, one directory per micro-batch (a batch run
-        again overwrites its own: exactly once), until the input available now is processed. Spark's
-        checkpoint records each completed micro-batch; a retry resumes after the last one.
+        """Write a streaming DataFrame to a declared output, micro-batch by micro-batch, until the input
+        available now is processed. Spark's checkpoint records each completed micro-batch; a retry
+        resumes after the last one.
 
         ``output_mode``: ``"append"`` (default) for row-wise operations and ``dropDuplicates``, whose
-        micro-batches' rows together are the result; ``"complete"`` for an aggregation, whose last
-        micro-batch is the whole result (the older ones are removed). State lives in Spark's RocksDB
-        state store (with changelog checkpointing when ``execution.checkpointing.incremental``)."""
+        micro-batches' rows together are the result: Spark's file sink writes them, its log committing
+        each batch's files (exactly once, and no Python worker in the server); ``"complete"`` for an
+        aggregation, whose last micro-batch is the whole result: ``foreachBatch`` writes each into a
+        directory of its own and removes the older ones. State lives in Spark's RocksDB state store
+        (with changelog checkpointing when ``execution.checkpointing.incremental``)."""
         if output_mode not in OUTPUT_MODES:
             raise StageIOError(
                 f"write_stream({name!r}, output_mode={output_mode!r}): use 'append' (row-wise operations, "
@@ -196,19 +200,24 @@ class StageIO:
             import shutil
 
             batch.write.mode("overwrite").option("compression", codec).parquet(f"{location}/b{batch_id:010d}")
-            if complete:  # this batch holds the whole result: the older ones are not part of it
-                root = location.removeprefix("file://")
-                for entry in os.listdir(root):
-                    if entry.startswith("b") and entry[1:].isdigit() and int(entry[1:]) < batch_id:
-                        shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
+            root = location.removeprefix("file://")  # this batch holds the whole result: drop the older
+            for entry in os.listdir(root):
+                if entry.startswith("b") and entry[1:].isdigit() and int(entry[1:]) < batch_id:
+                    shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
             if fail_in is not None and batch_id == fail_in:  # its output is written, its commit is not
                 raise RuntimeError(f"injected failure inside micro-batch {batch_id} (ft_faults)")
 
         self.spark.conf.set(STATE_STORE_CONF, ROCKSDB_PROVIDER)
         self.spark.conf.set(CHANGELOG_CONF, "true" if checkpoint.changelog else "false")
+        feeder = self._feeder
+        assert feeder is not None
+        if complete:
+            writer = df.writeStream.foreachBatch(write_batch)
+        else:
+            writer = df.writeStream.format("parquet").option("path", location).option("compression", codec)
+            feeder.fail_in = fail_in  # a file that is not Parquet fails the batch's Spark job
         writer = (
-            df.writeStream.foreachBatch(write_batch)
-            .outputMode(output_mode)
+            writer.outputMode(output_mode)
             .option("checkpointLocation", checkpoint.location)
             .trigger(processingTime="0 seconds")  # fed chunk by chunk until the feeder is done
         )
@@ -223,7 +232,15 @@ class StageIO:
                 "run incrementally (sorting before an aggregation, limit) need an ordinary stage "
                 "(read/write, checkpointing=False)"
             ) from err
-        durations = self._feed(query, checkpoint)
+        try:
+            durations = self._feed(query, checkpoint)
+        except Exception as err:
+            if feeder.poison is None:
+                raise
+            feeder.remove_poison()
+            raise RuntimeError(f"injected failure inside micro-batch {fail_in} (ft_faults)") from err
+        if not complete:  # files of a failed task attempt or batch are not output: its log says which are
+            remove_uncommitted(Path(location.removeprefix("file://")))
         progress = [p for p in query.recentProgress if p is not None]
         read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
         batches = [int(p.batchId) for p in progress]

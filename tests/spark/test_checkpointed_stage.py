@@ -26,6 +26,7 @@ from airflow_ft_provider.partitions import PartitionNotFound, RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.pipeline import FailoverPipeline
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.spark.sink_log import committed_names
 from ft_harness.s3_server import REPO_ROOT
 from tests.spark.apps import checkpointed as apps
 
@@ -270,7 +271,11 @@ def test_a_damaged_local_copy_falls_back_to_the_store(make_pipeline):
     run(dag, "numbers", 1)
     with pytest.raises(Exception, match=failed.format(3)):
         run(dag, "squares", 1, [{"task": "squares", "mode": "batch", "batch": 3}])
-    [part] = [p for p in checkpoints.rglob("b0000000001/part-*.parquet")]
+    [output_dir] = checkpoints.rglob("out/squares")  # batch 1's files, as Spark's file sink logged them
+    part = (
+        output_dir
+        / sorted(committed_names(output_dir, through=1) - committed_names(output_dir, through=0))[0]
+    )
     part.write_bytes(part.read_bytes()[:-20])  # a disk error in the output of batch 1
     pushed, _ = run_to_success(dag, "squares", 2)
     summary = pushed["squares"]["checkpoint"]
