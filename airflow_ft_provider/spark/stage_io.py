@@ -235,10 +235,10 @@ class StageIO:
         try:
             durations = self._feed(query, checkpoint)
         except Exception as err:
-            if feeder.poison is None:
+            if feeder.poison is None or os.path.basename(feeder.poison) not in str(err):
                 raise
-            feeder.remove_poison()
-            raise RuntimeError(f"injected failure inside micro-batch {fail_in} (ft_faults)") from err
+            feeder.remove_poison()  # Spark's own error (a file that is not Parquet) would mislabel it
+            raise RuntimeError(f"injected failure inside micro-batch {fail_in} (ft_faults)") from None
         if not complete:  # files of a failed task attempt or batch are not output: its log says which are
             remove_uncommitted(Path(location.removeprefix("file://")))
         progress = [p for p in query.recentProgress if p is not None]
