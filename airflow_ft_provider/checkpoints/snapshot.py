@@ -27,6 +27,7 @@ from pathlib import Path
 
 from airflow_ft_provider.partitions.naming import check_relative_path
 from airflow_ft_provider.safe_json import is_finite_number, load_json
+from airflow_ft_provider.spark.carried import BATCH_DIR
 from airflow_ft_provider.spark.sink_log import committed_names, has_sink_log, log_files
 
 METADATA_VERSION = 2  # 2: an output file's rows (version 1's files have none: a restore fetches them)
@@ -37,7 +38,6 @@ _LEADING_NUMBER = re.compile(r"^(\d+)")
 # A state store version's files: HDFS-backed <v>.delta/.snapshot, RocksDB <v>.changelog/.zip (with a
 # unique id after '_' in checkpoint format v2); RocksDB's SST files are numbered otherwise.
 _STATE_VERSION = re.compile(r"^(\d+)(?:_[0-9A-Za-z-]+)?\.(?:delta|snapshot|changelog|zip)\Z")
-_BATCH_DIR = re.compile(r"^b(\d{10})\Z")
 _LOGS = ("offsets", "commits")
 
 
@@ -181,7 +181,7 @@ def files_of_checkpoint(task_dir: Path, checkpoint_id: int) -> list[Path]:
             found.extend(result / name for name in sorted(names) if (result / name).is_file())
             continue
         for batch in sorted(result.iterdir()) if result.is_dir() else ():  # complete mode: foreachBatch
-            match = _BATCH_DIR.match(batch.name)
+            match = BATCH_DIR.match(batch.name)
             if match and int(match.group(1)) <= checkpoint_id:
                 found.extend(_visible_files(batch))
     return found

@@ -20,7 +20,6 @@ import gzip
 import hashlib
 import logging
 import os
-import re
 import shutil
 import tempfile
 import time
@@ -36,13 +35,11 @@ from airflow_ft_provider.checkpoints.snapshot import (
     files_of_checkpoint,
 )
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore, StoredCopy
-from airflow_ft_provider.spark.carried import CarriedFile, InvalidNote, carried, write_note
-from airflow_ft_provider.spark.sink_log import SINK_LOG
+from airflow_ft_provider.spark.carried import BATCH_DIR, CarriedFile, InvalidNote, carried, write_note
 
 log = logging.getLogger(__name__)
 
 METADATA = "_metadata"
-_BATCH_DIR = re.compile(r"^b\d{10}\Z")
 _CHUNK = 1 << 20
 
 
@@ -139,7 +136,7 @@ class StoreCheckpoints:
         files: list[CheckpointFile] = []
         for path in files_of_checkpoint(task_dir, checkpoint_id):
             relative = path.relative_to(task_dir).as_posix()
-            output = relative.startswith("out/") and SINK_LOG not in relative
+            output = _output_data(relative)
             try:
                 facts = self._hashes.of(path, output=output)
             except FileNotFoundError:
@@ -292,7 +289,7 @@ class StoreCheckpoints:
                 continue
             if not path.is_file():
                 return f"{file.path} is missing"
-            facts = self._hashes.of(path, output=file.path.startswith("out/"))
+            facts = self._hashes.of(path, output=_output_data(file.path))
             if (facts.size, facts.sha256) != (file.size, file.sha256):
                 return f"{file.path} differs from the checkpoint's"
         for root in (task_dir / "spark", task_dir / "out"):
@@ -330,19 +327,23 @@ class StoreCheckpoints:
             self._on_step(step, checkpoint_id)
 
 
+def _output_data(path: str) -> bool:
+    """Whether a checkpoint file is output data (``out/<result>/...``), not the file sink's
+    ``_spark_metadata`` log, which Spark reads, nor a hidden file."""
+    parts = path.split("/")
+    return len(parts) >= 3 and parts[0] == "out" and not parts[2].startswith(("_", "."))
+
+
 def _may_stay(file: CheckpointFile) -> bool:
-    """Whether a restore may leave the file in the store: an output data file of known rows (not the
-    file sink's log, which Spark reads)."""
-    parts = file.path.split("/")
-    data = len(parts) >= 3 and parts[0] == "out" and not parts[2].startswith(("_", "."))
-    return data and not file.compressed and file.rows is not None
+    """Whether a restore may leave the file in the store: output data of known rows."""
+    return _output_data(file.path) and not file.compressed and file.rows is not None
 
 
 def _noted_in(path: str) -> tuple[str, str]:
     """The directory whose note lists an output file (its micro-batch's, or the output's own for the
     file sink's flat layout), and its name there."""
     parts = path.split("/")
-    split = 3 if len(parts) >= 4 and _BATCH_DIR.match(parts[2]) else 2
+    split = 3 if len(parts) >= 4 and BATCH_DIR.match(parts[2]) else 2
     return "/".join(parts[:split]), "/".join(parts[split:])
 
 

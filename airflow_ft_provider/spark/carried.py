@@ -24,7 +24,7 @@ CARRIED_NOTE = ".ft_carried.json"
 MAX_NOTE_BYTES = 4 << 20
 _SHA256 = re.compile(r"^[0-9a-f]{64}\Z")
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.=+-]*\Z")  # as partitions/naming.py allows
-_BATCH_DIR = re.compile(r"^b(\d{10})\Z")
+BATCH_DIR = re.compile(r"^b(\d{10})\Z")  # a complete-mode micro-batch's directory: bNNNNNNNNNN
 
 
 class InvalidNote(ValueError):
@@ -85,7 +85,7 @@ def carried(output_dir: Path, *, through: int | None = None) -> dict[Path, Carri
     note's, and those of its batch directories up to micro-batch ``through`` (all without it)."""
     found = {output_dir / f.name: f for f in read_note(output_dir)}  # the file sink's (flat) layout
     for batch_dir in sorted(output_dir.iterdir()) if output_dir.is_dir() else ():
-        match = _BATCH_DIR.match(batch_dir.name)
+        match = BATCH_DIR.match(batch_dir.name)
         if match and (through is None or int(match.group(1)) <= through):
             found.update({batch_dir / f.name: f for f in read_note(batch_dir)})
     return found
