@@ -17,7 +17,7 @@ from typing import Any
 from airflow_ft_provider import __version__
 from airflow_ft_provider.failover.durations import format_duration
 from airflow_ft_provider.failover.failover_strategies import FAILOVER_STRATEGY_KEY
-from airflow_ft_provider.failover.restart_config import OPTIONS, TYPE_KEY
+from airflow_ft_provider.failover.restart_config import BATCH_PIPELINE_DEFAULTS, OPTIONS, TYPE_KEY
 from airflow_ft_provider.partitions.conditional import ALLOW_UNCONDITIONAL_KEY
 from airflow_ft_provider.partitions.manifest import CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
@@ -190,7 +190,7 @@ def _config_options() -> dict[str, dict[str, Any]]:
             "version_added": "0.1.0",
             "type": {"int": "integer", "float": "float"}.get(option.kind, "string"),
             "example": None,
-            "default": str(option.default),
+            "default": str(BATCH_PIPELINE_DEFAULTS.get(option.key, option.default)),
         }
     options.update(_partition_store_options())
     options.update(_checkpoint_options())

@@ -122,11 +122,16 @@ class FailoverPipeline:
         self.checkpointing = checkpointing  # the stages' default (checkpoints/config.py)
         self.aws_conn_id = aws_conn_id or cluster_store_conn_id()
         self.spark_conn_id = spark_conn_id
-        self.restart_config = pipeline_restart_config(
-            restart_strategy or {},
-            failover_strategy=failover_strategy,
-            partitions_persisted=self.store_url is not None,
-        )
+        try:
+            self.restart_config = pipeline_restart_config(
+                restart_strategy or {},
+                failover_strategy=failover_strategy,
+                partitions_persisted=self.store_url is not None,
+            )
+        except PipelineWiringError:
+            raise
+        except ValueError as err:  # a Flink key or value: the same error type as every other setting
+            raise PipelineWiringError(str(err)) from None
         self.per_region_restarts = per_region_restarts
         self.airflow_api_conn_id = airflow_api_conn_id
         self.direct_s3a = direct_s3a

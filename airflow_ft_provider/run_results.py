@@ -21,9 +21,10 @@ from airflow_ft_provider.partitions.errors import Unavailable
 
 @dataclass(frozen=True)
 class PartitionLine:
-    """One partition of a run. ``state``: committed (written once, no failure before it), reused
-    (committed before the run's first failure and read again after it), rebuilt (committed by a later
-    try of its producer), released, missing, corrupt, or pipelined (never stored)."""
+    """One partition of a run. ``state``: committed (by the try ``producer_try`` says, and not found
+    lost since), reused (committed before the run's first failure and read again after it), rebuilt
+    (a failover decision found it lost and a later try of its producer committed it again), released,
+    missing, corrupt, or pipelined (never stored)."""
 
     partition: str
     result: str
@@ -57,6 +58,13 @@ def list_partitions(
         e["time"] for e in events if e.get("kind") == "failover" and isinstance(e.get("time"), (int, float))
     ]
     first_failure = min(failures, default=None)
+    found_lost = {
+        partition
+        for e in events
+        if e.get("kind") == "failover"
+        for partition in e.get("unavailable") or ()
+        if isinstance(partition, str)
+    }
     lines = []
     for result in graph.results.values():
         producers = graph.stages[result.producer].task_ids
@@ -67,8 +75,8 @@ def list_partitions(
             if not result.result_type.is_reconsumable:
                 state, reason = "pipelined", "ephemeral: lives for one execution of its region"
             elif manifest is not None and problem is None:
-                if manifest.producer.try_number > 1:
-                    state = "rebuilt"
+                if manifest.producer.try_number > 1:  # after its own try's failure: never "reused"
+                    state = "rebuilt" if partition_id in found_lost else "committed"
                 elif first_failure is not None and manifest.created_at < first_failure:
                     state = "reused"
                 else:

@@ -12,7 +12,8 @@ What it does:
    Connect server, so every stage is a session on it (``--spark-submit``: one local spark-submit per
    stage instead);
 3. triggers ``ft_example_orders_etl`` twice at once: with faults (``clean_orders`` fails once, and a data
-   file of ``enriched_orders`` is deleted before ``customer_aggregates`` reads it) and without;
+   file of ``enriched_orders`` is deleted when ``customer_aggregates`` starts, so whichever of its two
+   consumers reads it first meets ``PartitionNotFound``) and without;
 4. prints progress, then a recovery report built from the recovery journal in S3, the task tries of
    the Airflow REST API and the partition manifests, and compares the outputs of the two runs.
 Everything it starts is stopped on exit (Ctrl-C / SIGTERM included); nothing is left to clean up.
@@ -363,6 +364,12 @@ def build_report(
     add(f"  run with faults: {faulty}  -> {finals['with faults']['state']}")
     add(f"  failure-free:    {reference}  -> {finals['failure-free']['state']}")
     add(f"  injected faults: {json.dumps(FAULTS)}")
+    met = [e["task"] for e in failovers if "enriched_orders" in (e.get("unavailable") or ())]
+    add("    - clean_orders fails on its first try")
+    add(
+        "    - a data file of enriched_orders is deleted when customer_aggregates starts; the first of its "
+        f"two consumers to read it meets PartitionNotFound (this run: {', '.join(met) or 'none'})"
+    )
     add("")
     add(
         f"Failures and failover decisions ({len(failovers)}; recovery journal under "
@@ -417,6 +424,7 @@ def build_report(
 
     add("Partitions of the run with faults (manifests in S3; reused = kept from before the failures):")
     reused_raw = False
+    found_lost = {p for e in failovers for p in e.get("unavailable") or ()}
     for part in partitions:
         pid = part["partition"]
         if part.get("type") == "pipelined":
@@ -432,8 +440,13 @@ def build_report(
         manifest = store.manifest(run.parse(pid))
         producer = manifest.producer
         when = manifest.created_at
-        if producer.try_number > 1:
+        if producer.try_number > 1 and pid in found_lost:  # lost after it was committed, committed again
             verdict, detail = "rebuilt", f"by {producer.task_id} try {producer.try_number} at {clock(when)}"
+        elif producer.try_number > 1:  # its earlier tries failed or were cleared before they committed
+            verdict, detail = (
+                "written once",
+                f"by {producer.task_id} try {producer.try_number} at {clock(when)} (no try committed before)",
+            )
         elif first_failure is not None and when < first_failure:
             verdict, detail = (
                 "reused",

@@ -26,6 +26,10 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$want" ]; then
     "$VENV/bin/uv" pip install --quiet --python "$VENV/bin/python" --no-deps -e "$ROOT"
     echo "$want" > "$STAMP"
 fi
+# The editable install's build leaves airflow_ft_provider.egg-info in the repository: with the repository
+# on PYTHONPATH (the live Airflow's components, dev.env) the distribution is then found twice, and every
+# airflow command prints "Plugin 'ft_failover' already registered" on stdout. Its dist-info is in .venv.
+rm -rf "$ROOT"/*.egg-info
 export PATH="$VENV/bin:$PATH"
 # Cached bytecode (see INSTALL_FLAGS), also for the repository's own modules (__pycache__ is ignored
 # by git), even where the machine's environment asks Python not to write it.

@@ -16,6 +16,7 @@ own: Spark has no barriers, so a micro-batch is bounded by the input it reads, n
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
@@ -124,10 +125,9 @@ def load_checkpoint_config(*layers: Mapping[str, object], source: str = "checkpo
                 )
             continue
         if key not in _FIELD_OF_KEY:
-            raise CheckpointConfigError(
-                f"unknown checkpoint key {key!r} (={value!r}, in {source}); "
-                f"known keys: {', '.join(KNOWN_KEYS)}"
-            )
+            close = difflib.get_close_matches(str(key), [*KNOWN_KEYS, *REFUSED], n=1, cutoff=0.6)
+            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(KNOWN_KEYS)}"
+            raise CheckpointConfigError(f"unknown checkpoint key {key!r} (={value!r}, in {source}); {hint}")
         values[_FIELD_OF_KEY[key]] = _parse(key, value, source)
     config = CheckpointConfig(**values)  # type: ignore[arg-type]
     if config.min_pause > config.timeout:

@@ -45,6 +45,7 @@ def sweep_stale(root: Path, *, older_than: float, now: float | None = None) -> l
             continue  # removed meanwhile by its own try
         if now - newest > older_than:
             shutil.rmtree(task_dir, ignore_errors=True)
+            remove_empty_parents(task_dir, root)
             removed.append(task_dir)
     return removed
 
@@ -133,3 +134,16 @@ class LocalCheckpoint:
 
     def release(self) -> None:
         shutil.rmtree(self.path, ignore_errors=True)
+        remove_empty_parents(self.path, self.root)
+
+
+def remove_empty_parents(path: Path, root: Path) -> None:
+    """The run's and the pipeline's directories above a released checkpoint, once empty (nothing is left
+    behind on the worker's disk); a directory another try writes into stays (rmdir refuses it)."""
+    for parent in (path.parent, path.parent.parent):
+        if parent == root or root not in parent.parents:
+            return
+        try:
+            parent.rmdir()
+        except OSError:  # not empty (another task of the run), or gone already
+            return

@@ -8,8 +8,12 @@ the kind, the error class, and why in words. A non-recoverable failure fails its
 counts as no restart: a misspelt column fails once, clearly, instead of restarting for days.
 
 Defaults: Spark's analysis errors (SQLSTATE class 42: unresolved columns and tables, parse errors,
-type mismatches) except a missing path, which is lost data; Airflow's ``AirflowFailException``; and
-this provider's configuration errors. Everything else is recoverable.
+type mismatches) except a missing path, which is lost data; Airflow's ``AirflowFailException``; this
+provider's configuration errors; and the Python exceptions that mean a programming error
+(``PROGRAMMING_ERRORS``: ``KeyError``, ``TypeError`` ...), which fail the same way on every try. A
+programming error raised while the infrastructure failed (a connection, the store, a timeout in the same
+chain) is left to the restart strategy: the restart may heal its cause. Everything else is recoverable.
+``recoverable_exceptions`` narrows the defaults (``KeyError`` of a flaky lookup service, say).
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import enum
 import re
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 
 ERROR_CLASS = re.compile(r"^[A-Z][A-Z0-9_]*(\.[A-Z0-9_]+)*\Z")
 SQL_STATE_PREFIX = re.compile(r"^[0-9A-Z]{1,5}\Z")
@@ -26,7 +30,22 @@ TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_]*|<loca
 
 DEFAULT_NON_RECOVERABLE_SQL_STATES = ("42",)  # Spark's analysis errors
 DEFAULT_RECOVERABLE_ERROR_CLASSES = ("PATH_NOT_FOUND",)  # SQLSTATE 42K03, but a lost input: backtracking
+# Python's own errors of a program, not of its environment: a restart runs the same code on the same
+# input and fails the same way. (Their subclasses too: pyspark's PySparkTypeError is a TypeError.)
+PROGRAMMING_ERRORS = (
+    "builtins.NameError",  # UnboundLocalError too
+    "builtins.TypeError",
+    "builtins.AttributeError",
+    "builtins.KeyError",
+    "builtins.IndexError",
+    "builtins.ZeroDivisionError",
+    "builtins.AssertionError",
+    "builtins.ImportError",  # ModuleNotFoundError too
+    "builtins.SyntaxError",
+    "builtins.NotImplementedError",
+)
 DEFAULT_NON_RECOVERABLE_EXCEPTIONS = (
+    *PROGRAMMING_ERRORS,
     "airflow.sdk.exceptions.AirflowFailException",
     "airflow.exceptions.AirflowFailException",
     "airflow_ft_provider.spark.stage_io.StageIOError",  # the stage uses the io API wrongly
@@ -48,6 +67,12 @@ _TIMEOUT_EXCEPTIONS = (
     "airflow_ft_provider.checkpoints.store_copy.CheckpointTimeout",
 )
 _LOST_DATA_EXCEPTIONS = ("airflow_ft_provider.partitions.errors.PartitionNotFound",)
+_INJECTED_EXCEPTIONS = ("airflow_ft_provider.spark.failure_report.InjectedFailure",)  # ft_faults
+
+
+def exception_name(value: str | type[BaseException]) -> str:
+    """An exception class as the qualified name the core matches (``builtins.KeyError``); a name as is."""
+    return f"{value.__module__}.{value.__qualname__}" if isinstance(value, type) else value
 
 
 class FailureKind(enum.Enum):
@@ -56,6 +81,7 @@ class FailureKind(enum.Enum):
     LOST_DATA = "lost data"
     TIMEOUT = "timeout"
     KILLED = "killed"
+    INJECTED = "injected fault"  # ft_faults asked for it (tests, demos, chaos runs)
 
 
 @dataclass(frozen=True)
@@ -78,15 +104,22 @@ class FailureRules:
 
     non_recoverable_error_classes: tuple[str, ...] = ()
     non_recoverable_sql_states: tuple[str, ...] = DEFAULT_NON_RECOVERABLE_SQL_STATES
-    non_recoverable_exceptions: tuple[str, ...] = DEFAULT_NON_RECOVERABLE_EXCEPTIONS
+    non_recoverable_exceptions: tuple[str | type[BaseException], ...] = DEFAULT_NON_RECOVERABLE_EXCEPTIONS
     recoverable_error_classes: tuple[str, ...] = DEFAULT_RECOVERABLE_ERROR_CLASSES
+    # Recoverable although a non-recoverable name matches too (a default narrowed): checked first.
+    recoverable_exceptions: tuple[str | type[BaseException], ...] = ()
 
     def __post_init__(self) -> None:
+        for name in ("non_recoverable_exceptions", "recoverable_exceptions"):
+            values = getattr(self, name)
+            if isinstance(values, (tuple, list)):  # classes as the qualified names the core matches
+                object.__setattr__(self, name, tuple(map(exception_name, values)))
         for name, pattern, example in (
             ("non_recoverable_error_classes", ERROR_CLASS, "UNRESOLVED_COLUMN"),
             ("non_recoverable_sql_states", SQL_STATE_PREFIX, "42 or 22012"),
             ("non_recoverable_exceptions", TYPE_NAME, "mypackage.BadRecord"),
             ("recoverable_error_classes", ERROR_CLASS, "PATH_NOT_FOUND"),
+            ("recoverable_exceptions", TYPE_NAME, "mypackage.FlakyLookup"),
         ):
             values = getattr(self, name)
             if isinstance(values, str) or not isinstance(values, tuple):
@@ -97,12 +130,8 @@ class FailureRules:
 
     def extended(self, other: FailureRules) -> FailureRules:
         """These rules with ``other``'s names added (a stage's on top of its pipeline's)."""
-        return FailureRules(
-            _union(self.non_recoverable_error_classes, other.non_recoverable_error_classes),
-            _union(self.non_recoverable_sql_states, other.non_recoverable_sql_states),
-            _union(self.non_recoverable_exceptions, other.non_recoverable_exceptions),
-            _union(self.recoverable_error_classes, other.recoverable_error_classes),
-        )
+        names = [f.name for f in fields(FailureRules)]
+        return FailureRules(**{n: _union(getattr(self, n), getattr(other, n)) for n in names})
 
 
 @dataclass(frozen=True)
@@ -159,7 +188,9 @@ def classify(facts: FailureFacts, rules: FailureRules = FailureRules()) -> Failu
             facts.error_class,
             facts.verdict_reason or f"the pipeline's classifier: {said}",
         )
-    if kind in (FailureKind.LOST_DATA, FailureKind.KILLED):
+    if kind in (FailureKind.LOST_DATA, FailureKind.KILLED, FailureKind.INJECTED):
+        return FailureLabels(True, kind, None if kind is FailureKind.INJECTED else facts.error_class)
+    if facts.exception_types & set(rules.recoverable_exceptions):
         return FailureLabels(True, kind, facts.error_class)
     if facts.error_class and _matches(facts.error_class, rules.recoverable_error_classes):
         return FailureLabels(True, kind, facts.error_class)
@@ -171,8 +202,16 @@ def classify(facts: FailureFacts, rules: FailureRules = FailureRules()) -> Failu
         reason = f"Spark {facts.error_class or 'error'} (SQLSTATE {facts.sql_state}) is {what}"
         return FailureLabels(False, FailureKind.USER_CODE, facts.error_class, reason)
     listed = sorted(facts.exception_types & set(rules.non_recoverable_exceptions))
+    if kind in (FailureKind.INFRASTRUCTURE, FailureKind.TIMEOUT):  # a restart may heal what caused it
+        listed = [name for name in listed if name not in PROGRAMMING_ERRORS]
     if listed:
-        reason = f"{listed[0].rsplit('.', 1)[-1]} is not recoverable"
+        name = listed[0].rsplit(".", 1)[-1]
+        reason = (
+            f"{name} is a programming error: every try would fail the same way (fix the code, or list it "
+            "in failure_rules recoverable_exceptions)"
+            if listed[0] in PROGRAMMING_ERRORS
+            else f"{name} is not recoverable"
+        )
         return FailureLabels(False, FailureKind.USER_CODE, facts.error_class, reason)
     return FailureLabels(True, kind, facts.error_class)
 
@@ -181,6 +220,8 @@ def _kind(facts: FailureFacts) -> FailureKind:
     types = facts.exception_types
     if facts.killed:
         return FailureKind.KILLED
+    if types & set(_INJECTED_EXCEPTIONS):
+        return FailureKind.INJECTED
     if facts.lost_data or types & set(_LOST_DATA_EXCEPTIONS):
         return FailureKind.LOST_DATA
     if types & set(_TIMEOUT_EXCEPTIONS):
@@ -198,9 +239,20 @@ def _matches(name: str, prefixes: Iterable[str], *, separator: str = ".") -> boo
     )
 
 
-def _union(first: tuple[str, ...], second: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(dict.fromkeys((*first, *second)))
+def _union(
+    first: tuple[str | type[BaseException], ...], second: tuple[str | type[BaseException], ...]
+) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(map(exception_name, (*first, *second))))
 
 
 KILLED = FailureLabels(True, FailureKind.KILLED)
-__all__ = ["KILLED", "FailureFacts", "FailureKind", "FailureLabels", "FailureRules", "classify"]
+__all__ = [
+    "KILLED",
+    "PROGRAMMING_ERRORS",
+    "FailureFacts",
+    "FailureKind",
+    "FailureLabels",
+    "FailureRules",
+    "classify",
+    "exception_name",
+]

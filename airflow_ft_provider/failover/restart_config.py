@@ -160,6 +160,11 @@ OPTIONS: dict[str, Option] = {
     )
 }
 KNOWN_KEYS = (TYPE_KEY, *OPTIONS)
+# Where a batch pipeline's defaults differ from Flink's. Flink's exponential-delay restarts for ever,
+# which suits a streaming job that must come back; a batch pipeline must end. Ten attempts (about two
+# minutes of backoff with the other defaults) ride out a flaky spell; a stage that fails on every try
+# stops. Flink's behaviour is one key away: attempts-before-reset-backoff "infinite".
+BATCH_PIPELINE_DEFAULTS: dict[str, object] = {_ED + "attempts-before-reset-backoff": 10}
 
 
 def _fail(key: str, raw: object, requirement: str, detail: str = "") -> ValueError:

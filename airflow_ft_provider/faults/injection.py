@@ -10,10 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from airflow_ft_provider.faults.request import ALLOW_KEY, FAULTS_KEY, MODES, NoFaults, requested_faults
-
-
-class InjectedFailure(RuntimeError):
-    """A failure requested by the run's ``ft_faults``."""
+from airflow_ft_provider.spark.failure_report import InjectedFailure  # stdlib: the driver raises it too
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,7 @@ class AirflowApiHook(BaseHook):
         self.airflow_api_conn_id = airflow_api_conn_id
         self.timeout = timeout
         self._token: str | None = None
+        self._from_connection = server is None
         if server is not None:  # given directly (tools and tests): no connection is read
             self.__dict__["server"] = server
 
@@ -223,7 +224,8 @@ class AirflowApiHook(BaseHook):
     @cached_property
     def _http(self) -> httpx.Client:
         server = self.server
-        self.log.info("Airflow REST API at %s (connection %r)", server.base_url, self.airflow_api_conn_id)
+        if self._from_connection:  # where a task's clears go: worth a line in its log; a tool knows it
+            self.log.info("Airflow REST API at %s (connection %r)", server.base_url, self.airflow_api_conn_id)
         return httpx.Client(
             base_url=server.base_url,
             timeout=httpx.Timeout(self.timeout),

@@ -13,6 +13,7 @@ import logging
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from airflow_ft_provider.failover.classification import (
     FailureFacts,
@@ -36,6 +37,7 @@ RULE_KEYS = (
     "non_recoverable_sql_states",
     "non_recoverable_exceptions",
     "recoverable_error_classes",
+    "recoverable_exceptions",
 )
 
 
@@ -100,10 +102,9 @@ def failure_rules(value: object, where: str) -> FailureRules | None:
         raise ValueError(
             f"{where} failure_rules: unknown key(s) {unknown}; the keys are {', '.join(RULE_KEYS)}"
         )
-    given = {key: _names(value[key]) if key == "non_recoverable_exceptions" else value[key] for key in value}
-    empty = FailureRules((), (), (), ())
+    given: dict[str, Any] = {key: _as_tuple(value.get(key, ())) for key in RULE_KEYS}  # checked by it
     try:
-        return FailureRules(**{**empty.__dict__, **{k: _as_tuple(v) for k, v in given.items()}})
+        return FailureRules(**given)
     except ValueError as err:
         raise ValueError(f"{where} failure_rules: {err}") from None
 
@@ -115,13 +116,6 @@ def failure_classifier(value: object, where: str) -> FailureClassifier | None:
         f"{where} failure_classifier={value!r}: give a function (exception) -> True (recoverable), "
         "False (not recoverable) or None (the rules decide)"
     )
-
-
-def _names(value: object) -> object:
-    """Exception classes as their qualified names (what the core matches)."""
-    if isinstance(value, (tuple, list)):
-        return tuple(f"{v.__module__}.{v.__qualname__}" if isinstance(v, type) else v for v in value)
-    return value
 
 
 def _as_tuple(value: object) -> object:

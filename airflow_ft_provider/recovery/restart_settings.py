@@ -26,7 +26,11 @@ from airflow_ft_provider.failover import (
     failover_strategy_name,
     load_restart_strategy,
 )
-from airflow_ft_provider.failover.restart_config import DEPRECATED_TYPE_KEY, resolve_deprecated_keys
+from airflow_ft_provider.failover.restart_config import (
+    BATCH_PIPELINE_DEFAULTS,
+    DEPRECATED_TYPE_KEY,
+    resolve_deprecated_keys,
+)
 
 CLUSTER_SOURCE = "[ft_provider] of airflow.cfg"
 
@@ -63,6 +67,7 @@ def pipeline_restart_config(
     overrides the cluster's new one (Flink reads a job's option with its deprecated keys). Validated
     now, when the DAG is parsed, not at the first failure."""
     config = {
+        **BATCH_PIPELINE_DEFAULTS,
         **cluster_restart_config(),
         **resolve_deprecated_keys(own, source="restart_strategy= of FailoverPipeline"),
     }

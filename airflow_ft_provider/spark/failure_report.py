@@ -25,6 +25,11 @@ _SQL_STATE = re.compile(r"^[0-9A-Z]{5}\Z")
 _TYPE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.([A-Za-z_][A-Za-z0-9_]*|<locals>))*\Z")
 
 
+class InjectedFailure(RuntimeError):
+    """A failure the run's ``ft_faults`` asked for: labelled an injected fault, never user code. Defined
+    here, stdlib only, so that a spark-submit driver raises (and reports) the same class as a try."""
+
+
 class DriverFailure(RuntimeError):
     """A spark-submit driver's uncaught exception, as its report told it."""
 
@@ -58,14 +63,15 @@ def report_uncaught(path: str) -> None:
 
 
 def exception_chain(failure: BaseException) -> list[BaseException]:
-    """``failure`` and its causes (``__cause__``, else ``__context__``), at most MAX_CHAIN, no cycles."""
+    """``failure`` and its causes (``__cause__``, else ``__context__`` unless ``raise ... from None``
+    suppressed it, as a traceback would), at most MAX_CHAIN, no cycles."""
     chain: list[BaseException] = []
     current: BaseException | None = failure
     seen: set[int] = set()
     while current is not None and id(current) not in seen and len(chain) < MAX_CHAIN:
         seen.add(id(current))
         chain.append(current)
-        current = current.__cause__ or current.__context__
+        current = current.__cause__ or (None if current.__suppress_context__ else current.__context__)
     return chain
 
 

@@ -25,6 +25,8 @@ import shutil
 import urllib.parse
 from dataclasses import dataclass, field
 
+from .failure_report import InjectedFailure
+
 HEADROOM = 0.8  # a micro-batch aims at this share of the interval
 
 
@@ -104,6 +106,17 @@ class Feeder:
         if self.poison is not None:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self.poison)
+
+    def injected(self, failure: Exception, fail_in: int | None) -> InjectedFailure | None:
+        """The injected fault inside micro-batch ``fail_in``, when it is what failed the query (the
+        poisoned file, or what foreachBatch raised); the poison is removed. Spark's own error would
+        mislabel it (a file that is not Parquet, a foreachBatch wrapper)."""
+        said = f"injected failure inside micro-batch {fail_in} (ft_faults)"
+        poisoned = self.poison is not None and os.path.basename(self.poison) in str(failure)
+        if fail_in is None or not (poisoned or said in str(failure)):
+            return None
+        self.remove_poison()
+        return InjectedFailure(said)
 
     def observe(self, batches: dict[int, float]) -> None:
         """Size the next chunk from completed micro-batches (batch id -> seconds it took)."""

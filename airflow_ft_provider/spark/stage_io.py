@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .carried import carried_rows
 from .content import ContentObserver, rows_in_footers
-from .failure_report import FAILURE_REPORT_CONF, report_uncaught
+from .failure_report import FAILURE_REPORT_CONF, InjectedFailure, report_uncaught
 from .feed import FedFile, Feeder, batch_seconds
 from .sink_log import remove_uncommitted
 from .spec import (
@@ -235,10 +235,10 @@ class StageIO:
         try:
             durations = self._feed(query, checkpoint)
         except Exception as err:
-            if feeder.poison is None or os.path.basename(feeder.poison) not in str(err):
+            injected = feeder.injected(err, fail_in)
+            if injected is None:
                 raise
-            feeder.remove_poison()  # Spark's own error (a file that is not Parquet) would mislabel it
-            raise RuntimeError(f"injected failure inside micro-batch {fail_in} (ft_faults)") from None
+            raise injected from None
         if not complete:  # files of a failed task attempt or batch are not output: its log says which are
             remove_uncommitted(Path(location.removeprefix("file://")))
         progress = [p for p in query.recentProgress if p is not None]
@@ -316,7 +316,7 @@ class StageIO:
     def write(self, name: str, df: DataFrame) -> None:
         output = self._claim(name)
         if self._fail_before_write():
-            raise RuntimeError(
+            raise InjectedFailure(
                 f"injected failure in the Spark application of {self.spec.stage!r} (ft_faults)"
             )
         content = None

@@ -51,3 +51,35 @@ def test_a_code_bug_stops_the_other_tasks_of_its_region_at_once(
         m for m in metrics if m.name == "airflow.ft.regions_stopped_tasks" and m.tags["dag_id"] == DAG_ID
     ]
     assert (stopped.value, stopped.tags["task_id"]) == (2, "shard_0_"), stopped
+
+
+def test_with_every_default_a_key_error_fails_within_two_tries_and_a_minute(
+    live_airflow, s3_endpoint, e2e_store_url
+):
+    """A Python bug (``PRICES["banana"]``) in a FailoverPipeline() with every setting at its default: the
+    run ends failed within two tries and a minute, with the bug in the message, and the rest of its
+    region (priced[1], two minutes of work) is stopped."""
+    dag_id = "ft_e2e_defaults_key_error"
+    api = live_airflow.client
+    live_airflow.wait_for_dags({dag_id}, timeout=120)
+    run_id = f"key_error__{datetime.now().strftime('%H%M%S%f')}"
+    api.trigger_dag_run(dag_id, {}, run_id=run_id)
+    run = api.wait_for_dag_run(dag_id, run_id, timeout=240)
+    story = live_airflow.describe_run(dag_id, run_id)
+    assert run["state"] == "failed", story
+    tis = {(ti["task_id"], ti["map_index"]): ti for ti in api.task_instances(dag_id, run_id)}
+    bug = tis[("priced", 0)]
+    assert bug["state"] == "failed" and bug["try_number"] <= 2, story
+    started = datetime.fromisoformat(bug["start_date"])
+    ended = max(datetime.fromisoformat(ti["end_date"]) for ti in tis.values() if ti.get("end_date"))
+    assert (ended - started).total_seconds() < 60, story
+    assert tis[("priced", 1)]["state"] == "failed" and tis[("priced", 1)]["try_number"] == 1, story
+    assert tis[("total", -1)]["try_number"] == 0, story  # it never ran
+    store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
+    [event] = [
+        e for e in RecoveryJournal(store, RunRef(dag_id, run_id)).events() if e.get("kind") == "failover"
+    ]
+    assert event["task"] == "priced[0]" and event["restart"] is False, event
+    assert "KeyError" in event["cause"] and "banana" in event["cause"], event
+    assert "KeyError is a programming error" in event["reason"], event
+    assert "priced[1]" in event["stopped"], event

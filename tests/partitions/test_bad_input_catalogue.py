@@ -273,7 +273,7 @@ def restart(option: str, value: object, requirement: str, *says: str) -> Any:
     return row(
         f"restart-strategy/{option}={value!r}",
         dag_file(restart_strategy=config),
-        ValueError,
+        PipelineWiringError,
         key,
         f"got {value!r}",
         f"must be {requirement}",
@@ -751,7 +751,7 @@ CATALOGUE = [
     row(
         "restart-strategy/type=typo",
         dag_file(restart_strategy={"restart-strategy.type": "fixd-delay"}),
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "restart-strategy.type",
         "'fixd-delay'",
         "did you mean 'fixed-delay'?",
@@ -761,7 +761,7 @@ CATALOGUE = [
     row(
         "restart-strategy/type=unknown",
         dag_file(restart_strategy={"restart-strategy.type": "retry-forever"}),
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "restart-strategy.type",
         "'retry-forever'",
         "use one of: none (aliases off, disable)",
@@ -769,7 +769,7 @@ CATALOGUE = [
     row(
         "restart-strategy/type=number",
         dag_file(restart_strategy={"restart-strategy.type": 3}),
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "restart-strategy.type",
         "unknown restart strategy 3",
         "use one of",
@@ -777,7 +777,7 @@ CATALOGUE = [
     row(
         "restart-strategy/misspelt-key",
         dag_file(restart_strategy={"restart-strategy.fixed-delay.atempts": 3}),
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "'restart-strategy.fixed-delay.atempts'",
         "(value 3)",
         "did you mean 'restart-strategy.fixed-delay.attempts'?",
@@ -807,7 +807,7 @@ CATALOGUE = [
                 "restart-strategy.exponential-delay.max-backoff": "1 s",
             }
         ),
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "max-backoff must be ≥ restart-strategy.exponential-delay.initial-backoff",
         "max-backoff '1 s' < initial-backoff '10 s'",
         "raise max-backoff or lower initial-backoff",
@@ -830,7 +830,7 @@ CATALOGUE = [
                 "restart-strategy.exponential-delay.backoff-multiplier": 0.5,
             }
         ),
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "restart-strategy.exponential-delay.backoff-multiplier",
         "got 0.5",
         "set it to > 1",
@@ -858,7 +858,7 @@ CATALOGUE = [
     row(
         "restart-strategy/deprecated-key-with-unknown-type",
         dag_file(restart_strategy={"restart-strategy": "sometimes"}),
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "restart-strategy.type",
         "unknown restart strategy 'sometimes'",
         "use one of",
@@ -866,7 +866,7 @@ CATALOGUE = [
     row(
         "restart-strategy/type=bogus-in-airflow.cfg",
         restart_strategy_in_airflow_cfg,
-        ValueError,
+        PipelineWiringError,  # a ValueError, as every other setting's
         "restart-strategy.type",
         "'bogus'",
         "use one of",
@@ -944,7 +944,12 @@ CATALOGUE = [
     ),
     checkpointing("execution.checkpointing.max-concurrent-checkpoints", 2, "one micro-batch at a time"),
     checkpointing("execution.checkpointing.mode", "AT_LEAST_ONCE", "exactly-once", "EXACTLY_ONCE"),
-    checkpointing("execution.checkpointing.intervall", "1 min", "unknown checkpoint key", "known keys"),
+    checkpointing(
+        "execution.checkpointing.intervall",
+        "1 min",
+        "unknown checkpoint key",
+        "did you mean 'execution.checkpointing.interval'?",
+    ),
     row(
         "checkpoint/checkpointing=yes",
         dag_file(lambda: stage("a", checkpointing="yes")),

@@ -210,7 +210,9 @@ def test_partitions_and_show_read_a_runs_results_through_the_stores_checks(capsy
         [{"x": 1, "day": "mon"}, {"x": 2, "day": "tue"}, {"x": 3, "day": "wed"}],
         producer=Producer("A"),
     )
-    journal.record({"time": time.time() + 5, "kind": "failover", "task": "B[0]", "try_number": 1})
+    journal.record(  # C failed on a missing b[0]: the decision found it lost, B[0]'s try 2 rebuilt it
+        {"time": time.time() + 5, "kind": "failover", "task": "C", "try_number": 1, "unavailable": ["b[0]"]}
+    )
     commit_table(store, run.parse("b[0]"), [{"y": 10}], producer=Producer("B", 0, 2))
 
     code, lines, err = results(capsys, "partitions")
@@ -242,6 +244,13 @@ def test_partitions_and_show_read_a_runs_results_through_the_stores_checks(capsy
     ):
         code, lines, err = results(capsys, "show", partition)
         assert (code, lines) == (1, []) and says in err and "Traceback" not in err, err
+    # B[1] failed before it committed anything: its try 2's commit is its first, nothing was rebuilt
+    journal.record({"time": time.time() + 6, "kind": "failover", "task": "B[1]", "try_number": 1})
+    commit_table(store, run.parse("b[1]"), [{"y": 11}], producer=Producer("B", 1, 2))
+    listed = {
+        line["partition"]: (line["state"], line["producer_try"]) for line in results(capsys, "partitions")[1]
+    }
+    assert listed["b[1]"] == ("committed", 2) and listed["b[0]"] == ("rebuilt", 2)
 
     # A same-size corruption of a's data: show reads through the checksums and refuses it. (The listing
     # checks manifests and sizes, as the failover page does; a cut object is listed as corrupt.)

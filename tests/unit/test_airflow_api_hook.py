@@ -416,3 +416,26 @@ def test_a_cause_is_recorded_with_the_secrets_airflow_masks(seed002):
     [event] = seed002.journal.events()
     assert secret not in json.dumps(event) and "***" in event["cause"]
     assert secret not in journal_schema.encode(seed002.journal.load()).decode()
+
+
+def test_where_the_api_is_goes_to_the_task_log_only_when_a_connection_said_it(monkeypatch, capfd):
+    """A task's log says which server its clears go to; a tool that gave the server itself (the demo,
+    dev mode) prints no stray log line."""
+    from airflow_ft_provider.hooks.airflow_api import ApiServer
+
+    conn_id = connection(
+        monkeypatch,
+        "ft_api_logged",
+        conn_type="http",
+        host="127.0.0.1",
+        port=8080,
+        login="svc",
+        password=PASSWORD,
+    )
+    given = ApiServer("http://127.0.0.1:8080", "admin", "admin", True)
+    AirflowApiHook("(given: http://127.0.0.1:8080)", server=given)._http.close()
+    assert "Airflow REST API at" not in "".join(capfd.readouterr())
+    AirflowApiHook(conn_id)._http.close()
+    assert "Airflow REST API at http://127.0.0.1:8080 (connection 'ft_api_logged')" in "".join(
+        capfd.readouterr()
+    )

@@ -143,5 +143,98 @@ def test_a_classifier_must_be_a_function():
 def test_the_kind_labels_of_common_failures():
     assert StageClassification().labels(ConnectionResetError("reset")).kind is FailureKind.INFRASTRUCTURE
     assert StageClassification().labels(TimeoutError()).kind is FailureKind.TIMEOUT
-    labels = StageClassification().labels(KeyError("amount"))
+    labels = StageClassification().labels(RuntimeError("the service said no"))
     assert labels == FailureLabels(True, FailureKind.USER_CODE)
+
+
+def _raised(make):
+    try:
+        make()
+    except Exception as err:  # noqa: BLE001 - the test wants the raised exception with its chain
+        return err
+    raise AssertionError("nothing raised")
+
+
+PRICES = {"apple": 1}
+
+
+@pytest.mark.parametrize(
+    "bug, name",
+    [
+        (lambda: PRICES["banana"], "KeyError"),
+        (lambda: [][3], "IndexError"),
+        (lambda: 1 / 0, "ZeroDivisionError"),
+        (lambda: None + 1, "TypeError"),
+        (lambda: PRICES.amount, "AttributeError"),
+        (lambda: undefined_name, "NameError"),  # noqa: F821
+        (lambda: __import__("no_such_module_here"), "ImportError"),
+    ],
+)
+def test_a_programming_error_is_not_recoverable_by_default_and_says_so(bug, name):
+    labels = StageClassification().labels(_raised(bug))
+    assert not labels.recoverable and labels.kind is FailureKind.USER_CODE
+    assert (
+        labels.reason.startswith(f"{name} is a programming error")
+        and "recoverable_exceptions" in labels.reason
+    )
+
+
+def test_a_subclass_of_a_programming_error_is_one_too_and_a_chain_with_the_infrastructure_is_not():
+    class PySparkTypeErrorLike(TypeError):
+        pass
+
+    assert not StageClassification().labels(PySparkTypeErrorLike("bad argument")).recoverable
+
+    def lookup_then_connect():
+        try:
+            PRICES["banana"]
+        except KeyError:
+            raise ConnectionResetError("the price service went away") from None
+
+    def connect_then_lookup():
+        try:
+            raise ConnectionResetError("reset")
+        except ConnectionResetError:
+            PRICES["banana"]  # a KeyError raised while a connection failed: the restart may heal it
+
+    # from None: the KeyError is not part of the failure
+    assert StageClassification().labels(_raised(lookup_then_connect)).recoverable
+    labels = StageClassification().labels(_raised(connect_then_lookup))
+    assert labels.recoverable and labels.kind is FailureKind.INFRASTRUCTURE
+
+
+def test_rules_take_exception_classes_and_recoverable_exceptions_narrow_the_defaults():
+    class BadRecord(Exception):
+        pass
+
+    class FlakyLookup(KeyError):
+        pass
+
+    rules = FailureRules(non_recoverable_exceptions=(BadRecord,), recoverable_exceptions=(FlakyLookup,))
+    assert f"{BadRecord.__module__}.{BadRecord.__qualname__}" in rules.non_recoverable_exceptions
+    stage = StageClassification().extended(rules, None)
+    assert not stage.labels(BadRecord("row 7")).recoverable
+    assert stage.labels(FlakyLookup("try later")).recoverable
+    assert not stage.labels(KeyError("banana")).recoverable  # the default stays for the others
+    as_dict = failure_rules({"recoverable_exceptions": [FlakyLookup]}, "FailoverPipeline")
+    assert StageClassification().extended(as_dict, None).labels(FlakyLookup("x")).recoverable
+    with pytest.raises(ValueError, match="recoverable_exceptions: 'no such' is not a valid name"):
+        FailureRules(recoverable_exceptions=("no such",))
+
+
+def test_an_injected_fault_is_labelled_as_one_whatever_spark_said_inside():
+    from airflow_ft_provider.faults.injection import InjectedFailure
+
+    def injected_over_a_spark_error():
+        try:
+            raise SparkLike(
+                "[FAILED_READ_FILE.NO_HINT] cannot read ft-injected-failure-3.parquet",
+                "FAILED_READ_FILE.NO_HINT",
+                "KD001",
+            )
+        except SparkLike:
+            raise InjectedFailure("injected failure inside micro-batch 3 (ft_faults)") from None
+
+    labels = StageClassification().labels(_raised(injected_over_a_spark_error))
+    assert labels == FailureLabels(True, FailureKind.INJECTED)
+    assert labels.describe() == "injected fault"

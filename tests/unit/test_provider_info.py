@@ -206,3 +206,24 @@ def test_restart_option_descriptions_state_the_ranges_the_loader_enforces():
         "Must be > 1."
     )
     assert "restart-strategy, is still read" in options["restart-strategy.type"]["description"]
+
+
+def test_the_provider_is_found_once_with_the_repository_on_the_python_path():
+    """The live Airflow and dev.env put the repository on PYTHONPATH; a build's egg-info left there would
+    make Airflow find the distribution twice and print "Plugin 'ft_failover' already registered" on the
+    stdout of every airflow command (breaking ``airflow ... -o json``)."""
+    repo = Path(__file__).resolve().parents[2]
+    found = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            # Airflow's own lookup: every distribution on sys.path, not deduplicated as importlib's is
+            "from airflow._shared.module_loading import entry_points_with_dist as found; "
+            "print(sum(1 for e, _ in found('airflow.plugins') if e.name == 'ft_failover'))",
+        ],
+        env={**os.environ, "PYTHONPATH": str(repo)},
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert found.stdout.strip() == "1", list(repo.glob("*.egg-info"))

@@ -91,3 +91,23 @@ def test_batch_seconds_counts_micro_batches_that_read_input():
             self.batchId, self.durationMs, self.numInputRows = batch, {"triggerExecution": ms}, rows
 
     assert batch_seconds([Progress(0, 1500, 10), Progress(1, 20, 0), None]) == {0: 1.5}
+
+
+def test_the_failure_of_an_injected_micro_batch_is_the_injected_fault_not_sparks_read_error(tmp_path):
+    from airflow_ft_provider.spark.failure_report import InjectedFailure
+
+    poison = tmp_path / "feed" / "ft-injected-failure-3.parquet"
+    poison.parent.mkdir()
+    poison.write_bytes(b"not a Parquet file")
+    feeder = Feeder([], str(tmp_path / "spark"), volume=400, target=1.0, poison=str(poison))
+    spark_said = RuntimeError(f"[FAILED_READ_FILE.NO_HINT] Encountered error while reading file {poison}.")
+    injected = feeder.injected(spark_said, 3)
+    assert isinstance(injected, InjectedFailure) and "micro-batch 3 (ft_faults)" in str(injected)
+    assert not poison.exists()  # a retry in this directory does not read it again
+    # complete mode: the failure foreachBatch raised comes back wrapped by Spark
+    wrapped = RuntimeError(
+        "[FOREACH_BATCH_USER_FUNCTION_ERROR] ... injected failure inside micro-batch 2 (ft_faults)"
+    )
+    assert isinstance(Feeder([], "s", volume=1, target=1.0).injected(wrapped, 2), InjectedFailure)
+    assert feeder.injected(RuntimeError("[FAILED_READ_FILE.NO_HINT] other.parquet"), 3) is None
+    assert feeder.injected(spark_said, None) is None  # no fault asked for: Spark's own error stands

@@ -48,3 +48,31 @@ with DAG("ft_e2e_stop_region", schedule=None, start_date=datetime(2026, 1, 1), c
             task_id="shard", python_callable=shard, outputs={"parts": "pipelined"}
         ).expand(application_args=[["bug"], ["slow"]])
         SparkStageOperator(task_id="combine", python_callable=combine, inputs=["parts"], outputs=["total"])
+
+
+PRICES = {"apple": 0.5}
+
+
+def priced(spark, io, fruit):
+    """Index 0 looks up a fruit that is not there (a bug); index 1 works slowly, in the same region."""
+    import time
+
+    if fruit != "banana":
+        time.sleep(120)
+    price = PRICES[fruit]  # KeyError: 'banana'
+    io.write("prices", spark.range(3).selectExpr(f"{price} AS price"))
+
+
+def total(spark, io):
+    io.write("total", io.read("prices").groupBy().sum("price"))
+
+
+# Every setting at its default (no restart strategy, no failure rules): a Python bug must end the run
+# within a minute, not restart once a minute for days (tests/e2e/test_stop_region.py).
+#   priced[0..1] ~~prices (pipelined)~~> total
+with DAG("ft_e2e_defaults_key_error", schedule=None, start_date=datetime(2026, 1, 1), catchup=False):
+    with FailoverPipeline():
+        SparkStageOperator.partial(
+            task_id="priced", python_callable=priced, outputs={"prices": "pipelined"}
+        ).expand(application_args=[["banana"], ["apple"]])
+        SparkStageOperator(task_id="total", python_callable=total, inputs=["prices"], outputs=["total"])

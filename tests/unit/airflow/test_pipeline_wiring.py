@@ -483,3 +483,39 @@ def test_without_a_store_a_pipeline_adds_no_dag_callbacks():
         with FailoverPipeline():
             stage("a", outputs=["x"])
     assert dag.on_success_callback is None and dag.on_failure_callback is None
+
+
+def test_the_default_restart_strategy_of_a_batch_pipeline_ends_and_flinks_unbounded_one_is_one_key_away(
+    monkeypatch,
+):
+    from airflow_ft_provider.get_provider_info import get_provider_info
+    from airflow_ft_provider.recovery import restart_settings
+
+    ed = "restart-strategy.exponential-delay."
+    options = get_provider_info()["config"]["ft_provider"]["options"]
+    assert options[ed + "attempts-before-reset-backoff"]["default"] == "10"  # what airflow.cfg is given
+    monkeypatch.setattr(restart_settings, "cluster_keys", lambda keys: {})  # an airflow.cfg that sets none
+    strategy = one_stage_pipeline("defaults_end").description.restart_strategy()
+    assert type(strategy).__name__ == "ExponentialDelayRestartStrategy"
+    assert strategy.attempts_before_reset_backoff == 10
+    unbounded = one_stage_pipeline(
+        "flink_unbounded", restart_strategy={ed + "attempts-before-reset-backoff": "infinite"}
+    ).description.restart_strategy()
+    assert unbounded.attempts_before_reset_backoff == float("inf")
+
+
+def test_a_misspelt_restart_key_is_a_wiring_error_with_a_suggestion_like_every_other_setting():
+    with pytest.raises(PipelineWiringError, match=r"did you mean 'restart-strategy.fixed-delay.attempts'\?"):
+        one_stage_pipeline("misspelt_restart", restart_strategy={"restart-strategy.fixed-delay.atempts": 3})
+    with pytest.raises(PipelineWiringError, match=r"backoff-multiplier must be > 1, got 0.5"):
+        one_stage_pipeline(
+            "bad_restart_value",
+            restart_strategy={"restart-strategy.exponential-delay.backoff-multiplier": 0.5},
+        )
+
+
+def test_a_misspelt_checkpoint_key_suggests_the_key_meant():
+    with pytest.raises(PipelineWiringError, match=r"did you mean 'execution.checkpointing.interval'\?"):
+        one_stage_pipeline(
+            "misspelt_checkpoint", checkpointing={"execution.checkpointing.intervall": "1 min"}
+        )

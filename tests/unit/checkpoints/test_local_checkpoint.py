@@ -83,3 +83,17 @@ def test_spark_s_temporary_log_files_are_not_read(tmp_path):
     entry = json.dumps({"path": f"file:{files[1]}", "batchId": 0})
     (local.spark_dir / "sources" / "0" / ".1.abc.tmp").write_text(f"v1\n{entry}")
     assert local.latest().processed_bytes == 100
+
+
+def test_a_released_checkpoint_leaves_no_empty_directory_but_keeps_its_neighbours(tmp_path):
+    #   <root>/etl/r1/{a,b}  <root>/etl/r2/a
+    first, second = LocalCheckpoint(tmp_path, RUN, "a"), LocalCheckpoint(tmp_path, RUN, "b")
+    other_run = LocalCheckpoint(tmp_path, RunRef("etl", "r2"), "a")
+    for local in (first, second, other_run):
+        local.start_fresh()
+    first.release()
+    assert not first.path.exists() and second.path.is_dir()  # the run's directory holds b still
+    second.release()
+    assert not second.path.parent.exists() and other_run.path.is_dir()  # r1 gone, the pipeline's kept
+    other_run.release()
+    assert list(tmp_path.iterdir()) == []  # nothing left under the root, the root itself stays
