@@ -1,11 +1,18 @@
 #!/usr/bin/env bash
 # The whole test suite: unit, S3 (moto server), Spark (local + standalone cluster), live Airflow,
-# browser tests and the scenarios on the distributed deployment (Celery, PostgreSQL, Redis). Extra
-# arguments go to pytest, e.g. scripts/test.sh tests/unit -k regions
+# browser tests and every scenario on the distributed deployment (Celery, PostgreSQL, Redis): nothing
+# deselected. Extra arguments go to pytest, e.g. scripts/test.sh tests/unit -k regions.
+# scripts/test.sh --fast: the fast lane for daily work (unit tests, the core, the store against the S3
+# test endpoint; about 2-3 minutes), no Debian packages needed.
 # Debian packages the suite needs, installed (as root) when missing, alongside the Python packages:
 # Chromium + ChromeDriver for the UI plugin's browser test, PostgreSQL for the live test Airflow and
 # the deployment, Redis for the deployment's Celery broker.
 # Without them the tests that need them fail, saying what to install.
+if [ "${1:-}" = "--fast" ]; then
+    shift
+    source "$(dirname "$0")/env.sh"
+    exec python -m pytest -p no:cacheprovider tests/unit tests/checkpoints tests/partitions "$@"
+fi
 source "$(dirname "$0")/debian-packages.sh"
 missing_debs "chromium=/usr/bin/chromium" "chromium-driver=/usr/bin/chromedriver" \
     "postgresql=/usr/lib/postgresql/*/bin/postgres" "redis-server=redis-server"
@@ -38,17 +45,6 @@ TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test
 WAITING=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
 S3=(tests/partitions)
 CLUSTER=(tests/cluster)
-# Left to ./scripts/cluster-test.sh (which runs every cluster scenario): a lost worker in a checkpointed
-# stage, 65-80 s of the critical path (Airflow's 20 s heartbeat timeout, 2 s micro-batches). With it the suite
-# took 24 min 53 s on a fresh clone, too close to CI's 25 minutes. Without it, in a slower hour, 25 min 53 s:
-# so also the single-scheduler backoff scenario (~56 s; its two-scheduler twin, a scheduler SIGKILLed in the
-# same backoff, stays) and the Celery twin of tests/e2e's killed-try adoption (~52 s; the LocalExecutor one
-# stays).
-CLUSTER_ONLY_ALONE=(
-    "tests/cluster/test_distributed_failures.py::test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_resumes_from_the_store"
-    "tests/cluster/test_distributed_failures.py::test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_on_time"
-    "tests/cluster/test_region_failover_on_celery.py::test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spark"
-)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
     local name=$1 niceness=$2; shift 2
@@ -76,8 +72,7 @@ python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${
 echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment)," \
      "beside what is left of the others"
 cluster_rc=0
-python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster" "${CLUSTER[@]}" \
-    "${CLUSTER_ONLY_ALONE[@]/#/--deselect=}" || cluster_rc=$?
+python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster" "${CLUSTER[@]}" || cluster_rc=$?
 untimed_rc=0
 wait $untimed || untimed_rc=$?
 for name in s3 rest waiting; do
