@@ -9,16 +9,16 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import hashlib
 import json
 import re
-import zlib
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..safe_json import InvalidJson, load_json
+from ..spark.checksums import CHECKSUM, CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM, check_algorithm
+from ..spark.checksums import new_hasher as new_hasher  # the store's modules take it from here
 from .naming import (
     PartitionRef,
     attempt_dir,
@@ -40,44 +40,7 @@ class InvalidManifest(ValueError):
     """A manifest that does not validate; the partition is unavailable, not half-readable."""
 
 
-class _Crc32:
-    """zlib's CRC-32 behind hashlib's update/hexdigest interface."""
-
-    def __init__(self) -> None:
-        self._value = 0
-
-    def update(self, data: bytes) -> None:
-        self._value = zlib.crc32(data, self._value)
-
-    def hexdigest(self) -> str:
-        return f"{self._value:08x}"
-
-
-class _Crc32c:
-    """CRC-32C (Castagnoli, S3's own checksum) in hardware via google-crc32c: ~10 GB/s, so verifying
-    every read costs next to nothing next to the transfer."""
-
-    def __init__(self) -> None:
-        import google_crc32c
-
-        self._checksum = google_crc32c.Checksum()
-
-    def update(self, data: bytes) -> None:
-        self._checksum.update(data)
-
-    def hexdigest(self) -> str:
-        return self._checksum.hexdigest().decode("ascii")
-
-
-# crc32c (default) guards against corruption at no measurable cost; sha256 when a cryptographic
-# digest is wanted (~1 GB/s per core); crc32 (zlib) needs no extra package.
-CHECKSUM_ALGORITHMS: dict[str, Callable[[], Any]] = {
-    "crc32c": _Crc32c,
-    "sha256": hashlib.sha256,
-    "crc32": _Crc32,
-}
-DEFAULT_CHECKSUM = "crc32c"
-_CHECKSUM = re.compile(r"^(?P<algorithm>sha256|crc32c|crc32):(?P<value>[0-9a-f]+)\Z")
+_CHECKSUM = CHECKSUM
 _DIGEST_LENGTH = {"sha256": 64, "crc32c": 8, "crc32": 8}
 _ETAG = re.compile(r"^[\x21\x23-\x7e]{1,200}\Z")  # visible ASCII but '"'
 
@@ -92,18 +55,6 @@ def _file_json(entry: FileEntry) -> dict[str, object]:
     if entry.etag is not None:
         doc["etag"] = entry.etag
     return doc
-
-
-def check_algorithm(algorithm: str) -> str:
-    if algorithm not in CHECKSUM_ALGORITHMS:
-        raise ValueError(
-            f"unknown checksum algorithm {algorithm!r}: use one of {sorted(CHECKSUM_ALGORITHMS)}"
-        )
-    return algorithm
-
-
-def new_hasher(checksum_or_algorithm: str) -> Any:
-    return CHECKSUM_ALGORITHMS[checksum_or_algorithm.partition(":")[0]]()
 
 
 def file_checksum(path: str | Path, algorithm: str = DEFAULT_CHECKSUM) -> str:

@@ -1,0 +1,297 @@
+"""Result partitions read and written by Spark's executors themselves (pyspark's Python Data Source API).
+
+    spark.dataSource.register(PartitionSource)
+    df.write.format("ft_partition").mode("append").options(**access, target=...).save()
+    spark.read.format("ft_partition").options(**access, files=...).load()
+
+**Writes.** Each Spark task writes one Parquet object under the try's attempt prefix, named after its
+partition and task attempt (``part-00003-a1-<uuid>.parquet``), and hashes the bytes as they stream to
+S3: its commit message carries the object's key, size, checksum and rows. Spark hands the driver the
+messages of the task attempts it committed, and only those: ``PartitionWriter.commit`` records them in
+``_ft_written.json`` under the attempt prefix, the list the operator builds the manifest from. The
+objects of a task attempt Spark did not commit (a lost executor's, a speculative duplicate's) are in no
+list, so they never add rows; the store's garbage collection removes them with the attempt.
+
+**Reads.** One Spark partition per object the manifest lists: the executor reads the object, checks its
+size and checksum against the manifest's entry, then decodes it. A changed object fails the read with
+``PartitionDataCorrupt``, naming the object: Spark never reads unverified bytes.
+
+The Airflow worker handles only the kilobytes around this (the manifest, ``_ft_written.json``); the data
+flows between the executors and S3. Stdlib, pyarrow and pyspark only: this module is shipped to the
+Spark driver and executors (``execution/submit.runtime_zip``).
+
+**Credentials** come from the executors' own environment (an instance role, ``AWS_*`` variables, a
+profile: pyarrow's default chain), unless the options carry a key pair (``access_key``/``secret_key``/
+``session_token``), for deployments without one; Spark redacts option values whose names match
+``spark.redaction.regex`` (``secret``, ``token``, ``access.key``) in its UI and event log.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import asdict, dataclass
+from typing import TYPE_CHECKING, Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+
+from .checksums import DEFAULT_CHECKSUM, new_hasher
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyarrow.fs import S3FileSystem
+    from pyspark.sql.types import StructType
+
+SOURCE_NAME = "ft_partition"
+WRITTEN_RECORD = "_ft_written.json"  # under the attempt prefix: the files of the committed task attempts
+RECORD_VERSION = 1
+_ACCESS_OPTIONS = ("endpoint", "region", "access_key", "secret_key", "session_token")
+
+
+class PartitionDataCorrupt(IOError):
+    """An object a manifest lists is not the object that was committed (size or checksum differs)."""
+
+
+@dataclass(frozen=True)
+class WrittenFile(WriterCommitMessage):
+    """One task attempt's object: what its commit message tells the driver."""
+
+    key: str  # relative to the attempt prefix
+    size: int
+    checksum: str
+    rows: int
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """One object a read must return exactly: its full key in the bucket, size and checksum."""
+
+    key: str
+    size: int
+    checksum: str
+
+
+@dataclass(frozen=True)
+class ObjectPartition(InputPartition):
+    """The Spark partition of one object."""
+
+    stored: StoredObject
+
+
+def s3_filesystem(options: Mapping[str, str]) -> S3FileSystem:
+    """pyarrow's S3 client as the options say; credentials from the environment unless given."""
+    from pyarrow.fs import S3FileSystem
+
+    endpoint = options.get("endpoint") or None
+    kwargs: dict[str, Any] = {"region": options.get("region") or "us-east-1"}
+    if endpoint:
+        scheme, _, host = endpoint.partition("://")
+        kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
+    if options.get("access_key"):
+        kwargs.update(
+            access_key=options["access_key"],
+            secret_key=options.get("secret_key", ""),
+            session_token=options.get("session_token") or None,
+        )
+    return S3FileSystem(**kwargs)
+
+
+def access_options(
+    *,
+    endpoint: str | None,
+    region: str | None,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+    session_token: str | None = None,
+) -> dict[str, str]:
+    """The options that tell executors how to reach the store (only those that are set)."""
+    given = dict(zip(_ACCESS_OPTIONS, (endpoint, region, access_key, secret_key, session_token), strict=True))
+    return {name: value for name, value in given.items() if value}
+
+
+class _HashingSink(io.RawIOBase):
+    """A file object for pyarrow's Parquet writer: hashes and counts what it forwards to S3."""
+
+    def __init__(self, stream: Any, checksum: str) -> None:
+        self._stream = stream
+        self._hasher = new_hasher(checksum)
+        self._algorithm = checksum
+        self.size = 0
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        chunk = bytes(data)
+        self._hasher.update(chunk)
+        self._stream.write(chunk)
+        self.size += len(chunk)
+        return len(chunk)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._stream.close()  # completes the upload: the object exists only now
+        super().close()
+
+    @property
+    def checksum(self) -> str:
+        return f"{self._algorithm}:{self._hasher.hexdigest()}"
+
+
+class PartitionWriter(DataSourceArrowWriter):
+    """Runs in the executors (``write``) and once in the driver (``commit``/``abort``)."""
+
+    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+        self.options = dict(options)
+        self.bucket, self.prefix = _bucket_and_prefix(self.options["target"])
+        self.checksum = self.options.get("checksum") or DEFAULT_CHECKSUM
+        self.compression = self.options.get("compression") or "snappy"
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFile:
+        import pyarrow.parquet as pq
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        partition, attempt = (task.partitionId(), task.attemptNumber()) if task else (0, 0)
+        name = f"part-{partition:05d}-a{attempt}-{uuid.uuid4().hex[:12]}.parquet"
+        filesystem = s3_filesystem(self.options)
+        sink = _HashingSink(
+            filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum
+        )
+        rows, writer = 0, None
+        try:
+            for batch in iterator:
+                if writer is None:
+                    writer = pq.ParquetWriter(sink, batch.schema, compression=self.compression)
+                writer.write_batch(batch)
+                rows += batch.num_rows
+            if writer is None:  # an empty Spark partition: an empty file keeps the schema readable
+                return WrittenFile(key="", size=0, checksum="", rows=0)
+            writer.close()
+        finally:
+            sink.close()
+        return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=rows)
+
+    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        files = [asdict(m) for m in messages if isinstance(m, WrittenFile) and m.key]
+        record = json.dumps({"version": RECORD_VERSION, "files": files}, sort_keys=True).encode()
+        with s3_filesystem(self.options).open_output_stream(
+            f"{self.bucket}/{self.prefix}{WRITTEN_RECORD}"
+        ) as out:
+            out.write(record)
+
+    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
+        filesystem = s3_filesystem(self.options)
+        for message in messages:
+            if isinstance(message, WrittenFile) and message.key:
+                try:
+                    filesystem.delete_file(f"{self.bucket}/{self.prefix}{message.key}")
+                except OSError:  # the attempt's leftovers go with it (gc); an abort must not hide the cause
+                    pass
+
+
+class PartitionReader(DataSourceReader):
+    def __init__(self, options: Mapping[str, str]) -> None:
+        self.options = dict(options)
+        self.objects = parse_objects(self.options["files"])
+
+    def partitions(self) -> Sequence[InputPartition]:
+        return [ObjectPartition(stored) for stored in self.objects]
+
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+        import pyarrow.parquet as pq
+
+        assert isinstance(partition, ObjectPartition)
+        data = read_verified(s3_filesystem(self.options), partition.stored)
+        yield from pq.read_table(io.BytesIO(data)).to_batches()
+
+
+class PartitionSource(DataSource):
+    """``ft_partition``: the objects of committed partitions (read), an attempt's objects (write)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> StructType | str:
+        """The first object's schema, from its Parquet footer (a ranged read, run by the driver)."""
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import from_arrow_schema
+
+        objects = parse_objects(self.options["files"])
+        if not objects:
+            return self.options.get("empty_schema") or "value STRING"
+        filesystem = s3_filesystem(self.options)
+        with filesystem.open_input_file(objects[0].key) as handle:
+            return from_arrow_schema(pq.read_schema(handle))
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return PartitionReader(self.options)
+
+    def writer(self, schema: StructType, overwrite: bool) -> PartitionWriter:
+        return PartitionWriter(self.options, schema)
+
+
+def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
+    """The object's bytes, checked against the manifest's size and checksum as they are read."""
+    hasher = new_hasher(stored.checksum)
+    chunks = []
+    with filesystem.open_input_stream(stored.key) as stream:
+        while chunk := stream.read(8 << 20):
+            hasher.update(chunk)
+            chunks.append(chunk)
+    data = b"".join(chunks)
+    checksum = f"{stored.checksum.partition(':')[0]}:{hasher.hexdigest()}"
+    if len(data) != stored.size or checksum != stored.checksum:
+        raise PartitionDataCorrupt(
+            f"s3://{stored.key}: {len(data)} bytes with {checksum}, but its manifest says {stored.size} "
+            f"bytes with {stored.checksum}; the partition is corrupt (failover rebuilds it)"
+        )
+    return data
+
+
+def objects_option(objects: Sequence[StoredObject]) -> str:
+    """The ``files`` option of a read: the objects, as JSON."""
+    return json.dumps([asdict(o) for o in objects])
+
+
+def parse_objects(text: str) -> list[StoredObject]:
+    entries = json.loads(text)
+    if not isinstance(entries, list):
+        raise ValueError(f"the files option of {SOURCE_NAME} must be a JSON list, got {text[:100]!r}")
+    return [StoredObject(str(e["key"]), int(e["size"]), str(e["checksum"])) for e in entries]
+
+
+def parse_written(data: bytes) -> list[WrittenFile]:
+    """``_ft_written.json`` as the driver wrote it; ValueError when it is not."""
+    doc = json.loads(data)
+    if (
+        not isinstance(doc, dict)
+        or doc.get("version") != RECORD_VERSION
+        or not isinstance(doc.get("files"), list)
+    ):
+        raise ValueError(f"{WRITTEN_RECORD} is not a version-{RECORD_VERSION} record of written files")
+    written = []
+    for entry in doc["files"]:
+        key, size, checksum, rows = (entry.get(k) for k in ("key", "size", "checksum", "rows"))
+        if not (isinstance(key, str) and "/" not in key and key.startswith("part-")):
+            raise ValueError(f"{WRITTEN_RECORD}: {key!r} is not a file name this writer gives")
+        if not (isinstance(size, int) and isinstance(rows, int) and isinstance(checksum, str)):
+            raise ValueError(f"{WRITTEN_RECORD}: the entry of {key} needs size, rows and checksum")
+        written.append(WrittenFile(key, size, checksum, rows))
+    return written
+
+
+def _bucket_and_prefix(target: str) -> tuple[str, str]:
+    bucket, _, prefix = target.removeprefix("s3://").partition("/")
+    if not bucket or (prefix and not prefix.endswith("/")):
+        raise ValueError(f"the target of {SOURCE_NAME} must be s3://bucket/prefix/, got {target!r}")
+    return bucket, prefix

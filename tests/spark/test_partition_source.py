@@ -1,0 +1,87 @@
+"""The executors' data path (spark/partition_source.py) in a real local Spark against the S3 endpoint:
+each task writes its own object and reports it; only the task attempts Spark committed are listed;
+reads verify every object against its entry."""
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from airflow_ft_provider.spark.checksums import new_hasher
+from airflow_ft_provider.spark.partition_source import WRITTEN_RECORD, access_options, parse_written
+from ft_harness.spark_cluster import spark_environment
+
+pytestmark = [pytest.mark.spark, pytest.mark.s3]
+
+APP = Path(__file__).parent / "apps" / "partition_source_probe.py"
+ROWS = 1000
+
+
+def probe(mode, args, env):
+    done = subprocess.run(
+        [sys.executable, str(APP), mode, json.dumps(args)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    return done.returncode, done.stdout.strip().splitlines()[-1:] or [""], done.stderr
+
+
+def test_executors_write_their_objects_once_per_committed_task_and_reads_verify_them(s3_bucket):
+    #   spark.range(1000) in 4 Spark partitions --ft_partition--> <attempt prefix>/part-*.parquet
+    #   (partition 1's task attempt 0 fails after its object is in S3; attempt 1 writes it again)
+    endpoint = s3_bucket.endpoint
+    client = s3_bucket.client()
+    prefix = f"{s3_bucket.prefix}run/attempts/a1/"
+    base = {**spark_environment(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    # The write takes its credentials from the executors' environment (an instance role's place)
+    executors = {
+        **base,
+        "AWS_ACCESS_KEY_ID": endpoint.access_key,
+        "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
+    }
+    target = f"s3://{s3_bucket.name}/{prefix}"
+    where = access_options(endpoint=endpoint.url, region=endpoint.region)
+    code, [out], err = probe("write", {"rows": ROWS, "target": target, "access": where}, executors)
+    assert code == 0 and json.loads(out) == {"written": True}, err[-3000:]
+
+    record = parse_written(
+        client.get_object(Bucket=s3_bucket.name, Key=prefix + WRITTEN_RECORD)["Body"].read()
+    )
+    assert sum(f.rows for f in record) == ROWS and len(record) == 4
+    names = sorted(f.key for f in record)
+    assert [n.split("-")[1] for n in names] == ["00000", "00001", "00002", "00003"]  # one per partition
+    assert names[1].split("-")[2] == "a1"  # the retried task attempt's, not the lost one's
+    stored = s3_bucket.keys("run/attempts/a1/")
+    lost = [k for k in stored if "part-00001-a0-" in k]
+    assert lost, stored  # the failed attempt's object reached S3 ... and is in no record
+    for entry in record:
+        body = client.get_object(Bucket=s3_bucket.name, Key=prefix + entry.key)["Body"].read()
+        hasher = new_hasher(entry.checksum)
+        hasher.update(body)
+        assert (len(body), f"crc32c:{hasher.hexdigest()}") == (entry.size, entry.checksum)
+
+    # Read back exactly the listed objects, credentials given as options this time: each row once
+    files = json.dumps(
+        [{"key": f"{s3_bucket.name}/{prefix}{f.key}", "size": f.size, "checksum": f.checksum} for f in record]
+    )
+    given = access_options(
+        endpoint=endpoint.url,
+        region=endpoint.region,
+        access_key=endpoint.access_key,
+        secret_key=endpoint.secret_key,
+    )
+    code, [out], err = probe("read", {"files": files, "access": given}, base)
+    assert code == 0, err[-3000:]
+    assert json.loads(out) == {"rows": ROWS, "ids": ROWS, "total": sum(2 * i for i in range(ROWS))}
+
+    # A listed object changed in place, to the same size: the read refuses it and names it
+    key = prefix + record[2].key
+    body = client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
+    client.put_object(Bucket=s3_bucket.name, Key=key, Body=bytes([body[0] ^ 0xFF]) + body[1:])
+    code, _, err = probe("read", {"files": files, "access": given}, base)
+    assert code != 0 and "PartitionDataCorrupt" in err and record[2].key in err, err[-3000:]
+    assert endpoint.secret_key not in err  # the options' secret is not in what Spark printed
