@@ -16,7 +16,7 @@ ft.regions_restarted                   counter  regions those restarts run again
 ft.backtracking                        counter  restarts that rebuild lost partitions
 ft.partitions.lost                     counter  partitions found lost by a failure's decision
 ft.failures[.<kind>]                   counter  failures by label: user_code, infrastructure, lost_data,
-                                                timeout, killed
+                                                timeout, killed, injected_fault
 ft.failures.not_recoverable            counter  failures that failed their task at once
 ft.restarting_time                     timer    Flink's restartingTime: failure to the restarted try's start
 ft.partitions.committed                counter  partitions committed

@@ -326,7 +326,7 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
     )
     [history] = browser.find_elements(By.CSS_SELECTOR, ".history-row")
     assert "C try 1" in history.text and "InjectedFailure" in history.text and "[C]" in history.text
-    assert "user code" in history.text  # the failure's labels (a RuntimeError, recoverable)
+    assert "injected fault" in history.text  # the failure's labels (ft_faults, recoverable)
     assert "not before" in history.text and "(fixed-delay, restart 1 of 5: 2 s)" in history.text  # next try
     assert "4 of 5 restarts left" in browser.find_element(By.TAG_NAME, "body").text
     browser.save_screenshot(str(ARTIFACTS / "failover-page.png"))
