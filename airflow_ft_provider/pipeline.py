@@ -128,8 +128,6 @@ class FailoverPipeline:
                 failover_strategy=failover_strategy,
                 partitions_persisted=self.store_url is not None,
             )
-        except PipelineWiringError:
-            raise
         except ValueError as err:  # a Flink key or value: the same error type as every other setting
             raise PipelineWiringError(str(err)) from None
         self.per_region_restarts = per_region_restarts

@@ -45,6 +45,18 @@ def iso_time(seconds: float) -> str:
     return datetime.fromtimestamp(representable(seconds), tz=timezone.utc).isoformat()
 
 
+def found_lost(events: Iterable[Mapping[str, Any]]) -> set[str]:
+    """The partitions a failover decision of the run found lost (its events' ``unavailable``): a later
+    commit of one of them rebuilt it; a first commit on a later try rebuilt nothing."""
+    return {
+        partition
+        for e in events
+        if e.get("kind") == "failover"
+        for partition in e.get("unavailable") or ()
+        if isinstance(partition, str)
+    }
+
+
 def list_partitions(
     description: PipelineDescription,
     store: S3PartitionStore,
@@ -54,17 +66,12 @@ def list_partitions(
     """Every partition the run's pipeline declares, with what the store says of it now."""
     graph = description.graph
     report = store.check_graph(graph, description.dag_id, run_id)
+    events = list(events)  # read twice: the first failure, the partitions found lost
     failures = [
         e["time"] for e in events if e.get("kind") == "failover" and isinstance(e.get("time"), (int, float))
     ]
     first_failure = min(failures, default=None)
-    found_lost = {
-        partition
-        for e in events
-        if e.get("kind") == "failover"
-        for partition in e.get("unavailable") or ()
-        if isinstance(partition, str)
-    }
+    lost = found_lost(events)
     lines = []
     for result in graph.results.values():
         producers = graph.stages[result.producer].task_ids
@@ -76,7 +83,7 @@ def list_partitions(
                 state, reason = "pipelined", "ephemeral: lives for one execution of its region"
             elif manifest is not None and problem is None:
                 if manifest.producer.try_number > 1:  # after its own try's failure: never "reused"
-                    state = "rebuilt" if partition_id in found_lost else "committed"
+                    state = "rebuilt" if partition_id in lost else "committed"
                 elif first_failure is not None and manifest.created_at < first_failure:
                     state = "reused"
                 else:

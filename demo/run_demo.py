@@ -43,6 +43,7 @@ if str(REPO) not in sys.path:
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
 from airflow_ft_provider.recovery.journal import RecoveryJournal  # noqa: E402
+from airflow_ft_provider.run_results import found_lost  # noqa: E402
 
 DAG_ID = "ft_example_orders_etl"
 FAULTS = [
@@ -424,7 +425,7 @@ def build_report(
 
     add("Partitions of the run with faults (manifests in S3; reused = kept from before the failures):")
     reused_raw = False
-    found_lost = {p for e in failovers for p in e.get("unavailable") or ()}
+    lost_then_rebuilt = found_lost(failovers)
     for part in partitions:
         pid = part["partition"]
         if part.get("type") == "pipelined":
@@ -440,7 +441,7 @@ def build_report(
         manifest = store.manifest(run.parse(pid))
         producer = manifest.producer
         when = manifest.created_at
-        if producer.try_number > 1 and pid in found_lost:  # lost after it was committed, committed again
+        if producer.try_number > 1 and pid in lost_then_rebuilt:  # lost once committed, committed again
             verdict, detail = "rebuilt", f"by {producer.task_id} try {producer.try_number} at {clock(when)}"
         elif producer.try_number > 1:  # its earlier tries failed or were cleared before they committed
             verdict, detail = (

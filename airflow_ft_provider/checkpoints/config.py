@@ -16,13 +16,13 @@ own: Spark has no barriers, so a micro-batch is bounded by the input it reads, n
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
 from decimal import Decimal
 
 from airflow_ft_provider.failover.durations import DURATION_HELP, parse_duration
+from airflow_ft_provider.failover.key_hint import unknown_key_hint
 
 PREFIX = "execution.checkpointing."
 INTERVAL = PREFIX + "interval"
@@ -125,8 +125,7 @@ def load_checkpoint_config(*layers: Mapping[str, object], source: str = "checkpo
                 )
             continue
         if key not in _FIELD_OF_KEY:
-            close = difflib.get_close_matches(str(key), [*KNOWN_KEYS, *REFUSED], n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(KNOWN_KEYS)}"
+            hint = unknown_key_hint(str(key), KNOWN_KEYS)
             raise CheckpointConfigError(f"unknown checkpoint key {key!r} (={value!r}, in {source}); {hint}")
         values[_FIELD_OF_KEY[key]] = _parse(key, value, source)
     config = CheckpointConfig(**values)  # type: ignore[arg-type]

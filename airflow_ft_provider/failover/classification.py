@@ -112,7 +112,7 @@ class FailureRules:
     def __post_init__(self) -> None:
         for name in ("non_recoverable_exceptions", "recoverable_exceptions"):
             values = getattr(self, name)
-            if isinstance(values, (tuple, list)):  # classes as the qualified names the core matches
+            if isinstance(values, tuple):  # classes as the qualified names the core matches
                 object.__setattr__(self, name, tuple(map(exception_name, values)))
         for name, pattern, example in (
             ("non_recoverable_error_classes", ERROR_CLASS, "UNRESOLVED_COLUMN"),

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from .clock import Clock, SystemClock
 from .durations import parse_duration, whole_millis
+from .key_hint import unknown_key_hint
 from .restart_strategies import (
     ExponentialDelayRestartStrategy,
     FailureRateRestartStrategy,
@@ -209,8 +210,7 @@ def _value(config: Mapping[str, object], key: str) -> float:
 def _check_keys(config: Mapping[str, object]) -> None:
     for key in config:
         if isinstance(key, str) and key.startswith(_PREFIX) and key not in KNOWN_KEYS:
-            close = difflib.get_close_matches(key, KNOWN_KEYS, n=1, cutoff=0.6)
-            hint = f"did you mean {close[0]!r}?" if close else f"known keys: {', '.join(KNOWN_KEYS)}"
+            hint = unknown_key_hint(key, KNOWN_KEYS)
             raise ValueError(f"unknown restart-strategy key {key!r} (value {config[key]!r}); {hint}")
 
 

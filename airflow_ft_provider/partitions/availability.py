@@ -8,13 +8,13 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from ..spark.checksums import new_hasher
 from .errors import (
     PartitionNotFound,
     Unavailable,
 )
 from .manifest import (
     Manifest,
-    new_hasher,
 )
 from .naming import (
     PartitionRef,

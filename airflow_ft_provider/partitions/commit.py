@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..spark.checksums import new_hasher
 from .errors import (
     PartitionStoreError,
     StaleCommitError,
@@ -25,7 +26,6 @@ from .manifest import (
     Manifest,
     Producer,
     check_codec,
-    new_hasher,
     with_etags,
 )
 from .naming import (

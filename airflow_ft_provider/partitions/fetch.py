@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..spark.checksums import new_hasher
 from .errors import (
     MISSING_CODES,
     PartitionNotFound,
@@ -20,7 +21,6 @@ from .errors import (
 from .manifest import (
     FileEntry,
     Manifest,
-    new_hasher,
 )
 from .naming import (
     PartitionRef,

@@ -18,7 +18,6 @@ from typing import Any
 
 from ..safe_json import InvalidJson, load_json
 from ..spark.checksums import CHECKSUM, CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM, check_algorithm
-from ..spark.checksums import new_hasher as new_hasher  # the store's modules take it from here
 from .naming import (
     PartitionRef,
     attempt_dir,
@@ -40,7 +39,6 @@ class InvalidManifest(ValueError):
     """A manifest that does not validate; the partition is unavailable, not half-readable."""
 
 
-_CHECKSUM = CHECKSUM
 _DIGEST_LENGTH = {"sha256": 64, "crc32c": 8, "crc32": 8}
 _ETAG = re.compile(r"^[\x21\x23-\x7e]{1,200}\Z")  # visible ASCII but '"'
 
@@ -258,7 +256,7 @@ def _parse(doc: Any) -> Manifest:
         if size < 0:
             raise ValueError(f"size of {key!r} must be ≥ 0, got {size}")
         checksum = _typed(entry, "checksum", str)
-        match = _CHECKSUM.match(checksum)
+        match = CHECKSUM.match(checksum)
         if not match or len(match.group("value")) != _DIGEST_LENGTH[match.group("algorithm")]:
             raise ValueError(
                 f"checksum of {key!r} must be 'crc32c:<8 hex>', 'sha256:<64 hex>' or 'crc32:<8 hex>', "

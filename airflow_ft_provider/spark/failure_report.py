@@ -30,6 +30,11 @@ class InjectedFailure(RuntimeError):
     here, stdlib only, so that a spark-submit driver raises (and reports) the same class as a try."""
 
 
+def injected_in_batch(batch: int | None) -> str:
+    """What a fault injected inside micro-batch ``batch`` says, wherever it is raised or recognised."""
+    return f"injected failure inside micro-batch {batch} (ft_faults)"
+
+
 class DriverFailure(RuntimeError):
     """A spark-submit driver's uncaught exception, as its report told it."""
 

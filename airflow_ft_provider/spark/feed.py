@@ -25,7 +25,7 @@ import shutil
 import urllib.parse
 from dataclasses import dataclass, field
 
-from .failure_report import InjectedFailure
+from .failure_report import InjectedFailure, injected_in_batch
 
 HEADROOM = 0.8  # a micro-batch aims at this share of the interval
 
@@ -111,7 +111,7 @@ class Feeder:
         """The injected fault inside micro-batch ``fail_in``, when it is what failed the query (the
         poisoned file, or what foreachBatch raised); the poison is removed. Spark's own error would
         mislabel it (a file that is not Parquet, a foreachBatch wrapper)."""
-        said = f"injected failure inside micro-batch {fail_in} (ft_faults)"
+        said = injected_in_batch(fail_in)
         poisoned = self.poison is not None and os.path.basename(self.poison) in str(failure)
         if fail_in is None or not (poisoned or said in str(failure)):
             return None

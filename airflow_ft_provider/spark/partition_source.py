@@ -173,7 +173,7 @@ class PartitionWriter(DataSourceArrowWriter):
                     writer = pq.ParquetWriter(sink, batch.schema, compression=self.compression)
                 writer.write_batch(batch)
                 rows += batch.num_rows
-            if writer is None:  # an empty Spark partition: an empty file keeps the schema readable
+            if writer is None:  # an empty Spark partition: its empty object is listed nowhere
                 return WrittenFile(key="", size=0, checksum="", rows=0)
             writer.close()
         finally:

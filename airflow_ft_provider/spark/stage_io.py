@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from .carried import carried_rows
 from .content import ContentObserver, rows_in_footers
-from .failure_report import FAILURE_REPORT_CONF, InjectedFailure, report_uncaught
+from .failure_report import FAILURE_REPORT_CONF, InjectedFailure, injected_in_batch, report_uncaught
 from .feed import FedFile, Feeder, batch_seconds
 from .sink_log import remove_uncommitted
 from .spec import (
@@ -192,6 +192,7 @@ class StageIO:
         location = output.location.rstrip("/")
         codec = _codec(output)
         fail_in = checkpoint.fail_in_batch
+        injected = injected_in_batch(fail_in)  # the closure below takes the text, not this module
         complete = output_mode == "complete"
 
         def write_batch(batch: DataFrame, batch_id: int) -> None:  # runs in the Spark server (Connect)
@@ -205,7 +206,7 @@ class StageIO:
                 if entry.startswith("b") and entry[1:].isdigit() and int(entry[1:]) < batch_id:
                     shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
             if fail_in is not None and batch_id == fail_in:  # its output is written, its commit is not
-                raise RuntimeError(f"injected failure inside micro-batch {batch_id} (ft_faults)")
+                raise RuntimeError(injected)
 
         self.spark.conf.set(STATE_STORE_CONF, ROCKSDB_PROVIDER)
         self.spark.conf.set(CHANGELOG_CONF, "true" if checkpoint.changelog else "false")
@@ -235,10 +236,10 @@ class StageIO:
         try:
             durations = self._feed(query, checkpoint)
         except Exception as err:
-            injected = feeder.injected(err, fail_in)
-            if injected is None:
+            failure = feeder.injected(err, fail_in)
+            if failure is None:
                 raise
-            raise injected from None
+            raise failure from None
         if not complete:  # files of a failed task attempt or batch are not output: its log says which are
             remove_uncommitted(Path(location.removeprefix("file://")))
         progress = [p for p in query.recentProgress if p is not None]
