@@ -912,6 +912,14 @@ CATALOGUE = [
         "give a tuple of names",
     ),
     row(
+        "classification/pipeline:recoverable_exceptions-not-a-name",
+        dag_file(failure_rules={"recoverable_exceptions": ["flaky lookup"]}),
+        PipelineWiringError,
+        "FailoverPipeline failure_rules",
+        "recoverable_exceptions: 'flaky lookup' is not a valid name",
+        "e.g. 'mypackage.FlakyLookup'",
+    ),
+    row(
         "classification/stage:failure_classifier-not-a-function",
         dag_file(lambda: stage("a", failure_classifier="lenient")),
         PipelineWiringError,
