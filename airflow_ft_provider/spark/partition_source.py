@@ -21,9 +21,10 @@ flows between the executors and S3. Stdlib, pyarrow and pyspark only: this modul
 Spark driver and executors (``execution/submit.runtime_zip``).
 
 **Credentials** come from the executors' own environment (an instance role, ``AWS_*`` variables, a
-profile: pyarrow's default chain), unless the options carry a key pair (``access_key``/``secret_key``/
-``session_token``), for deployments without one; Spark redacts option values whose names match
-``spark.redaction.regex`` (``secret``, ``token``, ``access.key``) in its UI and event log.
+profile: pyarrow's default chain), unless ``source_with(credentials)`` gives a key pair, for deployments
+without one. The pair is never an option (options are part of the plan Spark's UI and event log show):
+it is a class attribute of the registered source, which Spark pickles by value into the Python commands
+it sends its executors.
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from pyspark.sql.datasource import (
     DataSource,
@@ -44,6 +45,8 @@ from pyspark.sql.datasource import (
 )
 
 from .checksums import DEFAULT_CHECKSUM, new_hasher
+from .spec import StoreAccess, StoreCredentials, StoredObject
+from .written import WRITTEN_RECORD, WrittenFile, encode_written
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -51,9 +54,17 @@ if TYPE_CHECKING:
     from pyspark.sql.types import StructType
 
 SOURCE_NAME = "ft_partition"
-WRITTEN_RECORD = "_ft_written.json"  # under the attempt prefix: the files of the committed task attempts
-RECORD_VERSION = 1
-_ACCESS_OPTIONS = ("endpoint", "region", "access_key", "secret_key", "session_token")
+
+__all__ = [
+    "SOURCE_NAME",
+    "PartitionDataCorrupt",
+    "PartitionSource",
+    "access_options",
+    "objects_option",
+    "parse_objects",
+    "read_verified",
+    "source_with",
+]
 
 
 class PartitionDataCorrupt(IOError):
@@ -61,22 +72,10 @@ class PartitionDataCorrupt(IOError):
 
 
 @dataclass(frozen=True)
-class WrittenFile(WriterCommitMessage):
-    """One task attempt's object: what its commit message tells the driver."""
+class TaskCommit(WriterCommitMessage):
+    """What one task attempt tells the driver: its object (None for an empty Spark partition)."""
 
-    key: str  # relative to the attempt prefix
-    size: int
-    checksum: str
-    rows: int
-
-
-@dataclass(frozen=True)
-class StoredObject:
-    """One object a read must return exactly: its full key in the bucket, size and checksum."""
-
-    key: str
-    size: int
-    checksum: str
+    written: WrittenFile | None
 
 
 @dataclass(frozen=True)
@@ -86,7 +85,7 @@ class ObjectPartition(InputPartition):
     stored: StoredObject
 
 
-def s3_filesystem(options: Mapping[str, str]) -> S3FileSystem:
+def s3_filesystem(options: Mapping[str, str], credentials: StoreCredentials | None = None) -> S3FileSystem:
     """pyarrow's S3 client as the options say; credentials from the environment unless given."""
     from pyarrow.fs import S3FileSystem
 
@@ -95,26 +94,18 @@ def s3_filesystem(options: Mapping[str, str]) -> S3FileSystem:
     if endpoint:
         scheme, _, host = endpoint.partition("://")
         kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
-    if options.get("access_key"):
+    if credentials is not None:
         kwargs.update(
-            access_key=options["access_key"],
-            secret_key=options.get("secret_key", ""),
-            session_token=options.get("session_token") or None,
+            access_key=credentials.access_key,
+            secret_key=credentials.secret_key,
+            session_token=credentials.session_token,
         )
     return S3FileSystem(**kwargs)
 
 
-def access_options(
-    *,
-    endpoint: str | None,
-    region: str | None,
-    access_key: str | None = None,
-    secret_key: str | None = None,
-    session_token: str | None = None,
-) -> dict[str, str]:
-    """The options that tell executors how to reach the store (only those that are set)."""
-    given = dict(zip(_ACCESS_OPTIONS, (endpoint, region, access_key, secret_key, session_token), strict=True))
-    return {name: value for name, value in given.items() if value}
+def access_options(access: StoreAccess) -> dict[str, str]:
+    """The options that tell executors where the store is (only those that are set; no secret)."""
+    return {name: value for name, value in asdict(access).items() if value}
 
 
 class _HashingSink(io.RawIOBase):
@@ -149,58 +140,60 @@ class _HashingSink(io.RawIOBase):
 class PartitionWriter(DataSourceArrowWriter):
     """Runs in the executors (``write``) and once in the driver (``commit``/``abort``)."""
 
-    def __init__(self, options: Mapping[str, str], schema: StructType) -> None:
+    def __init__(self, options: Mapping[str, str], credentials: StoreCredentials | None) -> None:
         self.options = dict(options)
+        self.credentials = credentials
         self.bucket, self.prefix = _bucket_and_prefix(self.options["target"])
         self.checksum = self.options.get("checksum") or DEFAULT_CHECKSUM
         self.compression = self.options.get("compression") or "snappy"
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> WrittenFile:
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
+        """One object per task attempt, opened with the first batch: an empty partition writes none."""
         import pyarrow.parquet as pq
         from pyspark import TaskContext
 
         task = TaskContext.get()
         partition, attempt = (task.partitionId(), task.attemptNumber()) if task else (0, 0)
         name = f"part-{partition:05d}-a{attempt}-{uuid.uuid4().hex[:12]}.parquet"
-        filesystem = s3_filesystem(self.options)
-        sink = _HashingSink(
-            filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum
-        )
-        rows, writer = 0, None
+        rows, sink, writer = 0, None, None
         try:
             for batch in iterator:
                 if writer is None:
+                    stream = s3_filesystem(self.options, self.credentials).open_output_stream(
+                        f"{self.bucket}/{self.prefix}{name}"
+                    )
+                    sink = _HashingSink(stream, self.checksum)
                     writer = pq.ParquetWriter(sink, batch.schema, compression=self.compression)
                 writer.write_batch(batch)
                 rows += batch.num_rows
-            if writer is None:  # an empty Spark partition: its empty object is listed nowhere
-                return WrittenFile(key="", size=0, checksum="", rows=0)
+            if writer is None or sink is None:
+                return TaskCommit(None)
             writer.close()
         finally:
-            sink.close()
-        return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=rows)
+            if sink is not None:
+                sink.close()
+        return TaskCommit(WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=rows))
 
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        files = [asdict(m) for m in messages if isinstance(m, WrittenFile) and m.key]
-        record = json.dumps({"version": RECORD_VERSION, "files": files}, sort_keys=True).encode()
-        with s3_filesystem(self.options).open_output_stream(
-            f"{self.bucket}/{self.prefix}{WRITTEN_RECORD}"
-        ) as out:
-            out.write(record)
+        files = [m.written for m in messages if isinstance(m, TaskCommit) and m.written is not None]
+        filesystem = s3_filesystem(self.options, self.credentials)
+        with filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{WRITTEN_RECORD}") as out:
+            out.write(encode_written(files))
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        filesystem = s3_filesystem(self.options)
+        filesystem = s3_filesystem(self.options, self.credentials)
         for message in messages:
-            if isinstance(message, WrittenFile) and message.key:
+            if isinstance(message, TaskCommit) and message.written is not None:
                 try:
-                    filesystem.delete_file(f"{self.bucket}/{self.prefix}{message.key}")
+                    filesystem.delete_file(f"{self.bucket}/{self.prefix}{message.written.key}")
                 except OSError:  # the attempt's leftovers go with it (gc); an abort must not hide the cause
                     pass
 
 
 class PartitionReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str]) -> None:
+    def __init__(self, options: Mapping[str, str], credentials: StoreCredentials | None) -> None:
         self.options = dict(options)
+        self.credentials = credentials
         self.objects = parse_objects(self.options["files"])
 
     def partitions(self) -> Sequence[InputPartition]:
@@ -210,12 +203,14 @@ class PartitionReader(DataSourceReader):
         import pyarrow.parquet as pq
 
         assert isinstance(partition, ObjectPartition)
-        data = read_verified(s3_filesystem(self.options), partition.stored)
+        data = read_verified(s3_filesystem(self.options, self.credentials), partition.stored)
         yield from pq.read_table(io.BytesIO(data)).to_batches()
 
 
 class PartitionSource(DataSource):
     """``ft_partition``: the objects of committed partitions (read), an attempt's objects (write)."""
+
+    credentials: ClassVar[StoreCredentials | None] = None  # set by source_with (a class made per try)
 
     @classmethod
     def name(cls) -> str:
@@ -229,15 +224,24 @@ class PartitionSource(DataSource):
         objects = parse_objects(self.options["files"])
         if not objects:
             return self.options.get("empty_schema") or "value STRING"
-        filesystem = s3_filesystem(self.options)
+        filesystem = s3_filesystem(self.options, self.credentials)
         with filesystem.open_input_file(objects[0].key) as handle:
             return from_arrow_schema(pq.read_schema(handle))
 
     def reader(self, schema: StructType) -> DataSourceReader:
-        return PartitionReader(self.options)
+        return PartitionReader(self.options, self.credentials)
 
     def writer(self, schema: StructType, overwrite: bool) -> PartitionWriter:
-        return PartitionWriter(self.options, schema)
+        return PartitionWriter(self.options, self.credentials)
+
+
+def source_with(credentials: StoreCredentials | None) -> type[PartitionSource]:
+    """The source to register: with a key pair, a class of its own that carries it (pickled by value,
+    as it is not this module's ``PartitionSource``), so the pair is in no option."""
+    if credentials is None:
+        return PartitionSource
+    name = f"PartitionSourceWithCredentials_{uuid.uuid4().hex[:8]}"
+    return type(name, (PartitionSource,), {"credentials": credentials, "__qualname__": name})
 
 
 def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
@@ -268,26 +272,6 @@ def parse_objects(text: str) -> list[StoredObject]:
     if not isinstance(entries, list):
         raise ValueError(f"the files option of {SOURCE_NAME} must be a JSON list, got {text[:100]!r}")
     return [StoredObject(str(e["key"]), int(e["size"]), str(e["checksum"])) for e in entries]
-
-
-def parse_written(data: bytes) -> list[WrittenFile]:
-    """``_ft_written.json`` as the driver wrote it; ValueError when it is not."""
-    doc = json.loads(data)
-    if (
-        not isinstance(doc, dict)
-        or doc.get("version") != RECORD_VERSION
-        or not isinstance(doc.get("files"), list)
-    ):
-        raise ValueError(f"{WRITTEN_RECORD} is not a version-{RECORD_VERSION} record of written files")
-    written = []
-    for entry in doc["files"]:
-        key, size, checksum, rows = (entry.get(k) for k in ("key", "size", "checksum", "rows"))
-        if not (isinstance(key, str) and "/" not in key and key.startswith("part-")):
-            raise ValueError(f"{WRITTEN_RECORD}: {key!r} is not a file name this writer gives")
-        if not (isinstance(size, int) and isinstance(rows, int) and isinstance(checksum, str)):
-            raise ValueError(f"{WRITTEN_RECORD}: the entry of {key} needs size, rows and checksum")
-        written.append(WrittenFile(key, size, checksum, rows))
-    return written
 
 
 def _bucket_and_prefix(target: str) -> tuple[str, str]:

@@ -5,8 +5,10 @@ command line (reaches the driver in client and cluster deploy modes alike), or s
 Spark Connect stage; for tests and local runs also the ``FT_STAGE_SPEC`` environment variable.
 Stdlib only: this module is shipped to the Spark driver, which may have neither Airflow nor boto3.
 
-A partition's data is either files (``paths``: ``file://`` staging or ``s3a://``) or, for a pipelined
-partition kept by a Spark Connect server, a global temporary view (``view``).
+A partition's data is either files (``paths``: ``file://`` staging or ``s3a://``), objects the executors
+read themselves and verify (``objects``, with ``StageSpec.store``: ``partition_source.py``) or, for a
+pipelined partition kept by a Spark Connect server, a global temporary view (``view``). The spec holds no
+secret: it is in the Spark conf, which Spark's UI shows.
 """
 
 from __future__ import annotations
@@ -23,14 +25,43 @@ INJECT_FAILURE_CONF = "spark.airflow_ft.inject_failure"  # fault injection: fail
 
 
 VIEW_PREFIX = "view:"  # an output location naming the global temporary view to publish
+# A spark-submit driver's store credentials, when the executors do not have their own (never in the conf)
+CREDENTIAL_ENV_VARS = ("FT_STORE_ACCESS_KEY_ID", "FT_STORE_SECRET_ACCESS_KEY", "FT_STORE_SESSION_TOKEN")
+
+
+@dataclass(frozen=True)
+class StoredObject:
+    """One object a read must return exactly: ``bucket/key``, its size and checksum (from the manifest)."""
+
+    key: str
+    size: int
+    checksum: str
+
+
+@dataclass(frozen=True)
+class StoreAccess:
+    """How Spark's executors reach the partition store (credentials travel apart: ``StoreCredentials``)."""
+
+    endpoint: str | None = None  # an S3-compatible endpoint URL; None: AWS
+    region: str | None = None
+
+
+@dataclass(frozen=True)
+class StoreCredentials:
+    """A key pair for executors that have no credentials of their own; kept out of every conf and log."""
+
+    access_key: str
+    secret_key: str = field(repr=False)
+    session_token: str | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
 class InputPartition:
     partition_id: str  # "result" or "result[i]", as in the failover core
-    paths: list[str]  # data files listed by the partition's manifest (file:// or s3a://)
+    paths: list[str]  # data files listed by the partition's manifest (file://, s3a:// or s3://)
     format: str = "parquet"
     view: str | None = None  # a pipelined partition held by the Spark Connect server (global_temp.<view>)
+    objects: list[StoredObject] = field(default_factory=list)  # read by the executors (StageSpec.store)
 
 
 @dataclass(frozen=True)
@@ -73,6 +104,7 @@ class StageSpec:
     outputs: dict[str, OutputSpec] = field(default_factory=dict)
     version: int = SPEC_VERSION
     checkpoint: CheckpointSpec | None = None  # set for a checkpointed stage
+    store: StoreAccess | None = None  # set when the executors read and write the store themselves
 
     def encode(self) -> str:
         return base64.b64encode(json.dumps(asdict(self), sort_keys=True).encode()).decode()
@@ -96,7 +128,7 @@ class StageSpec:
             name: InputSpec(
                 result=spec["result"],
                 result_type=spec["result_type"],
-                partitions=[InputPartition(**p) for p in spec["partitions"]],
+                partitions=[_input_partition(p) for p in spec["partitions"]],
             )
             for name, spec in data["inputs"].items()
         }
@@ -110,4 +142,10 @@ class StageSpec:
             inputs=inputs,
             outputs=outputs,
             checkpoint=CheckpointSpec(**data["checkpoint"]) if data.get("checkpoint") else None,
+            store=StoreAccess(**data["store"]) if data.get("store") else None,
         )
+
+
+def _input_partition(data: dict) -> InputPartition:
+    objects = [StoredObject(**o) for o in data.pop("objects", None) or ()]
+    return InputPartition(**data, objects=objects)

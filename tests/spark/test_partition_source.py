@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 
 from airflow_ft_provider.spark.checksums import new_hasher
-from airflow_ft_provider.spark.partition_source import WRITTEN_RECORD, access_options, parse_written
+from airflow_ft_provider.spark.partition_source import access_options
+from airflow_ft_provider.spark.spec import StoreAccess
+from airflow_ft_provider.spark.written import WRITTEN_RECORD, parse_written
 from ft_harness.spark_cluster import spark_environment
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
@@ -44,7 +46,7 @@ def test_executors_write_their_objects_once_per_committed_task_and_reads_verify_
         "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
     }
     target = f"s3://{s3_bucket.name}/{prefix}"
-    where = access_options(endpoint=endpoint.url, region=endpoint.region)
+    where = access_options(StoreAccess(endpoint=endpoint.url, region=endpoint.region))
     code, [out], err = probe("write", {"rows": ROWS, "target": target, "access": where}, executors)
     assert code == 0 and json.loads(out) == {"written": True}, err[-3000:]
 
@@ -57,24 +59,21 @@ def test_executors_write_their_objects_once_per_committed_task_and_reads_verify_
     assert names[1].split("-")[2] == "a1"  # the retried task attempt's, not the lost one's
     stored = s3_bucket.keys("run/attempts/a1/")
     lost = [k for k in stored if "part-00001-a0-" in k]
-    assert lost, stored  # the failed attempt's object reached S3 ... and is in no record
+    assert lost, stored  # the failed attempt's object, its rows in it, reached S3 ... and is in no record
+    assert client.head_object(Bucket=s3_bucket.name, Key=s3_bucket.prefix + lost[0])["ContentLength"] > 1000
     for entry in record:
         body = client.get_object(Bucket=s3_bucket.name, Key=prefix + entry.key)["Body"].read()
         hasher = new_hasher(entry.checksum)
         hasher.update(body)
         assert (len(body), f"crc32c:{hasher.hexdigest()}") == (entry.size, entry.checksum)
 
-    # Read back exactly the listed objects, credentials given as options this time: each row once
+    # Read back exactly the listed objects, credentials given to the source this time: each row once
     files = json.dumps(
         [{"key": f"{s3_bucket.name}/{prefix}{f.key}", "size": f.size, "checksum": f.checksum} for f in record]
     )
-    given = access_options(
-        endpoint=endpoint.url,
-        region=endpoint.region,
-        access_key=endpoint.access_key,
-        secret_key=endpoint.secret_key,
-    )
-    code, [out], err = probe("read", {"files": files, "access": given}, base)
+    given = {"access_key": endpoint.access_key, "secret_key": endpoint.secret_key}
+    read = {"files": files, "access": where, "credentials": given}
+    code, [out], err = probe("read", read, base)
     assert code == 0, err[-3000:]
     assert json.loads(out) == {"rows": ROWS, "ids": ROWS, "total": sum(2 * i for i in range(ROWS))}
 
@@ -82,6 +81,6 @@ def test_executors_write_their_objects_once_per_committed_task_and_reads_verify_
     key = prefix + record[2].key
     body = client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
     client.put_object(Bucket=s3_bucket.name, Key=key, Body=bytes([body[0] ^ 0xFF]) + body[1:])
-    code, _, err = probe("read", {"files": files, "access": given}, base)
+    code, _, err = probe("read", read, base)
     assert code != 0 and "PartitionDataCorrupt" in err and record[2].key in err, err[-3000:]
     assert endpoint.secret_key not in err  # the options' secret is not in what Spark printed

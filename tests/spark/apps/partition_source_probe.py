@@ -7,29 +7,45 @@ import sys
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from airflow_ft_provider.spark.partition_source import PartitionSource, objects_option, parse_objects
+from airflow_ft_provider.spark.partition_source import (
+    PartitionSource,
+    PartitionWriter,
+    objects_option,
+    parse_objects,
+    source_with,
+)
+from airflow_ft_provider.spark.spec import StoreCredentials
 
 mode, args = sys.argv[1], json.loads(sys.argv[2])
 spark = SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false").getOrCreate()
-spark.dataSource.register(PartitionSource)
+given = args.get("credentials")
 access = args.get("access", {})
 
 
-def fail_once_in_partition_1(batches):
-    """Every row goes to the writer; then task attempt 0 of Spark partition 1 fails, after its object's
-    bytes reached S3 (a lost executor's half-finished task)."""
-    yield from batches
-    task = TaskContext.get()
-    if task.partitionId() == 1 and task.attemptNumber() == 0:
-        raise RuntimeError("task attempt 0 of partition 1 is lost after writing")
+class LostAfterWriting(PartitionWriter):
+    """Task attempt 0 of Spark partition 1 fails once its object is complete in S3, before Spark hears
+    of it (an executor lost at that moment; a speculative duplicate's object is the same case)."""
+
+    def write(self, iterator):
+        message = super().write(iterator)
+        task = TaskContext.get()
+        if task.partitionId() == 1 and task.attemptNumber() == 0:
+            raise RuntimeError("task attempt 0 of partition 1 is lost after writing")
+        return message
+
+
+class SourceLosingATask(PartitionSource):
+    def writer(self, schema, overwrite):
+        return LostAfterWriting(self.options, self.credentials)
 
 
 if mode == "write":
+    spark.dataSource.register(SourceLosingATask)
     frame = spark.range(0, args["rows"], numPartitions=4).selectExpr("id", "id * 2 AS doubled")
-    frame = frame.mapInArrow(fail_once_in_partition_1, frame.schema)
     frame.write.format("ft_partition").mode("append").options(**access, target=args["target"]).save()
     print(json.dumps({"written": True}))
 else:
+    spark.dataSource.register(source_with(StoreCredentials(**given) if given else None))
     frame = (
         spark.read.format("ft_partition")
         .options(**access, files=objects_option(parse_objects(args["files"])))
