@@ -39,6 +39,7 @@ from airflow_ft_provider.failover import (
 from airflow_ft_provider.failover.classification import FailureLabels, FailureRules
 from airflow_ft_provider.failover.durations import parse_duration
 from airflow_ft_provider.failover.union_find import UnionFind
+from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.model.description import (
     PipelineDescription,
     PipelineWiringError,
@@ -53,7 +54,12 @@ from airflow_ft_provider.recovery.restart_settings import (
     pipeline_restart_config,
     where_set,
 )
-from airflow_ft_provider.stage_settings import checkpoint_configs, stage_classifications, stage_declaration
+from airflow_ft_provider.stage_settings import (
+    checkpoint_configs,
+    data_paths,
+    stage_classifications,
+    stage_declaration,
+)
 
 __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_of", "stage_declaration"]
 
@@ -97,7 +103,7 @@ class FailoverPipeline:
         failover_strategy: str | None = None,
         per_region_restarts: bool = False,
         airflow_api_conn_id: str = "airflow_api",
-        direct_s3a: bool = False,
+        data_path: DataPath | str = DataPath.EXECUTORS,
         pipelined_in_engine: bool = True,
         group_regions: bool = True,
         checkpointing: bool | Mapping[str, object] | None = None,
@@ -132,7 +138,10 @@ class FailoverPipeline:
             raise PipelineWiringError(str(err)) from None
         self.per_region_restarts = per_region_restarts
         self.airflow_api_conn_id = airflow_api_conn_id
-        self.direct_s3a = direct_s3a
+        try:  # where partition data flows (model/data_path.py)
+            self.data_path = DataPath.parse(data_path, where="FailoverPipeline")
+        except ValueError as err:
+            raise PipelineWiringError(str(err)) from None
         self.pipelined_in_engine = pipelined_in_engine
         self.group_regions = group_regions
         self.dag: Any = None
@@ -220,7 +229,10 @@ class FailoverPipeline:
         self.stage_connections = {stage: self._spark_connection(tasks_by_id[stage]) for stage in self.stages}
         self._check_pipelined_connections()
         self.checkpoint_configs = checkpoint_configs(
-            self.stages, tasks_by_id, pipeline_default=self.checkpointing, pipeline_direct_s3a=self.direct_s3a
+            self.stages, tasks_by_id, pipeline_default=self.checkpointing
+        )
+        self.data_paths = data_paths(
+            self.stages, tasks_by_id, pipeline=self.data_path, checkpointed=self.checkpoint_configs
         )
         self.failure_classifications = stage_classifications(
             self.stages,

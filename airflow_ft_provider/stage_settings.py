@@ -5,7 +5,7 @@ from these."""
 from __future__ import annotations
 
 import functools
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from airflow_ft_provider._compat import given_arguments, is_mapped, map_length_at_parse, mapped_operator_class
@@ -16,6 +16,7 @@ from airflow_ft_provider.checkpoints.config import (
     load_checkpoint_config,
     stage_checkpointing,
 )
+from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.model.description import PipelineWiringError, StageDeclaration
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
 from airflow_ft_provider.recovery.classify import StageClassification, failure_classifier, failure_rules
@@ -58,7 +59,6 @@ def checkpoint_configs(
     tasks_by_id: Mapping[str, Any],
     *,
     pipeline_default: bool | Mapping[str, object] | None,
-    pipeline_direct_s3a: bool,
 ) -> dict[str, CheckpointConfig]:
     """Each checkpointed stage's settings: its own over the pipeline's over ``[ft_provider]``'s,
     validated now (the key, the value and the fix). airflow.cfg is read only when a stage is
@@ -83,13 +83,35 @@ def checkpoint_configs(
             raise PipelineWiringError(str(err)) from None
         if config is None:
             continue
-        if pipeline_direct_s3a if own.get("direct_s3a") is None else own["direct_s3a"]:
-            raise PipelineWiringError(
-                f"stage {stage!r} is checkpointed and direct_s3a: a checkpointed stage stages its inputs "
-                "and checkpoint on the worker's disk; give it direct_s3a=False"
-            )
         configs[stage] = config
     return configs
+
+
+def data_paths(
+    stages: Iterable[str],
+    tasks_by_id: Mapping[str, Any],
+    *,
+    pipeline: DataPath,
+    checkpointed: Collection[str],
+) -> dict[str, DataPath]:
+    """Each stage's data path (``model/data_path.py``): its own over the pipeline's, checked now."""
+    paths = {}
+    for stage in stages:
+        task = tasks_by_id[stage]
+        own = (given_arguments(task) if is_mapped(task) else vars(task)).get("data_path")
+        try:
+            declared = None if own is None else DataPath.parse(own, where=f"stage {stage!r}")
+        except ValueError as err:
+            raise PipelineWiringError(str(err)) from None
+        path = DataPath.of_stage(declared, pipeline, checkpointed=stage in checkpointed)
+        if stage in checkpointed and path is DataPath.S3A:
+            raise PipelineWiringError(
+                f"stage {stage!r} is checkpointed and its data_path is 's3a': a checkpointed stage feeds "
+                "its input and keeps its checkpoint on the worker's disk; give it data_path='executors' "
+                "(its input is then staged) or 'staged'"
+            )
+        paths[stage] = path
+    return paths
 
 
 def stage_classifications(

@@ -37,7 +37,8 @@ class HttpRequest:
 
 class PausableProxy:
     """``requests`` lists the HTTP requests clients sent through it (``HttpRequest``): the benchmarks
-    count the provider's REST calls and their time with it."""
+    count the provider's REST calls and their time with it; ``sent`` and ``received`` count the bytes
+    clients sent through it and got back (what a client moved over S3, headers included)."""
 
     def __init__(self, target_host: str, target_port: int, *, port: int = 0) -> None:
         self.target = (target_host, target_port)
@@ -52,6 +53,7 @@ class PausableProxy:
         self.port = self._listener.getsockname()[1]
         self.outages = 0
         self.requests: list[HttpRequest] = []
+        self.sent = self.received = 0
         threading.Thread(target=self._accept_loop, name="proxy-accept", daemon=True).start()
 
     @property
@@ -92,6 +94,11 @@ class PausableProxy:
                 elif not outbound and data.startswith(b"HTTP/1.") and pending:
                     request = pending.popleft()
                     request.seconds = time.time() - request.started
+                with self._lock:
+                    if outbound:
+                        self.sent += len(data)
+                    else:
+                        self.received += len(data)
                 sink.sendall(data)
         except OSError:
             pass

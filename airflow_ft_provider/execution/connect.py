@@ -15,10 +15,12 @@ import os
 import runpy
 import socket
 import sys
+import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 from airflow_ft_provider.execution.connect_operations import first_line, join, release
@@ -29,10 +31,10 @@ from airflow_ft_provider.execution.connect_sessions import (
     with_session_id,
 )
 from airflow_ft_provider.execution.contracts import StageSettings, TaskLog, WrittenOutput
-from airflow_ft_provider.execution.submit import output_missing
+from airflow_ft_provider.execution.submit import output_missing, runtime_zip
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.spark import stage_io
-from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
+from airflow_ft_provider.spark.spec import OutputSpec, StageSpec, StoreCredentials
 
 
 def server_identity(url: str) -> str:
@@ -241,9 +243,18 @@ class ConnectBackend:
         self.open().catalog.dropGlobalTempView(view)
 
     # -- the work -----------------------------------------------------------------------------------
-    def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
+    def run(
+        self, spec: StageSpec, *, fail_in_app: bool = False, credentials: StoreCredentials | None = None
+    ) -> None:
+        """``credentials`` stay in this process; the registered source carries them to the executors."""
         stage, session = self.stage, self.open()
-        with stage_io.in_process_stage(spec, fail_before_write=fail_in_app) as running, self._connect_mode():
+        if spec.store is not None:  # the executors' data path runs our Spark-side modules there
+            with tempfile.TemporaryDirectory(prefix="ft-runtime-") as folder:
+                session.addArtifacts(runtime_zip(Path(folder)), pyfile=True)
+        running_stage = stage_io.in_process_stage(
+            spec, fail_before_write=fail_in_app, credentials=credentials
+        )
+        with running_stage as running, self._connect_mode():
             if stage.python_callable is not None:  # its arguments as given (@ft_stage passes ints, dates…)
                 stage.python_callable(session, stage_io.for_session(session), *stage.application_args)
             elif stage.application is not None:  # a file gets them on its command line

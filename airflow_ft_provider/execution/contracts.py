@@ -15,7 +15,13 @@ from airflow_ft_provider.execution.connect_sessions import TrySession
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, StoredCopy
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
-from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
+from airflow_ft_provider.spark.spec import (
+    InputPartition,
+    OutputSpec,
+    StageSpec,
+    StoreAccess,
+    StoreCredentials,
+)
 
 
 class StageSettings(Protocol):
@@ -71,8 +77,11 @@ class StageBackend(Protocol):
 
     def __exit__(self, *exc: object) -> None: ...
 
-    def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
-        """Run the application to the end; raise if it failed."""
+    def run(
+        self, spec: StageSpec, *, fail_in_app: bool = False, credentials: StoreCredentials | None = None
+    ) -> None:
+        """Run the application to the end; raise if it failed. ``credentials``: the store's, for the
+        executors (``spec.store``), passed where no log or Spark conf shows them."""
 
     def written(self, output: OutputSpec) -> WrittenOutput:
         """What the application wrote to ``output``; StageOutputMissing if it wrote nothing there."""
@@ -108,20 +117,29 @@ class TaskLog(Protocol):
 
 
 class DataPlacement(Protocol):
-    """Where a try reads and writes partition data (``placement.StagedFiles`` or ``DirectS3a``)."""
+    """Where a try reads and writes partition data (``placement.ExecutorS3``, ``StagedFiles`` or
+    ``DirectS3a``)."""
 
     name: str
     read: dict[str, Manifest]  # partition id -> the manifest of each blocking input read (lineage)
 
-    def input_paths(
+    @property
+    def access(self) -> StoreAccess | None:
+        """Where the executors reach the store (the spec's ``store``); None: they read given paths."""
+
+    @property
+    def credentials(self) -> StoreCredentials | None:
+        """The key pair the executors use (None: their own, or no executor access)."""
+
+    def input_partition(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
-    ) -> list[str]:
-        """The paths the application reads one input partition from, verified."""
+    ) -> InputPartition:
+        """What the application reads of one input partition (paths or objects), verified."""
 
     def output_location(
         self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
     ) -> tuple[str, str | None]:
-        """Where the application writes one output, and the attempt id (direct s3a) or None."""
+        """Where the application writes one output, and the attempt id (S3 placements) or None."""
 
     def commit(
         self,

@@ -68,8 +68,8 @@ class FinishedWork:
         for name, raw in as_object(doc.get("outputs"), "'outputs'").items():
             out = as_object(raw, f"output {name!r}")
             location = as_text(out.get("location"), "location")
-            if not location.startswith(("file://", "s3a://")):
-                raise ValueError(f"'location' must be file:// or s3a://, got {reprlib.repr(location)}")
+            if not location.startswith(("file://", "s3a://", "s3://")):
+                raise ValueError(f"'location' must be file://, s3:// or s3a://, got {reprlib.repr(location)}")
             content = as_optional_text(out.get("content"), "content")
             if content is not None and not CONTENT.match(content):
                 raise ValueError(f"'content' is not a row checksum: {reprlib.repr(content)}")

@@ -1,20 +1,24 @@
-"""Where a stage try reads and writes partition data: the worker's disk, or S3 through Spark itself.
+"""Where a stage try reads and writes partition data: S3 through Spark's executors (the default), the
+worker's disk, or S3 through Spark's s3a connector.
 
-Both end in the same commit: a manifest for a blocking partition, a scratch manifest and a handle for
+All end in the same commit: a manifest for a blocking partition, a scratch manifest and a handle for
 a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps are the backend's).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
 
+from airflow_ft_provider.execution.contracts import DataPlacement
 from airflow_ft_provider.execution.submit import local_dir
+from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore, StoredCopy
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.partitions.store import new_attempt_id
+from airflow_ft_provider.spark.spec import InputPartition, StoreAccess, StoreCredentials, StoredObject
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +38,15 @@ class StagedFiles:
         self.processed = processed
         self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
 
-    def input_paths(
+    access = None  # the application reads and writes local files
+    credentials = None
+
+    def input_partition(
+        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
+    ) -> InputPartition:
+        return InputPartition(ref.partition_id, self._paths(ref, result, number, handle))
+
+    def _paths(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
     ) -> list[str]:
         # Not the partition id: '[' is a glob character in Hadoop paths.
@@ -103,15 +115,18 @@ class DirectS3a:
         self.pipelined = PipelinedPartitions(store)
         self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
 
-    def input_paths(
+    access = None  # Spark's s3a connector has its own settings
+    credentials = None
+
+    def input_partition(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
-    ) -> list[str]:
+    ) -> InputPartition:
         if handle is not None:
             _, uris = self.pipelined.remote_files(ref, handle)
         else:
             manifest, uris = self.store.remote_files(ref)
             self.read[ref.partition_id] = manifest
-        return [uri.replace("s3://", "s3a://", 1) for uri in uris]
+        return InputPartition(ref.partition_id, [uri.replace("s3://", "s3a://", 1) for uri in uris])
 
     def output_location(
         self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
@@ -146,3 +161,92 @@ class DirectS3a:
         return self.store.commit_uploaded(
             ref, attempt, producer=producer, compression=compression, row_count=rows, provenance=provenance
         )
+
+
+class ExecutorS3:
+    """Spark's executors read the manifest's objects and write the attempt's objects on S3 themselves
+    (``spark/partition_source.py``): each verifies what it reads and records what it wrote, so the
+    commit publishes the executors' record without reading a byte. The worker handles manifests only,
+    whatever machines the executors run on."""
+
+    name = "executors"
+
+    def __init__(
+        self, store: S3PartitionStore, access: StoreAccess, credentials: StoreCredentials | None
+    ) -> None:
+        self.store = store
+        self.pipelined = PipelinedPartitions(store)
+        self.access = access
+        self.credentials = credentials  # None: the executors' own (an instance role)
+        self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
+
+    def input_partition(
+        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
+    ) -> InputPartition:
+        """The manifest's objects, found by one LIST with the sizes and ETags it recorded."""
+        if handle is not None:
+            manifest, uris = self.pipelined.remote_files(ref, handle)
+        else:
+            manifest, uris = self.store.remote_files(ref)
+            self.read[ref.partition_id] = manifest
+        objects = [
+            StoredObject(uri.removeprefix("s3://"), entry.size, entry.checksum)
+            for entry, uri in zip(manifest.files, uris, strict=True)
+        ]
+        return InputPartition(ref.partition_id, uris, objects=objects)
+
+    def output_location(
+        self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
+    ) -> tuple[str, str | None]:
+        attempt = new_attempt_id(try_number)
+        location = (
+            self.pipelined.attempt_location(ref, attempt, try_number)
+            if pipelined
+            else self.store.attempt_location(ref, attempt)
+        )
+        return location, attempt
+
+    def commit(
+        self,
+        ref: PartitionRef,
+        location: str,
+        attempt: str | None,
+        *,
+        pipelined: bool,
+        producer: Producer,
+        compression: str,
+        rows: int,
+        copy_from: Mapping[Path, StoredCopy] | None = None,
+        provenance: Provenance = UNKNOWN,
+    ) -> Manifest:
+        if attempt is None:
+            raise ValueError(f"no attempt id for the executors' output of {ref}")
+        if pipelined:
+            return self.pipelined.commit_uploaded(
+                ref, attempt, producer=producer, compression=compression, row_count=rows, recorded=True
+            )
+        return self.store.commit_uploaded(
+            ref,
+            attempt,
+            producer=producer,
+            compression=compression,
+            row_count=rows,
+            provenance=provenance,
+            recorded=True,
+        )
+
+
+def placement_for(
+    path: DataPath,
+    store: S3PartitionStore,
+    workdir: Path,
+    *,
+    processed: Collection[str],
+    executor_access: Callable[[], tuple[StoreAccess, StoreCredentials | None]],
+) -> DataPlacement:
+    """The placement of a try whose stage's data path is ``path`` (``model/data_path.py``)."""
+    if path is DataPath.EXECUTORS:
+        return ExecutorS3(store, *executor_access())
+    if path is DataPath.S3A:
+        return DirectS3a(store)
+    return StagedFiles(store, workdir, processed=processed)

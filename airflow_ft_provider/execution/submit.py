@@ -16,11 +16,13 @@ from airflow_ft_provider.partitions.provenance import CONTENT
 from airflow_ft_provider.safe_json import InvalidJson, load_json
 from airflow_ft_provider.spark.failure_report import FAILURE_REPORT_CONF, read_report
 from airflow_ft_provider.spark.spec import (
+    CREDENTIAL_ENV_VARS,
     INJECT_FAILURE_CONF,
     OUTPUT_MARKER,
     SPARK_CONF_KEY,
     OutputSpec,
     StageSpec,
+    StoreCredentials,
 )
 
 
@@ -105,7 +107,11 @@ class SubmitBackend:
     def __exit__(self, *exc: object) -> None:
         pass
 
-    def run(self, spec: StageSpec, *, fail_in_app: bool = False) -> None:
+    def run(
+        self, spec: StageSpec, *, fail_in_app: bool = False, credentials: StoreCredentials | None = None
+    ) -> None:
+        """``credentials`` reach the driver in its environment (never in the conf, which Spark's UI
+        shows, nor on the command line the hook logs); the driver hands them to the executors."""
         stage = self.stage
         extra = dict(stage.spark_submit_kwargs)
         py_files = ",".join(filter(None, [runtime_zip(self.workdir), extra.pop("py_files", None)]))
@@ -115,6 +121,9 @@ class SubmitBackend:
             "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable),
             **stage.env_vars,
         }
+        if credentials is not None:
+            pair = (credentials.access_key, credentials.secret_key, credentials.session_token or "")
+            env.update(zip(CREDENTIAL_ENV_VARS, pair, strict=True))
         report = self.workdir / "driver-failure.json"
         self.hook = stage.spark_hook(
             conf={
@@ -142,8 +151,8 @@ class SubmitBackend:
     def written(self, output: OutputSpec) -> WrittenOutput:
         """From the marker the application wrote beside the output's data (local staging or s3a)."""
         location = output.location
-        if location.startswith("s3a://"):
-            bucket, key = location.removeprefix("s3a://").split("/", 1)
+        if location.startswith(("s3a://", "s3://")):
+            bucket, key = location.split("://", 1)[1].split("/", 1)
             if bucket != self.store.bucket:
                 raise ValueError(f"{location} is not in the partition store's bucket {self.store.bucket}")
             marker = self.store.read_object(key.rstrip("/") + "/" + OUTPUT_MARKER)

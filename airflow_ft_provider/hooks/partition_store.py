@@ -14,6 +14,7 @@ import hashlib
 import json
 import os
 import threading
+import urllib.parse
 from functools import cached_property
 from typing import Any
 
@@ -28,6 +29,7 @@ from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algo
 from airflow_ft_provider.partitions.s3_models import share_loader
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
 from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SWEEP_MAX_RELEASES, SweepLimits
+from airflow_ft_provider.spark.spec import StoreAccess, StoreCredentials
 
 CONFIG_SECTION = "ft_provider"
 
@@ -240,3 +242,36 @@ def _seconds(key: str, default: float) -> float:
         return parse_duration(value)
     except ValueError as exc:
         raise ValueError(f"[{CONFIG_SECTION}] {key}: {exc}") from None
+
+
+EXECUTOR_CREDENTIALS = "executor_credentials"  # [ft_provider]: "connection" (default) or "executor"
+EXECUTOR_ENDPOINT_EXTRA = "executor_endpoint_url"  # the aws connection's extra: the executors' endpoint
+
+
+def executor_access(
+    store: S3PartitionStore, aws_conn_id: str | None
+) -> tuple[StoreAccess, StoreCredentials | None]:
+    """How Spark's executors reach ``store``: its endpoint and region, and the connection's credentials
+    (frozen for the try: an assumed role's are valid for its session), unless ``[ft_provider]
+    executor_credentials = executor``: then the executors use their own (an instance or pod role),
+    and no secret leaves the Airflow worker."""
+    meta = store.client.meta
+    hook = PartitionStoreHook(aws_conn_id)
+    # The executors' own way to the store, when not the worker's (a VPC endpoint, another network)
+    endpoint = hook.conn_config.extra_config.get(EXECUTOR_ENDPOINT_EXTRA) or meta.endpoint_url
+    if endpoint and (urllib.parse.urlparse(endpoint).hostname or "").endswith(".amazonaws.com"):
+        endpoint = None  # AWS itself: the executors find the region's endpoint
+    access = StoreAccess(endpoint=endpoint, region=meta.region_name)
+    mode = (_config(EXECUTOR_CREDENTIALS) or "connection").strip().lower()
+    if mode == "executor":
+        return access, None
+    if mode != "connection":
+        raise ValueError(
+            f"[{CONFIG_SECTION}] {EXECUTOR_CREDENTIALS} must be 'connection' (the executors get the "
+            f"partition store connection's credentials) or 'executor' (they use their own role), got {mode!r}"
+        )
+    found = hook.get_session().get_credentials()
+    if found is None:
+        return access, None
+    frozen = found.get_frozen_credentials()
+    return access, StoreCredentials(frozen.access_key, frozen.secret_key, frozen.token or None)

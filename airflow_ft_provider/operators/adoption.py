@@ -15,7 +15,7 @@ Either is adopted only when:
 - every output is blocking, and every input blocking and still the attempt the work read, with the
   stage's code unchanged (a pipelined input belongs to one execution of the region, which a restart
   replaces);
-- the output is still where it was written: an ``s3a://`` attempt (direct s3a) from any worker; a
+- the output is still where it was written: an ``s3://`` or ``s3a://`` attempt from any worker; a
   staging directory on this worker only, whose try is dead (its lock is free) and which no sweeper
   removed meanwhile (``execution/workdir.py``);
 - the commit, fenced by this try's number like any, succeeds. Anything else: the try runs Spark (and
@@ -43,7 +43,7 @@ from airflow_ft_provider.execution.finished_work import (
     FinishedWork,
     earlier_finished_work,
 )
-from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
+from airflow_ft_provider.execution.placement import DirectS3a, ExecutorS3, StagedFiles
 from airflow_ft_provider.execution.running_work import RUNNING_KEY, RunningWork, earlier_running_work
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.execution.workdir import adopt_abandoned, keep_for_next_try
@@ -54,6 +54,7 @@ from airflow_ft_provider.partitions import Manifest, PartitionNotFound
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.content import rows_in_footers
+from airflow_ft_provider.spark.spec import StoreAccess
 
 SUCCESS_MARKER = "_SUCCESS"  # Spark's (Hadoop's) file of a committed write job
 WAIT_FOR_RUNNING_WORK = "wait_for_running_work"  # [ft_provider] key (get_provider_info.py)
@@ -251,7 +252,11 @@ class FinishedWorkAdoption:
     def _commit(self, work: FinishedWork, staged: bool) -> dict[str, Any]:
         store, producer = self.reuse.store, self.reuse.producer()
         placement: DataPlacement = (
-            StagedFiles(store, Path(work.workdir or ".")) if staged else DirectS3a(store)
+            StagedFiles(store, Path(work.workdir or "."))
+            if staged
+            else DirectS3a(store)
+            if any(o.location.startswith("s3a://") for o in work.outputs.values())
+            else ExecutorS3(store, StoreAccess(), None)  # its commit reads the executors' record only
         )
         committed: dict[str, Any] = {}
         for ref in self.reuse.outputs:

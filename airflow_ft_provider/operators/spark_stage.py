@@ -112,8 +112,9 @@ class SparkStageOperator(BaseOperator):
     :param spark_conn_id: ``spark`` (spark-submit) or ``spark_connect`` connection; default: the
         pipeline's (``spark_default``).
     :param spark_submit_kwargs: further ``SparkSubmitHook`` arguments (executor_memory, jars, ...).
-    :param direct_s3a: Spark reads and writes partitions on S3 itself (``s3a://``; the cluster needs
-        hadoop-aws); default: the pipeline's (False: the worker stages partitions on local disk).
+    :param data_path: where partition data flows (``model/data_path.py``): ``"executors"`` (Spark's
+        executors read and write S3 themselves), ``"staged"`` (through the worker's disk) or ``"s3a"``
+        (Spark's s3a connector); default: the pipeline's (``"executors"``).
     :param checkpointing: a checkpointed stage (``io.read_stream`` / ``io.write_stream``): ``True``, or a
         dict of ``execution.checkpointing.*`` keys over the pipeline's; ``False`` turns off the
         pipeline's default; None (default): the pipeline's ``checkpointing=``.
@@ -143,7 +144,7 @@ class SparkStageOperator(BaseOperator):
         spark_name: str | None = None,
         spark_conn_id: str | None = None,
         spark_submit_kwargs: dict[str, Any] | None = None,
-        direct_s3a: bool | None = None,
+        data_path: str | None = None,
         checkpointing: bool | dict[str, object] | None = None,
         failure_rules: FailureRules | Mapping[str, object] | None = None,
         failure_classifier: Callable[[BaseException], bool | None] | None = None,
@@ -162,7 +163,7 @@ class SparkStageOperator(BaseOperator):
                 f"stage {self.task_id!r}: python_callable must be callable, got {python_callable!r}"
             )
         self.reuse = None if reuse is None else ReuseScope.parse(reuse, where=f"stage {self.task_id!r}")
-        self.direct_s3a = direct_s3a
+        self.data_path = data_path  # checked by FailoverPipeline
         self.checkpointing = checkpointing
         self.failure_rules = failure_rules  # checked by FailoverPipeline (recovery/classify.py)
         self.failure_classifier = failure_classifier

@@ -24,12 +24,14 @@ from airflow_ft_provider.execution.contracts import (
     WrittenOutput,
 )
 from airflow_ft_provider.execution.engine_views import check_engine_view
-from airflow_ft_provider.execution.placement import DirectS3a, StagedFiles
+from airflow_ft_provider.execution.placement import placement_for
 from airflow_ft_provider.execution.submit import StageOutputMissing
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.failover.indexed_name import indexed
 from airflow_ft_provider.faults import faults_for
+from airflow_ft_provider.hooks.partition_store import executor_access
+from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.model.reuse_scope import ReuseScope
@@ -60,7 +62,7 @@ class _PlannedOutput:
     partition_id: str
     ref: PartitionRef
     spec: OutputSpec
-    attempt: str | None  # direct s3a: the attempt prefix Spark writes into
+    attempt: str | None  # S3 placements: the attempt prefix Spark writes into
     engine: EngineLocation | None  # a pipelined output the Spark Connect server keeps
 
     @property
@@ -72,7 +74,7 @@ class PipelineSettings(Protocol):
     """What a try reads of its ``FailoverPipeline``."""
 
     @property
-    def direct_s3a(self) -> bool: ...
+    def data_paths(self) -> Mapping[str, DataPath]: ...
     @property
     def spark_conn_id(self) -> str: ...
     @property
@@ -94,8 +96,6 @@ class AttemptedStage(StageSettings, Protocol):
     def pipeline(self) -> PipelineSettings: ...
     @property
     def outputs(self) -> tuple[Output, ...]: ...
-    @property
-    def direct_s3a(self) -> bool | None: ...
     @property
     def reuse(self) -> ReuseScope | None: ...
     @property
@@ -162,15 +162,14 @@ class StageAttempt:
         if earlier:
             self.ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=earlier)
             return earlier
-        direct = stage.pipeline.direct_s3a if stage.direct_s3a is None else stage.direct_s3a
         checkpointed = self._checkpointed()
         with checkpointed.workdir() if checkpointed else TryWorkdir(log=self.log) as workdir:
-            placement: DataPlacement = (
-                DirectS3a(self.store)
-                if direct
-                else StagedFiles(
-                    self.store, workdir, processed=checkpointed.processed if checkpointed else ()
-                )
+            placement = placement_for(
+                stage.pipeline.data_paths.get(stage.task_id, DataPath.EXECUTORS),
+                self.store,
+                workdir,
+                processed=checkpointed.processed if checkpointed else (),
+                executor_access=lambda: executor_access(self.store, self.description.aws_conn_id),
             )
             self.backend = backend_for(
                 stage,
@@ -196,6 +195,7 @@ class StageAttempt:
                     checkpoint=checkpointed.spec(fail_in_batch=faults.fail_in_batch)
                     if checkpointed
                     else None,
+                    store=placement.access,
                 )
                 self.log.info(
                     "stage %s (%s, %s): reading %s, writing %s",
@@ -208,7 +208,7 @@ class StageAttempt:
                 lineage = self.reuse.lineage(placement.read)
                 locations = {name: (p.spec.location, p.attempt) for name, p in outputs.items()}
                 self.adoption.record_started(backend.try_session, locations, placement.read, lineage, workdir)
-                backend.run(spec, fail_in_app=faults.fails_in_app)
+                backend.run(spec, fail_in_app=faults.fails_in_app, credentials=placement.credentials)
                 written = {name: backend.written(planned.spec) for name, planned in outputs.items()}
                 self.adoption.record(locations, written, placement.read, lineage, workdir)
                 faults.after_work()
@@ -276,9 +276,7 @@ class StageAttempt:
                     engine_inputs.append((ref, handle))
                     partitions.append(InputPartition(partition_id, [], view=handle.engine.view))
                 else:
-                    partitions.append(
-                        InputPartition(partition_id, placement.input_paths(ref, result, number, handle))
-                    )
+                    partitions.append(placement.input_partition(ref, result, number, handle))
             inputs[result] = InputSpec(result, "pipelined" if pipelined else "blocking", partitions)
         return inputs, engine_inputs
 

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..spark.checksums import new_hasher
+from ..spark.written import WRITTEN_RECORD, WrittenFile, parse_written
 from .errors import (
     PartitionStoreError,
     StaleCommitError,
@@ -133,15 +134,38 @@ class PartitionCommits(AttemptUploads):
         row_count: int | None = None,
         execution_id: str | None = None,
         provenance: Provenance = UNKNOWN,
+        recorded: bool = False,
     ) -> Manifest:
         """Publish the files another writer already put under ``attempt_location(ref, attempt_id)``.
 
-        Each object is read back once to checksum it (S3 ETags of multipart uploads are not content
-        hashes); names starting with '_' or '.' are skipped, as Hadoop does. Same fencing as commit().
-        A file name readers would reject is a ValueError before anything is published or deleted.
+        ``recorded``: the executors' writer listed them in ``_ft_written.json`` with their sizes,
+        checksums and rows (``spark/written.py``), so no byte is read: each listed object is checked
+        by one LIST, objects the record does not list (a lost task attempt's) are left out, and the
+        row count is the record's. Otherwise each object is read back once to checksum it (S3 ETags of
+        multipart uploads are not content hashes); names starting with '_' or '.' are skipped, as
+        Hadoop does. Same fencing as commit(). A file name readers would reject is a ValueError before
+        anything is published or deleted.
         """
         loc = self._location(ref, execution_id)
-        objects = self._uploaded_objects(loc.prefix + attempt_dir(attempt_id))
+        attempt_prefix = loc.prefix + attempt_dir(attempt_id)
+        if recorded:
+            files = self._written_record(attempt_prefix)
+            rows = sum(f.rows for f in files)
+            if row_count is not None and row_count != rows:
+                raise ValueError(
+                    f"{ref}: the application reported {row_count} rows, the executors' record {rows}"
+                )
+            return self._publish_attempt(
+                loc,
+                attempt_id,
+                lambda: self._recorded_entries(attempt_prefix, attempt_id, files),
+                producer,
+                format,
+                compression,
+                rows,
+                provenance,
+            )
+        objects = self._uploaded_objects(attempt_prefix)
         return self._publish_attempt(
             loc,
             attempt_id,
@@ -152,6 +176,41 @@ class PartitionCommits(AttemptUploads):
             row_count,
             provenance,
         )
+
+    def _written_record(self, attempt_prefix: str) -> list[WrittenFile]:
+        key = attempt_prefix + WRITTEN_RECORD
+        data = self.read_object(key)
+        if data is None:
+            raise PartitionStoreError(
+                f"no s3://{self.bucket}/{key}: Spark did not finish the write (its driver records the "
+                "committed task attempts' files there last)",
+                bucket=self.bucket,
+                key=key,
+                code=None,
+                operation="commit_uploaded",
+            )
+        try:
+            return parse_written(data)
+        except ValueError as exc:
+            raise ValueError(f"s3://{self.bucket}/{key}: {exc}; nothing was published") from None
+
+    def _recorded_entries(
+        self, attempt_prefix: str, attempt_id: str, files: list[WrittenFile]
+    ) -> list[FileEntry]:
+        listed = self._list(attempt_prefix)
+        for written in files:
+            found = listed.get(attempt_prefix + written.key)
+            if found is None or found.size != written.size:
+                raise PartitionStoreError(
+                    f"s3://{self.bucket}/{attempt_prefix}{written.key} is "
+                    f"{'missing' if found is None else f'{found.size} bytes'}; the executors recorded "
+                    f"{written.size} bytes: nothing was published",
+                    bucket=self.bucket,
+                    key=attempt_prefix + written.key,
+                    code=None,
+                    operation="commit_uploaded",
+                )
+        return [FileEntry(attempt_dir(attempt_id) + f.key, f.size, f.checksum) for f in files]
 
     def _uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
         """The data objects of an attempt, each name checked with the rule manifests are read with."""

@@ -209,8 +209,9 @@ class PipelinedPartitions:
         producer: Producer,
         compression: str = "snappy",
         row_count: int | None = None,
+        recorded: bool = False,
     ) -> Manifest:
-        """Commit what a writer put under ``attempt_location``, then publish it."""
+        """Commit what a writer put under ``attempt_location`` (see the store's), then publish it."""
         manifest = self.store.commit_uploaded(
             ref,
             attempt_id,
@@ -218,6 +219,7 @@ class PipelinedPartitions:
             compression=compression,
             row_count=row_count,
             execution_id=execution_id(producer.try_number),
+            recorded=recorded,
         )
         self.publish(ref, producer)
         return manifest

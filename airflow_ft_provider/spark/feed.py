@@ -22,12 +22,17 @@ import contextlib
 import json
 import os
 import shutil
+import time
 import urllib.parse
 from dataclasses import dataclass, field
+from typing import Any
 
 from .failure_report import InjectedFailure, injected_in_batch
 
 HEADROOM = 0.8  # a micro-batch aims at this share of the interval
+FEED_POLL_SECONDS = 0.1  # the checkpoint's files (local)
+ACTIVE_POLL_SECONDS = 0.5  # whether the query still runs (a call to the server)
+PROGRESS_WAIT_SECONDS = 1.0  # a committed batch without input reports no duration
 
 
 @dataclass(frozen=True)
@@ -218,3 +223,38 @@ def batch_seconds(progress: list[object]) -> dict[int, float]:
         if isinstance(batch, int) and isinstance(total, (int, float)) and rows > 0:
             seconds[batch] = total / 1000
     return seconds
+
+
+def feed_until_done(query: Any, feeder: Feeder, checkpoint: str) -> dict[str, float]:
+    """Admit the input chunk by chunk (``feed.Feeder``) until all of it is in committed micro-batches,
+    then stop the idle query; a failed query's error is raised. Returns each batch's seconds.
+
+    The checkpoint's own files say what is planned and committed; the query (a call to the Spark
+    Connect server) is asked for its progress only after a commit, and whether it still runs twice
+    a second, so the polling takes no time from the micro-batches."""
+    commits = os.path.join(checkpoint, "commits")
+    seconds: dict[int, float] = {}
+    seen = noticed = None  # the newest committed batch whose progress was read, and was noticed
+    asked = noticed_at = 0.0
+    while True:
+        committed = [int(n) for n in os.listdir(commits) if n.isdigit()] if os.path.isdir(commits) else []
+        last_committed = max(committed, default=None)
+        if last_committed != seen:  # its progress is reported just after the commit: ask until it is
+            if last_committed != noticed:
+                noticed, noticed_at = last_committed, time.monotonic()
+            seconds.update(batch_seconds(query.recentProgress))
+            feeder.observe(seconds)
+            if last_committed in seconds or time.monotonic() - noticed_at > PROGRESS_WAIT_SECONDS:
+                seen = last_committed
+        if feeder.finished(last_committed):
+            query.stop()
+            break
+        feeder.feed_if_planned(last_committed)
+        if time.monotonic() - asked >= ACTIVE_POLL_SECONDS:
+            asked = time.monotonic()
+            if not query.isActive:
+                break
+        time.sleep(FEED_POLL_SECONDS)
+    query.awaitTermination()  # raises the query's failure
+    seconds.update(batch_seconds(query.recentProgress))
+    return {str(batch): round(s, 3) for batch, s in sorted(seconds.items())}

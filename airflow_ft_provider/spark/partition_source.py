@@ -140,9 +140,12 @@ class _HashingSink(io.RawIOBase):
 class PartitionWriter(DataSourceArrowWriter):
     """Runs in the executors (``write``) and once in the driver (``commit``/``abort``)."""
 
-    def __init__(self, options: Mapping[str, str], credentials: StoreCredentials | None) -> None:
+    def __init__(
+        self, options: Mapping[str, str], credentials: StoreCredentials | None, schema: StructType
+    ) -> None:
         self.options = dict(options)
         self.credentials = credentials
+        self.schema = schema
         self.bucket, self.prefix = _bucket_and_prefix(self.options["target"])
         self.checksum = self.options.get("checksum") or DEFAULT_CHECKSUM
         self.compression = self.options.get("compression") or "snappy"
@@ -177,8 +180,23 @@ class PartitionWriter(DataSourceArrowWriter):
     def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         files = [m.written for m in messages if isinstance(m, TaskCommit) and m.written is not None]
         filesystem = s3_filesystem(self.options, self.credentials)
+        if not files:  # no row at all: one empty object keeps the schema for readers (as Spark's writer)
+            files = [self._write_empty(filesystem)]
         with filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{WRITTEN_RECORD}") as out:
             out.write(encode_written(files))
+
+    def _write_empty(self, filesystem: S3FileSystem) -> WrittenFile:
+        import pyarrow.parquet as pq
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        name = f"part-00000-a0-{uuid.uuid4().hex[:12]}.parquet"
+        stream = filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}")
+        sink = _HashingSink(stream, self.checksum)
+        try:
+            pq.ParquetWriter(sink, to_arrow_schema(self.schema), compression=self.compression).close()
+        finally:
+            sink.close()
+        return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=0)
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         filesystem = s3_filesystem(self.options, self.credentials)
@@ -232,7 +250,7 @@ class PartitionSource(DataSource):
         return PartitionReader(self.options, self.credentials)
 
     def writer(self, schema: StructType, overwrite: bool) -> PartitionWriter:
-        return PartitionWriter(self.options, self.credentials)
+        return PartitionWriter(self.options, self.credentials, schema)
 
 
 def source_with(credentials: StoreCredentials | None) -> type[PartitionSource]:

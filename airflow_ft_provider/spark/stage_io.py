@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -31,8 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from .carried import carried_rows
 from .content import ContentObserver, rows_in_footers
+from .executor_io import ExecutorIO, credentials_from_env
 from .failure_report import FAILURE_REPORT_CONF, InjectedFailure, injected_in_batch, report_uncaught
-from .feed import FedFile, Feeder, batch_seconds
+from .feed import FedFile, Feeder, feed_until_done
 from .sink_log import remove_uncommitted
 from .spec import (
     ENV_VAR,
@@ -44,6 +44,7 @@ from .spec import (
     InputSpec,
     OutputSpec,
     StageSpec,
+    StoreCredentials,
 )
 
 if TYPE_CHECKING:
@@ -63,18 +64,21 @@ class InProcessStage:
     rows: dict[str, int] = field(default_factory=dict)
     contents: dict[str, str | None] = field(default_factory=dict)  # each output's row checksum, if any
     streams: dict[str, dict[str, Any]] = field(default_factory=dict)  # a checkpointed output's progress
+    credentials: StoreCredentials | None = field(default=None, repr=False)  # for the executors (if any)
 
 
 _current: InProcessStage | None = None
 
 
 @contextmanager
-def in_process_stage(spec: StageSpec, *, fail_before_write: bool = False) -> Iterator[InProcessStage]:
+def in_process_stage(
+    spec: StageSpec, *, fail_before_write: bool = False, credentials: StoreCredentials | None = None
+) -> Iterator[InProcessStage]:
     """Make ``for_session`` serve ``spec`` to an application run in this process (Spark Connect)."""
     global _current
     if _current is not None:
         raise StageIOError(f"a stage ({_current.spec.stage!r}) is already running in this process")
-    _current = InProcessStage(spec, fail_before_write)
+    _current = InProcessStage(spec, fail_before_write, credentials=credentials)
     try:
         yield _current
     finally:
@@ -91,6 +95,15 @@ class StageIO:
         self._written: set[str] = set()
         self._streamed: str | None = None
         self._feeder: Feeder | None = None
+        self._executors: ExecutorIO | None = None
+
+    def _executor_io(self) -> ExecutorIO:
+        """The executors' own data path (``executor_io.py``), registered on first use."""
+        if self._executors is None:
+            assert self.spec.store is not None
+            given = self._in_process.credentials if self._in_process is not None else credentials_from_env()
+            self._executors = ExecutorIO(self.spark, self.spec.store, given)
+        return self._executors
 
     @property
     def map_index(self) -> int | None:
@@ -117,6 +130,8 @@ class StageIO:
             for frame in frames[1:]:
                 result = result.unionByName(frame)
             return result
+        if self.spec.store is not None and any(p.objects for p in partitions):
+            return self._executor_io().read(partitions)
         paths = self.input_paths(name)
         if not paths:
             raise StageIOError(f"input {name!r} of stage {self.spec.stage!r} has no data files")
@@ -234,7 +249,7 @@ class StageIO:
                 "(read/write, checkpointing=False)"
             ) from err
         try:
-            durations = self._feed(query, checkpoint)
+            durations = feed_until_done(query, feeder, checkpoint.location.removeprefix("file://"))
         except Exception as err:
             failure = feeder.injected(err, fail_in)
             if failure is None:
@@ -255,42 +270,6 @@ class StageIO:
             self._in_process.streams[name] = stream
         else:
             self._write_marker(location, {"result": name, "rows": rows, "format": output.format, **stream})
-
-    def _feed(self, query: Any, checkpoint: CheckpointSpec) -> dict[str, float]:
-        """Admit the input chunk by chunk (``feed.Feeder``) until all of it is in committed micro-batches,
-        then stop the idle query; a failed query's error is raised. Returns each batch's seconds.
-
-        The checkpoint's own files say what is planned and committed; the query (a call to the Spark
-        Connect server) is asked for its progress only after a commit, and whether it still runs twice
-        a second, so the polling takes no time from the micro-batches."""
-        feeder = self._feeder
-        assert feeder is not None
-        commits = os.path.join(checkpoint.location.removeprefix("file://"), "commits")
-        seconds: dict[int, float] = {}
-        seen = noticed = None  # the newest committed batch whose progress was read, and was noticed
-        asked = noticed_at = 0.0
-        while True:
-            committed = [int(n) for n in os.listdir(commits) if n.isdigit()] if os.path.isdir(commits) else []
-            last_committed = max(committed, default=None)
-            if last_committed != seen:  # its progress is reported just after the commit: ask until it is
-                if last_committed != noticed:
-                    noticed, noticed_at = last_committed, time.monotonic()
-                seconds.update(batch_seconds(query.recentProgress))
-                feeder.observe(seconds)
-                if last_committed in seconds or time.monotonic() - noticed_at > PROGRESS_WAIT_SECONDS:
-                    seen = last_committed
-            if feeder.finished(last_committed):
-                query.stop()
-                break
-            feeder.feed_if_planned(last_committed)
-            if time.monotonic() - asked >= ACTIVE_POLL_SECONDS:
-                asked = time.monotonic()
-                if not query.isActive:
-                    break
-            time.sleep(FEED_POLL_SECONDS)
-        query.awaitTermination()  # raises the query's failure
-        seconds.update(batch_seconds(query.recentProgress))
-        return {str(batch): round(s, 3) for batch, s in sorted(seconds.items())}
 
     def _checkpoint(self, what: str) -> CheckpointSpec:
         if self.spec.checkpoint is None:
@@ -323,6 +302,10 @@ class StageIO:
         content = None
         if output.location.startswith(VIEW_PREFIX):
             rows = self._publish_view(df, output.location[len(VIEW_PREFIX) :])
+        elif self.spec.store is not None and output.location.startswith("s3://"):
+            observer = ContentObserver(df)
+            rows = self._executor_io().write(observer.observed, output.location, _codec(output))
+            content = observer.checksum(rows)
         else:
             observer = ContentObserver(df)
             observer.observed.write.mode("error").option("compression", _codec(output)).parquet(
@@ -354,6 +337,9 @@ class StageIO:
 
     def _write_marker(self, location: str, content: dict) -> None:
         """Through Hadoop's FileSystem, so one code path serves file:// staging and s3a:// alike."""
+        if location.startswith("s3://"):
+            self._executor_io().put_json(location, OUTPUT_MARKER, content)
+            return
         jvm: Any = self.spark.sparkContext._jvm
         path = jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/" + OUTPUT_MARKER)
         fs = path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
@@ -365,9 +351,6 @@ class StageIO:
 
 
 OUTPUT_MODES = ("append", "complete")
-FEED_POLL_SECONDS = 0.1  # the checkpoint's files (local)
-ACTIVE_POLL_SECONDS = 0.5  # whether the query still runs (a call to the server)
-PROGRESS_WAIT_SECONDS = 1.0  # a committed batch without input reports no duration
 STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
 ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
 CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"

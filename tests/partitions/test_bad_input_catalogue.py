@@ -966,11 +966,24 @@ CATALOGUE = [
         "give True, False or a dict",
     ),
     row(
-        "checkpoint/checkpointed-and-direct_s3a",
-        dag_file(lambda: stage("a", checkpointing=True), direct_s3a=True),
+        "checkpoint/checkpointed-and-s3a",
+        dag_file(lambda: stage("a", checkpointing=True), data_path="s3a"),
         PipelineWiringError,
-        "checkpointed and direct_s3a",
-        "give it direct_s3a=False",
+        "checkpointed and its data_path is 's3a'",
+        "give it data_path='executors'",
+    ),
+    row(
+        "data-path/pipeline-unknown",
+        dag_file(lambda: stage("a"), data_path="hdfs"),
+        PipelineWiringError,
+        "FailoverPipeline: data_path must be one of 'executors', 'staged', 's3a', got 'hdfs'",
+    ),
+    row(
+        "data-path/stage-unknown",
+        dag_file(lambda: stage("a", data_path="local")),
+        PipelineWiringError,
+        "stage 'a': data_path must be one of",
+        "got 'local'",
     ),
     row(
         "checkpoint/interval=often-in-airflow.cfg",

@@ -86,7 +86,7 @@ def test_direct_s3a_stages_read_and_commit_partitions_on_s3(s3_bucket, monkeypat
     )
     with DAG("ft_direct_s3a", schedule=None) as dag:
         with FailoverPipeline(
-            store=s3_bucket.url, direct_s3a=True, restart_strategy={"restart-strategy.type": "none"}
+            store=s3_bucket.url, data_path="s3a", restart_strategy={"restart-strategy.type": "none"}
         ):
             SparkStageOperator(
                 task_id="source", application="/jobs/source.py", outputs=["numbers"]

@@ -59,7 +59,7 @@ def test_a_record_round_trips_and_only_an_earlier_try_finds_it():
         ({"lineage": "xyz"}, "'lineage' is not a lineage digest"),
         (
             {"outputs": {"d": {"location": "/etc", "attempt": None, "rows": 1, "content": None}}},
-            "file:// or s3a://",
+            "file://, s3:// or s3a://",
         ),
         (
             {"outputs": {"d": {"location": "s3a://b/k", "attempt": None, "rows": True, "content": None}}},

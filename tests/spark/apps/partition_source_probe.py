@@ -36,7 +36,7 @@ class LostAfterWriting(PartitionWriter):
 
 class SourceLosingATask(PartitionSource):
     def writer(self, schema, overwrite):
-        return LostAfterWriting(self.options, self.credentials)
+        return LostAfterWriting(self.options, self.credentials, schema)
 
 
 if mode == "write":

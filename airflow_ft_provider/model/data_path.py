@@ -1,0 +1,43 @@
+"""Where a stage's partition data flows (``data_path=``): between Spark's executors and S3, or through
+the Airflow worker's disk, or through Spark's s3a connector.
+
+* ``"executors"`` (the default): each executor reads the objects the manifest lists, verifying them,
+  and writes its own objects under the try's attempt prefix, recording their checksums; the worker only
+  commits the manifest. Works wherever the executors run (``execution/placement.ExecutorS3``).
+* ``"staged"``: the worker fetches inputs to its disk and uploads outputs from there; the Spark driver
+  and executors must see the worker's disk (local Spark, a Connect server on the worker's machine).
+  Checkpointed stages use it today (their input is fed from the worker's disk).
+* ``"s3a"``: Spark reads and writes ``s3a://`` itself; the cluster needs the hadoop-aws connector.
+"""
+
+from __future__ import annotations
+
+import enum
+
+
+class DataPath(enum.Enum):
+    EXECUTORS = "executors"
+    STAGED = "staged"
+    S3A = "s3a"
+
+    @classmethod
+    def parse(cls, value: object, *, where: str) -> DataPath:
+        """``value`` as declared (a DataPath or its name); ValueError naming ``where`` otherwise."""
+        if isinstance(value, DataPath):
+            return value
+        try:
+            return cls(value)
+        except ValueError:
+            names = ", ".join(repr(p.value) for p in cls)
+            raise ValueError(
+                f"{where}: data_path must be one of {names}, got {value!r} (README, Running on a cluster)"
+            ) from None
+
+    @staticmethod
+    def of_stage(declared: DataPath | None, pipeline: DataPath, *, checkpointed: bool) -> DataPath:
+        """A stage's path: its own, else its pipeline's; a checkpointed stage's input is fed from the
+        worker's disk, so it is staged unless it asks for s3a (refused when the pipeline is built)."""
+        chosen = pipeline if declared is None else declared
+        if checkpointed and chosen is DataPath.EXECUTORS:
+            return DataPath.STAGED
+        return chosen

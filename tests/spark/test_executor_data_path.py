@@ -1,0 +1,97 @@
+"""The default data path with real Spark, under spark-submit and on a Spark Connect server: Spark's
+executors read and write the partition store themselves, and the Airflow worker moves manifests only.
+
+    numbers --numbers (blocking)--> doubled --doubled (pipelined)--> totals
+
+The worker reaches S3 through a counting proxy (its ``aws`` connection), the executors directly (the
+connection's ``executor_endpoint_url``): the proxy sees every byte the worker moves.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import types
+from pathlib import Path
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+from airflow_ft_provider.partitions import RunRef
+from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.pipeline import FailoverPipeline
+from ft_harness.tcp_proxy import PausableProxy
+from tests.spark.apps import executor_path as apps
+
+pytestmark = [pytest.mark.s3, pytest.mark.spark]
+RUN_ID = "manual__2026-11-26T08:00:00+00:00"
+APP = str(Path(__file__).parent / "apps" / "executor_path.py")
+EXECUTOR_FILE = re.compile(r"attempts/t1-[0-9a-f]{16}/part-\d{5}-a\d+-[0-9a-f]{12}\.parquet")
+
+
+class TaskInstance(types.SimpleNamespace):
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+    def xcom_pull(self, **kwargs):
+        return None
+
+
+def stage_kwargs(backend, name):
+    if backend == "spark-connect":
+        return {"python_callable": getattr(apps, name)}
+    return {"application": APP, "application_args": [name], "spark_conn_id": "ft_executors_submit"}
+
+
+@pytest.mark.parametrize("backend", ["spark-submit", "spark-connect"])
+def test_executors_move_the_data_and_the_worker_only_manifests(
+    backend, s3_bucket, spark_connect, monkeypatch, request
+):
+    endpoint = s3_bucket.endpoint
+    host, port = endpoint.url.removeprefix("http://").split(":")
+    proxy = PausableProxy(host, int(port))
+    request.addfinalizer(proxy.close)
+    connection = json.loads(endpoint.aws_connection())
+    connection["extra"].update(endpoint_url=proxy.url, executor_endpoint_url=endpoint.url)
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", json.dumps(connection))
+    monkeypatch.setenv("AIRFLOW_CONN_FT_EXECUTORS_CONNECT", json.dumps(spark_connect.connection()))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_FT_EXECUTORS_SUBMIT", json.dumps({"conn_type": "spark", "host": "local[2]"})
+    )
+    with DAG("ft_executor_path", schedule=None) as dag:
+        with FailoverPipeline(
+            store=s3_bucket.url,
+            spark_conn_id="ft_executors_connect",
+            restart_strategy={"restart-strategy.type": "none"},
+        ):
+            SparkStageOperator(task_id="numbers", outputs=["numbers"], **stage_kwargs(backend, "numbers"))
+            SparkStageOperator(
+                task_id="doubled",
+                inputs=["numbers"],
+                outputs={"doubled": "pipelined"},
+                **stage_kwargs(backend, "doubled"),
+            )
+            SparkStageOperator(
+                task_id="totals", inputs=["doubled"], outputs=["totals"], **stage_kwargs(backend, "totals")
+            )
+    for task_id in ("numbers", "doubled", "totals"):
+        ti = TaskInstance(map_index=-1, try_number=1, pushed={}, task_id=task_id, dag_id=dag.dag_id)
+        context = {"ti": ti, "dag": dag, "run_id": RUN_ID, "dag_run": None, "params": {}}
+        dag.task_dict[task_id].execute(context)
+    worker_bytes = proxy.sent + proxy.received
+
+    run = RunRef("ft_executor_path", RUN_ID)
+    store = dag.task_dict["totals"].store
+    numbers = store.manifest(run.parse("numbers"))
+    # One object per Spark task, named by the executor that wrote it, with its checksum and rows
+    assert len(numbers.files) == 4 and all(EXECUTOR_FILE.fullmatch(f.key) for f in numbers.files)
+    assert numbers.row_count == apps.ROWS
+    totals = {r["k"]: (r["total"], r["n"]) for r in read_table(store, run.parse("totals")).to_pylist()}
+    assert totals == {
+        k: (sum(2 * i for i in range(k, apps.ROWS, 7)), len(range(k, apps.ROWS, 7))) for k in range(7)
+    }
+    # The data went between the executors and S3: numbers written once and read once (plus doubled's
+    # S3 scratch under spark-submit); through the worker, only manifests, records and the journal.
+    data = 2 * numbers.total_size
+    assert worker_bytes < 0.01 * data, (worker_bytes, data)
