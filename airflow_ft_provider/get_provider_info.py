@@ -229,6 +229,16 @@ def _config_options() -> dict[str, dict[str, Any]]:
         "example": "False",
         "default": "True",
     }
+    options["executor_credentials"] = {  # read by airflow_ft_provider.hooks.partition_store
+        "description": "Which credentials Spark's executors use to read and write the partition store "
+        "(data_path 'executors'): 'connection' hands them the aws connection's credentials, frozen when "
+        "the try starts, through no conf or log; 'executor' keeps every secret on the Airflow worker and "
+        "leaves the executors to their own (an instance or pod role, their AWS_* variables).",
+        "version_added": "0.1.0",
+        "type": "string",
+        "example": "executor",
+        "default": "connection",
+    }
     return options
 
 

@@ -33,7 +33,7 @@ class FinishedOutput:
     """One output the application wrote: a ``file://`` staging directory or an ``s3a://`` attempt."""
 
     location: str
-    attempt: str | None  # direct s3a: the attempt id Spark wrote under
+    attempt: str | None  # an S3 placement: the attempt id Spark wrote under
     rows: int
     content: str | None
 

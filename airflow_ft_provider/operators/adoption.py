@@ -100,7 +100,7 @@ class FinishedWorkAdoption:
         if not self.eligible or self.state is None or session is None or workdir is None:
             return
         if not staged or not all(location.startswith("file://") for location in staged.values()):
-            return  # direct s3a: an attempt prefix has no marker this try reads (see the README)
+            return  # an S3 attempt: running work is waited for with staged outputs only (see the README)
         keep_for_next_try(workdir)
         inputs = {pid: manifest.attempt_id for pid, manifest in read.items()}
         work = RunningWork(session, socket.gethostname(), str(workdir), inputs, lineage, staged)

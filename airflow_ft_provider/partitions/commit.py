@@ -284,7 +284,7 @@ class PartitionCommits(AttemptUploads):
         publishing = False
         try:
             entries = write_files()
-            listed = self._list(attempt_prefix)  # the ETags readers of direct_s3a compare with theirs
+            listed = self._list(attempt_prefix)  # the ETags readers that leave the bytes to Spark compare
             entries = with_etags(entries, {k: o.etag for k, o in listed.items()}, loc.prefix)
             manifest = Manifest(
                 pipeline=loc.ref.pipeline,

@@ -71,7 +71,7 @@ class FileEntry:
     key: str
     size: int
     checksum: str
-    # S3's ETag of the object when it was committed: a reader that leaves the bytes to Spark (direct_s3a)
+    # S3's ETag of the object when it was committed: a reader that leaves the bytes to Spark (s3a)
     # compares it with a LIST's, so a rewrite of the object, even to the same size, is noticed without a
     # download. None in manifests written before it was recorded, or by an endpoint that sends none.
     etag: str | None = None

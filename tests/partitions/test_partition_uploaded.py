@@ -126,3 +126,83 @@ def test_an_attempt_without_data_files_is_an_error_and_publishes_nothing(make_st
         store.commit_uploaded(ref, attempt, producer=Producer("orders", -1, 1))
     with pytest.raises(PartitionNotFound, match="missing manifest"):
         store.manifest(ref)
+
+
+def write_like_executors(store, ref, attempt_id, objects, record):
+    """What the executors' data path leaves: each task attempt's object, then the driver's record of the
+    committed ones (spark/written.py)."""
+    from airflow_ft_provider.spark.written import WRITTEN_RECORD, encode_written
+
+    bucket, prefix = store.attempt_location(ref, attempt_id).removeprefix("s3://").split("/", 1)
+    for name, data in objects.items():
+        store.client.put_object(Bucket=bucket, Key=prefix + name, Body=data)
+    if record is not None:
+        store.client.put_object(Bucket=bucket, Key=prefix + WRITTEN_RECORD, Body=encode_written(record))
+
+
+def test_recorded_objects_are_committed_without_reading_them_and_a_lost_task_attempts_are_left_out(
+    make_store, tmp_path
+):
+    from airflow_ft_provider.spark.checksums import new_hasher
+    from airflow_ft_provider.spark.written import WrittenFile
+
+    def written(name, data, rows):
+        hasher = new_hasher("crc32c")
+        hasher.update(data)
+        return WrittenFile(name, len(data), f"crc32c:{hasher.hexdigest()}", rows)
+
+    store = make_store()
+    ref = RUN.parse("orders")
+    attempt = new_attempt_id(2)
+    kept = {"part-00000-a0-00000000000a.parquet": b"a" * 40, "part-00001-a1-00000000000b.parquet": b"b" * 9}
+    lost = {"part-00001-a0-00000000000c.parquet": b"c" * 40}  # Spark retried this task attempt
+    record = [written(n, d, rows) for (n, d), rows in zip(kept.items(), (30, 12), strict=True)]
+    write_like_executors(store, ref, attempt, {**kept, **lost}, record)
+    reads = []
+
+    def read(params, **_):
+        reads.append(params["Key"])
+
+    events = store.client.meta.events
+    events.register("before-parameter-build.s3.GetObject", read)
+    try:
+        manifest = store.commit_uploaded(
+            ref, attempt, producer=Producer("orders", -1, 2), row_count=42, recorded=True
+        )
+    finally:
+        events.unregister("before-parameter-build.s3.GetObject", read)
+    assert [f.name for f in manifest.files] == sorted(kept) and manifest.row_count == 42
+    assert not [k for k in reads if k.endswith(".parquet")] and any(
+        k.endswith("_ft_written.json") for k in reads
+    )
+    fetched = store.fetch(ref, tmp_path)  # the recorded checksums are the objects' own
+    assert [p.read_bytes() for p in fetched.paths] == list(kept.values())
+
+
+@pytest.mark.parametrize("problem", ["no record", "object shorter", "rows differ", "damaged record"])
+def test_a_recorded_commit_that_does_not_add_up_publishes_nothing(make_store, problem):
+    from airflow_ft_provider.spark.written import WrittenFile
+
+    store = make_store()
+    ref = RUN.parse("orders")
+    attempt = new_attempt_id(1)
+    name = "part-00000-a0-00000000000a.parquet"
+    entry = WrittenFile(name, 41 if problem == "object shorter" else 40, "crc32c:00000000", 5)
+    record = None if problem == "no record" else [entry]
+    write_like_executors(store, ref, attempt, {name: b"a" * 40}, record)
+    if problem == "damaged record":
+        bucket, prefix = store.attempt_location(ref, attempt).removeprefix("s3://").split("/", 1)
+        store.client.put_object(Bucket=bucket, Key=prefix + "_ft_written.json", Body=b'{"version": 1}')
+    error, says = {
+        "no record": (PartitionStoreError, "Spark did not finish the write"),
+        "object shorter": (PartitionStoreError, "is 40 bytes; the executors recorded 41 bytes"),
+        "rows differ": (ValueError, "reported 6 rows, the executors' record 5"),
+        "damaged record": (ValueError, "not a version-1 record"),
+    }[problem]
+    reported = 6 if problem == "rows differ" else 5
+    with pytest.raises(error, match=says):
+        store.commit_uploaded(
+            ref, attempt, producer=Producer("orders", -1, 1), row_count=reported, recorded=True
+        )
+    with pytest.raises(PartitionNotFound):
+        store.manifest(ref)
