@@ -9,6 +9,7 @@ connection's ``executor_endpoint_url``): the proxy sees every byte the worker mo
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 import types
@@ -38,17 +39,38 @@ class TaskInstance(types.SimpleNamespace):
         return None
 
 
-def stage_kwargs(backend, name):
+def stage_kwargs(backend, name, events):
     if backend == "spark-connect":
         return {"python_callable": getattr(apps, name)}
-    return {"application": APP, "application_args": [name], "spark_conn_id": "ft_executors_submit"}
+    return {
+        "application": APP,
+        "application_args": [name],
+        "spark_conn_id": "ft_executors_submit",
+        # what Spark's UI shows (the environment, every plan), kept for the grep below
+        "conf": {
+            "spark.eventLog.enabled": "true",
+            "spark.eventLog.dir": events.as_uri(),
+            "spark.eventLog.compress": "false",  # to grep it
+        },
+    }
+
+
+def spark_properties(event_log_dir):
+    """Each application's Spark properties, from its event log (what the UI's Environment tab shows)."""
+    for path in sorted(event_log_dir.rglob("events_*")):  # rolling logs: appstatus_* files are empty
+        for line in path.read_text().splitlines():
+            event = json.loads(line)
+            if event["Event"] == "SparkListenerEnvironmentUpdate":
+                yield dict(event["Spark Properties"])
 
 
 @pytest.mark.parametrize("backend", ["spark-submit", "spark-connect"])
 def test_executors_move_the_data_and_the_worker_only_manifests(
-    backend, s3_bucket, spark_connect, monkeypatch, request
+    backend, s3_bucket, spark_connect, monkeypatch, request, tmp_path, caplog, capfd
 ):
     endpoint = s3_bucket.endpoint
+    events = tmp_path / "events"
+    events.mkdir()
     host, port = endpoint.url.removeprefix("http://").split(":")
     proxy = PausableProxy(host, int(port))
     request.addfinalizer(proxy.close)
@@ -65,15 +87,20 @@ def test_executors_move_the_data_and_the_worker_only_manifests(
             spark_conn_id="ft_executors_connect",
             restart_strategy={"restart-strategy.type": "none"},
         ):
-            SparkStageOperator(task_id="numbers", outputs=["numbers"], **stage_kwargs(backend, "numbers"))
+            SparkStageOperator(
+                task_id="numbers", outputs=["numbers"], **stage_kwargs(backend, "numbers", events)
+            )
             SparkStageOperator(
                 task_id="doubled",
                 inputs=["numbers"],
                 outputs={"doubled": "pipelined"},
-                **stage_kwargs(backend, "doubled"),
+                **stage_kwargs(backend, "doubled", events),
             )
             SparkStageOperator(
-                task_id="totals", inputs=["doubled"], outputs=["totals"], **stage_kwargs(backend, "totals")
+                task_id="totals",
+                inputs=["doubled"],
+                outputs=["totals"],
+                **stage_kwargs(backend, "totals", events),
             )
     for task_id in ("numbers", "doubled", "totals"):
         ti = TaskInstance(map_index=-1, try_number=1, pushed={}, task_id=task_id, dag_id=dag.dag_id)
@@ -95,3 +122,23 @@ def test_executors_move_the_data_and_the_worker_only_manifests(
     # S3 scratch under spark-submit); through the worker, only manifests, records and the journal.
     data = 2 * numbers.total_size
     assert worker_bytes < 0.01 * data, (worker_bytes, data)
+
+    # The connection's secret reached the executors (they wrote with it) and nothing else: not the task
+    # log, not Spark's event log (its UI) nor the stage spec in its conf, not the Connect server's log,
+    # not the store.
+    secret = endpoint.secret_key
+    printed = capfd.readouterr()
+    assert secret not in printed.out + printed.err + caplog.text
+    if backend == "spark-submit":
+        applications = list(spark_properties(events))
+        assert len(applications) == 3
+        for properties in applications:
+            assert secret not in json.dumps(properties)
+            assert secret not in base64.b64decode(properties["spark.airflow_ft.stage_spec"]).decode()
+        logged = "".join(p.read_text() for p in events.rglob("events_*"))
+        assert "AppendData ft_partition" in logged and secret not in logged  # the writes' plans: no secret
+    else:
+        assert secret not in spark_connect.log.read_text(errors="replace")
+    client = s3_bucket.client()
+    for key in s3_bucket.keys():
+        assert secret.encode() not in client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
