@@ -1,0 +1,201 @@
+"""Where stage data flows: Spark's executors to S3 (the default), through the worker's disk ("staged"),
+and the same Spark jobs writing Parquet to the Spark side's local disk (the limit on this machine).
+
+    generate --generated--> enrich --enriched--> summarize        (bench/data_path/stages.py)
+
+Each way runs the three stages one after the other on one Spark Connect server (local[2]), the stages
+driven by SparkStageOperator.execute as a task would (no Airflow scheduling in the figures), against
+a moto S3 endpoint. The worker reaches S3 through a counting proxy; with the executors' path the
+executors reach it directly (the connection's ``executor_endpoint_url``), so the proxy counts what the
+worker moves. Per way: each stage's wall time, the data's throughput (bytes written + read / time) and
+the bytes through the worker; then the ratios. Also the crc32c hashing rate of this machine, to put
+the file checksums' share of a stage in numbers. Written to bench/results/data_path.json.
+
+    python bench/bench_data_path.py --rows 20000000 --rounds 1
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import types
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+WAYS = ("local disk", "executors", "staged")
+STAGES = (
+    ("generate", (), "generated"),
+    ("enrich", ("generated",), "enriched"),
+    ("summarize", ("enriched",), "summary"),
+)
+
+
+class TaskInstance(types.SimpleNamespace):
+    def xcom_push(self, key, value):
+        self.pushed[key] = value
+
+    def xcom_pull(self, **kwargs):
+        return None
+
+
+def run_pipeline(way: str, run_id: str, store_url: str, proxy) -> dict:
+    from airflow.sdk import DAG
+
+    from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+    from airflow_ft_provider.partitions import RunRef
+    from airflow_ft_provider.pipeline import FailoverPipeline
+    from bench.data_path import stages
+
+    with DAG("bench_data_path", schedule=None) as dag:
+        with FailoverPipeline(
+            store=store_url,
+            spark_conn_id="bench_connect",
+            data_path="staged" if way == "staged" else "executors",
+            restart_strategy={"restart-strategy.type": "none"},
+            reuse="off",
+        ):
+            for name, inputs, output in STAGES:
+                SparkStageOperator(
+                    task_id=name, python_callable=getattr(stages, name), inputs=list(inputs), outputs=[output]
+                )
+    seconds, before = {}, proxy.sent + proxy.received
+    for name, _, _ in STAGES:
+        ti = TaskInstance(map_index=-1, try_number=1, pushed={}, task_id=name, dag_id=dag.dag_id)
+        started = time.monotonic()
+        dag.task_dict[name].execute({"ti": ti, "dag": dag, "run_id": run_id, "dag_run": None, "params": {}})
+        seconds[name] = time.monotonic() - started
+    store = dag.task_dict["generate"].store
+    run = RunRef("bench_data_path", run_id)
+    sizes = {output: store.manifest(run.parse(output)).total_size for _, _, output in STAGES}
+    return {"seconds": seconds, "sizes": sizes, "worker_bytes": proxy.sent + proxy.received - before}
+
+
+def run_local(connect_url: str, root: Path) -> dict:
+    from pyspark.sql.connect.session import SparkSession
+
+    from bench.data_path import stages
+
+    spark = SparkSession.builder.remote(connect_url).create()
+    io = stages.LocalDiskIO(spark, root.as_uri())
+    seconds = {}
+    try:
+        for name, _, _ in STAGES:
+            started = time.monotonic()
+            getattr(stages, name)(spark, io)
+            seconds[name] = time.monotonic() - started
+    finally:
+        spark.stop()
+    sizes = {
+        output: sum(f.stat().st_size for f in (root / output).glob("*.parquet")) for _, _, output in STAGES
+    }
+    shutil.rmtree(root, ignore_errors=True)
+    return {"seconds": seconds, "sizes": sizes, "worker_bytes": 0}
+
+
+def throughput(figures: dict) -> dict[str, float]:
+    """Per stage, MB/s of the data it read and wrote."""
+    sizes, out = figures["sizes"], {}
+    for name, inputs, output in STAGES:
+        moved = sizes[output] + sum(sizes[i] for i in inputs)
+        out[name] = moved / figures["seconds"][name] / 1e6
+    return out
+
+
+def crc32c_rate() -> float:
+    """MB/s of this machine's crc32c (the default checksum), over 256 MB in 8 MB chunks."""
+    from airflow_ft_provider.spark.checksums import new_hasher
+
+    chunk, hasher = os.urandom(8 << 20), new_hasher("crc32c")
+    started = time.monotonic()
+    for _ in range(32):
+        hasher.update(chunk)
+    return 256 * (1 << 20) / (time.monotonic() - started) / 1e6
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "data_path.json")
+    args = parser.parse_args()
+    from bench.data_path import stages
+
+    stages.ROWS = args.rows
+
+    from ft_harness.s3_server import start_moto_server
+    from ft_harness.spark_connect import SparkConnectServer
+    from ft_harness.tcp_proxy import PausableProxy
+
+    endpoint = start_moto_server()
+    bucket = "ft-bench-data-path"
+    endpoint.client().create_bucket(Bucket=bucket)
+    host, port = endpoint.url.removeprefix("http://").split(":")
+    proxy = PausableProxy(host, int(port))
+    connection = json.loads(endpoint.aws_connection())
+    connection["extra"].update(endpoint_url=proxy.url, executor_endpoint_url=endpoint.url)
+    os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(connection)
+    server = SparkConnectServer(
+        conf={"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "8"}
+    ).start()
+    os.environ["AIRFLOW_CONN_BENCH_CONNECT"] = json.dumps(server.connection())
+    results: dict[str, list[dict]] = {way: [] for way in WAYS}
+    try:
+        for n in range(args.rounds):
+            for way in WAYS:
+                if way == "local disk":
+                    figures = run_local(server.url, Path(tempfile.mkdtemp(prefix="ft-bench-local-")))
+                else:
+                    figures = run_pipeline(way, f"bench_{way}_{n}", f"s3://{bucket}/bench/", proxy)
+                figures["throughput_mb_s"] = throughput(figures)
+                results[way].append(figures)
+                print(way, json.dumps(figures, indent=1), flush=True)
+    finally:
+        server.stop()
+        proxy.close()
+        endpoint.process.terminate() if endpoint.process else None
+    rate = crc32c_rate()
+    summary = {}
+    for way, runs in results.items():
+        total = sum(sum(r["seconds"].values()) for r in runs) / len(runs)
+        data = sum(sum(r["sizes"].values()) for r in runs) / len(runs)
+        summary[way] = {
+            "pipeline_s": round(total, 2),
+            "stage_s": {s: round(sum(r["seconds"][s] for r in runs) / len(runs), 2) for s, _, _ in STAGES},
+            "throughput_mb_s": {
+                s: round(sum(r["throughput_mb_s"][s] for r in runs) / len(runs), 1) for s, _, _ in STAGES
+            },
+            "data_bytes": int(data),
+            "worker_bytes": int(sum(r["worker_bytes"] for r in runs) / len(runs)),
+        }
+    local = summary["local disk"]["pipeline_s"]
+    sizes = results["executors"][0]["sizes"]  # each stage hashes what it writes and what it reads
+    hashed = sum(sizes[output] + sum(sizes[i] for i in inputs) for _, inputs, output in STAGES)
+    report = {
+        "rows": args.rows,
+        "rounds": args.rounds,
+        "ways": summary,
+        "executors_vs_local_disk_time": round(summary["executors"]["pipeline_s"] / local, 2),
+        "staged_vs_local_disk_time": round(summary["staged"]["pipeline_s"] / local, 2),
+        "executors_vs_staged_time": round(
+            summary["executors"]["pipeline_s"] / summary["staged"]["pipeline_s"], 2
+        ),
+        "executors_worker_bytes_share": round(
+            summary["executors"]["worker_bytes"] / max(summary["executors"]["data_bytes"], 1), 5
+        ),
+        "crc32c_mb_s": round(rate, 0),
+        "file_checksum_share_estimate": round((hashed / 1e6 / rate) / summary["executors"]["pipeline_s"], 3),
+    }
+    print(json.dumps(report, indent=1))
+    args.output.parent.mkdir(parents=True, exist_ok=True)
+    args.output.write_text(json.dumps(report, indent=1) + "\n")
+
+
+if __name__ == "__main__":
+    main()
