@@ -3,8 +3,11 @@ each task writes its own object and reports it; only the task attempts Spark com
 reads verify every object against its entry."""
 
 import json
+import os
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -84,3 +87,78 @@ def test_executors_write_their_objects_once_per_committed_task_and_reads_verify_
     code, _, err = probe("read", read, base)
     assert code != 0 and "PartitionDataCorrupt" in err and record[2].key in err, err[-3000:]
     assert endpoint.secret_key not in err  # the options' secret is not in what Spark printed
+
+
+def test_an_executor_killed_mid_write_adds_no_row_and_no_file_of_its_task_attempt(
+    s3_bucket, spark_standalone_cluster, tmp_path
+):
+    #   spark.range(40000) in 4 Spark partitions, written one task at a time by the standalone cluster's
+    #   one executor; SIGKILL that executor while it writes partition 1: the master starts another,
+    #   Spark runs the lost task again there
+    from airflow_ft_provider.execution.submit import runtime_zip
+
+    endpoint, client = s3_bucket.endpoint, s3_bucket.client()
+    prefix = f"{s3_bucket.prefix}run/attempts/killed/"
+    ledger = tmp_path / "ledger"
+    rows = 40_000
+    args = {
+        "master": spark_standalone_cluster.url,
+        "runtime_zip": runtime_zip(tmp_path),
+        "rows": rows,
+        "rows_per_batch": 1000,
+        "seconds_per_batch": 0.25,
+        "ledger": str(ledger),
+        "target": f"s3://{s3_bucket.name}/{prefix}",
+        "access": access_options(StoreAccess(endpoint=endpoint.url, region=endpoint.region)),
+        "credentials": {"access_key": endpoint.access_key, "secret_key": endpoint.secret_key},
+    }
+    env = {**spark_environment(), "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    writer = subprocess.Popen(
+        [sys.executable, str(APP), "slow_write", json.dumps(args)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+    def noted():
+        lines = ledger.read_text().split("\n") if ledger.exists() else []
+        return [tuple(int(v) for v in line.split()) for line in lines if line]
+
+    deadline = time.monotonic() + 240
+    while not [n for n in noted() if n[0] == 1] or len([n for n in noted() if n[0] == 1]) < 3:
+        assert writer.poll() is None and time.monotonic() < deadline, writer.communicate()[1][-3000:]
+        time.sleep(0.2)
+    candidates = subprocess.run(
+        ["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True, text=True
+    ).stdout.split()
+    work_dir = str(spark_standalone_cluster.work_dir)
+    executors = [pid for pid in candidates if os.readlink(f"/proc/{pid}/cwd").startswith(work_dir)]
+    assert len(executors) == 1, executors  # this cluster's one executor (other tests may run others)
+    os.kill(int(executors[0]), signal.SIGKILL)  # partition 0 written, partition 1 half-way
+    out, err = writer.communicate(timeout=300)
+    assert writer.returncode == 0 and json.loads(out.strip().splitlines()[-1]) == {"written": True}, err[
+        -3000:
+    ]
+
+    record = parse_written(
+        client.get_object(Bucket=s3_bucket.name, Key=prefix + WRITTEN_RECORD)["Body"].read()
+    )
+    assert sorted(f.key.split("-")[1] for f in record) == ["00000", "00001", "00002", "00003"]
+    assert sum(f.rows for f in record) == rows
+    batches = noted()
+    recomputed = {(p, a) for p, a, _ in batches if p == 1}
+    assert len(recomputed) == 2, recomputed  # partition 1 ran twice: the kill hit it mid-write
+    killed_attempt = min(a for _, a in recomputed)
+    assert all(f"-a{killed_attempt}-" not in f.key for f in record if f.key.split("-")[1] == "00001")
+    stored = s3_bucket.keys("run/attempts/killed/")
+    assert len([k for k in stored if k.endswith(".parquet")]) == 4  # the killed upload never completed
+
+    # Read back what the record lists: each row exactly once
+    files = json.dumps(
+        [{"key": f"{s3_bucket.name}/{prefix}{f.key}", "size": f.size, "checksum": f.checksum} for f in record]
+    )
+    read = {"files": files, "access": args["access"], "credentials": args["credentials"]}
+    code, [out], err = probe("read", read, env)
+    assert code == 0, err[-3000:]
+    assert json.loads(out) == {"rows": rows, "ids": rows, "total": sum(2 * i for i in range(rows))}

@@ -1,5 +1,7 @@
 """Writes or reads partition objects through the ft_partition source, in a local Spark whose tasks may
-fail once (local[2,2]). Usage: partition_source_probe.py write|read ARGS_JSON; prints one JSON line."""
+fail once (local[2,2]), or on the cluster ``master`` given (mode ``slow_write``: each Spark task's
+batches take a while and are noted in ``ledger``, so that a test can kill its executor mid-write).
+Usage: partition_source_probe.py write|slow_write|read ARGS_JSON; prints one JSON line."""
 
 import json
 import sys
@@ -17,7 +19,13 @@ from airflow_ft_provider.spark.partition_source import (
 from airflow_ft_provider.spark.spec import StoreCredentials
 
 mode, args = sys.argv[1], json.loads(sys.argv[2])
-spark = SparkSession.builder.master("local[2,2]").config("spark.ui.enabled", "false").getOrCreate()
+spark = (
+    SparkSession.builder.master(args.get("master", "local[2,2]"))
+    .config("spark.ui.enabled", "false")
+    .getOrCreate()
+)
+if "runtime_zip" in args:  # a cluster's executors import the source from the stage's runtime zip
+    spark.sparkContext.addPyFile(args["runtime_zip"])
 given = args.get("credentials")
 access = args.get("access", {})
 
@@ -42,6 +50,27 @@ class SourceLosingATask(PartitionSource):
 if mode == "write":
     spark.dataSource.register(SourceLosingATask)
     frame = spark.range(0, args["rows"], numPartitions=4).selectExpr("id", "id * 2 AS doubled")
+    frame.write.format("ft_partition").mode("append").options(**access, target=args["target"]).save()
+    print(json.dumps({"written": True}))
+elif mode == "slow_write":
+    ledger, pause = args["ledger"], args["seconds_per_batch"]
+
+    def noted(batches):  # runs in the executors' Python workers
+        import time
+
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        for batch in batches:
+            time.sleep(pause)
+            with open(ledger, "a") as out:
+                out.write(f"{task.partitionId()} {task.attemptNumber()} {batch.num_rows}\n")
+            yield batch
+
+    spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(args["rows_per_batch"]))
+    spark.dataSource.register(source_with(StoreCredentials(**given) if given else None))
+    frame = spark.range(0, args["rows"], numPartitions=4).selectExpr("id", "id * 2 AS doubled")
+    frame = frame.mapInArrow(noted, frame.schema)
     frame.write.format("ft_partition").mode("append").options(**access, target=args["target"]).save()
     print(json.dumps({"written": True}))
 else:
