@@ -6,7 +6,7 @@ name: a backend that keeps no pipelined partitions still answers ``server``, ``h
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol, Self
@@ -116,6 +116,17 @@ class TaskLog(Protocol):
     def error(self, msg: str, /, *args: Any) -> Any: ...
 
 
+class PlannedWrite(Protocol):
+    """One output a try planned: its partition, and the attempt the application writes into (if any)."""
+
+    @property
+    def ref(self) -> PartitionRef: ...
+    @property
+    def attempt(self) -> str | None: ...
+    @property
+    def pipelined(self) -> bool: ...
+
+
 class DataPlacement(Protocol):
     """Where a try reads and writes partition data (``placement.ExecutorS3``, ``StagedFiles`` or
     ``DirectS3a``)."""
@@ -135,6 +146,9 @@ class DataPlacement(Protocol):
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
     ) -> InputPartition:
         """What the application reads of one input partition (paths or objects), verified."""
+
+    def discard(self, outputs: Iterable[PlannedWrite], try_number: int) -> None:
+        """Remove what a failed application wrote of ``outputs`` (none of it is ever committed)."""
 
     def output_location(
         self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int

@@ -8,14 +8,14 @@ a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps ar
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from pathlib import Path
 
-from airflow_ft_provider.execution.contracts import DataPlacement
+from airflow_ft_provider.execution.contracts import DataPlacement, PlannedWrite
 from airflow_ft_provider.execution.submit import local_dir
 from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore, StoredCopy
-from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions
+from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions, execution_id
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.partitions.store import new_attempt_id
 from airflow_ft_provider.spark.spec import InputPartition, StoreAccess, StoreCredentials, StoredObject
@@ -40,6 +40,9 @@ class StagedFiles:
 
     access = None  # the application reads and writes local files
     credentials = None
+
+    def discard(self, outputs: Iterable[PlannedWrite], try_number: int) -> None:
+        pass  # the try's scratch directory goes with the try
 
     def input_partition(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
@@ -118,6 +121,9 @@ class DirectS3a:
     access = None  # Spark's s3a connector has its own settings
     credentials = None
 
+    def discard(self, outputs: Iterable[PlannedWrite], try_number: int) -> None:
+        discard_attempts(self.store, outputs, try_number)
+
     def input_partition(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
     ) -> InputPartition:
@@ -180,6 +186,9 @@ class ExecutorS3:
         self.credentials = credentials  # None: the executors' own (an instance role)
         self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
 
+    def discard(self, outputs: Iterable[PlannedWrite], try_number: int) -> None:
+        discard_attempts(self.store, outputs, try_number)
+
     def input_partition(
         self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
     ) -> InputPartition:
@@ -234,6 +243,16 @@ class ExecutorS3:
             provenance=provenance,
             recorded=True,
         )
+
+
+def discard_attempts(store: S3PartitionStore, outputs: Iterable[PlannedWrite], try_number: int) -> None:
+    """The attempts a failed application wrote into S3 itself: removed now, not at the next gc."""
+    execution = execution_id(try_number)
+    for output in outputs:
+        if output.attempt is not None:
+            store.discard_uploaded(
+                output.ref, output.attempt, execution_id=execution if output.pipelined else None
+            )
 
 
 def placement_for(

@@ -208,7 +208,11 @@ class StageAttempt:
                 lineage = self.reuse.lineage(placement.read)
                 locations = {name: (p.spec.location, p.attempt) for name, p in outputs.items()}
                 self.adoption.record_started(backend.try_session, locations, placement.read, lineage, workdir)
-                backend.run(spec, fail_in_app=faults.fails_in_app, credentials=placement.credentials)
+                try:
+                    backend.run(spec, fail_in_app=faults.fails_in_app, credentials=placement.credentials)
+                except BaseException:  # none of its output is ever committed: its objects go now
+                    placement.discard(outputs.values(), self.ti.try_number)
+                    raise
                 written = {name: backend.written(planned.spec) for name, planned in outputs.items()}
                 self.adoption.record(locations, written, placement.read, lineage, workdir)
                 faults.after_work()
@@ -292,13 +296,8 @@ class StageAttempt:
             pipelined = not output.result_type.is_reconsumable
             attempt, engine = None, None
             # A checkpointed stage writes every output per micro-batch to files, never to an engine's view.
-            in_engine = self.stage.task_id not in self.stage.pipeline.checkpoint_configs
-            if (
-                pipelined
-                and backend.server is not None
-                and self.stage.pipeline.pipelined_in_engine
-                and in_engine
-            ):
+            checkpointed = self.stage.task_id in self.stage.pipeline.checkpoint_configs
+            if pipelined and backend.server and self.stage.pipeline.pipelined_in_engine and not checkpointed:
                 engine = EngineLocation(backend.server, backend.view_name(str(ref), execution_id(try_number)))
                 self._release_superseded(ref, backend)
                 location = VIEW_PREFIX + engine.view

@@ -177,6 +177,19 @@ class PartitionCommits(AttemptUploads):
             provenance,
         )
 
+    def discard_uploaded(
+        self, ref: PartitionRef, attempt_id: str, *, execution_id: str | None = None
+    ) -> None:
+        """Remove what a writer put under an attempt that is never committed (its try failed), and its
+        unfinished multipart uploads: no manifest names it, so no reader saw it. Best effort: orphan
+        clean-up removes whatever is left."""
+        prefix = self._location(ref, execution_id).prefix + attempt_dir(check_name("attempt id", attempt_id))
+        self._delete_quietly(prefix)
+        try:
+            self._abort_uploads(prefix, older_than=None)
+        except Exception as exc:  # noqa: BLE001 - the try's own failure matters more
+            log.warning("could not abort uploads under s3://%s/%s: %s", self.bucket, prefix, exc)
+
     def _written_record(self, attempt_prefix: str) -> list[WrittenFile]:
         key = attempt_prefix + WRITTEN_RECORD
         data = self.read_object(key)
