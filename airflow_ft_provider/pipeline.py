@@ -103,7 +103,7 @@ class FailoverPipeline:
         failover_strategy: str | None = None,
         per_region_restarts: bool = False,
         airflow_api_conn_id: str = "airflow_api",
-        data_path: DataPath | str = DataPath.EXECUTORS,
+        data_path: DataPath | str = DataPath.STAGED,
         pipelined_in_engine: bool = True,
         group_regions: bool = True,
         checkpointing: bool | Mapping[str, object] | None = None,

@@ -1,12 +1,15 @@
 """Where a stage's partition data flows (``data_path=``): between Spark's executors and S3, or through
 the Airflow worker's disk, or through Spark's s3a connector.
 
-* ``"executors"`` (the default): each executor reads the objects the manifest lists, verifying them,
-  and writes its own objects under the try's attempt prefix, recording their checksums; the worker only
-  commits the manifest. Works wherever the executors run (``execution/placement.ExecutorS3``).
-* ``"staged"``: the worker fetches inputs to its disk and uploads outputs from there; the Spark driver
-  and executors must see the worker's disk (local Spark, a Connect server on the worker's machine).
-  Checkpointed stages use it today (their input is fed from the worker's disk).
+* ``"executors"``: each executor reads the objects the manifest lists, verifying them, and writes its
+  own objects under the try's attempt prefix, recording their checksums; the worker only commits the
+  manifest. Works wherever the executors run (``execution/placement.ExecutorS3``): the way for a
+  cluster. Not yet the default: on Spark Connect each session starts the data source's Python workers
+  (about 2.6 s a stage on the test machine), and its bytes cross the JVM-Python boundary
+  (bench/bench_data_path.py).
+* ``"staged"`` (the default): the worker fetches inputs to its disk and uploads outputs from there; the
+  Spark driver and executors must see the worker's disk (local Spark, a Connect server on the worker's
+  machine). Checkpointed stages use it whatever is asked (their input is fed from the worker's disk).
 * ``"s3a"``: Spark reads and writes ``s3a://`` itself; the cluster needs the hadoop-aws connector.
 """
 

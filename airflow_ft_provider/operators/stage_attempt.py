@@ -165,7 +165,7 @@ class StageAttempt:
         checkpointed = self._checkpointed()
         with checkpointed.workdir() if checkpointed else TryWorkdir(log=self.log) as workdir:
             placement = placement_for(
-                stage.pipeline.data_paths.get(stage.task_id, DataPath.EXECUTORS),
+                stage.pipeline.data_paths.get(stage.task_id, DataPath.STAGED),
                 self.store,
                 workdir,
                 processed=checkpointed.processed if checkpointed else (),

@@ -1,4 +1,4 @@
-"""The default data path with real Spark, under spark-submit and on a Spark Connect server: Spark's
+"""The executors' data path with real Spark, under spark-submit and on a Spark Connect server: Spark's
 executors read and write the partition store themselves, and the Airflow worker moves manifests only.
 
     numbers --numbers (blocking)--> doubled --doubled (pipelined)--> totals
@@ -85,6 +85,7 @@ def test_executors_move_the_data_and_the_worker_only_manifests(
         with FailoverPipeline(
             store=s3_bucket.url,
             spark_conn_id="ft_executors_connect",
+            data_path="executors",
             restart_strategy={"restart-strategy.type": "none"},
         ):
             SparkStageOperator(

@@ -40,12 +40,10 @@ def stage(task_id, **kwargs):
 #   A --a--> B --b--> C
 #              \\--b--> D          (seed 002, all blocking)
 # ft_e2e_seed002_metrics is the same pipeline for tests/e2e/test_metrics.py alone: metrics are tagged by
-# DAG, not by run, so its lines must not mix with the other seed 002 scenarios'. ft_e2e_seed002 keeps
-# the "staged" data path (through the worker's disk, with its task-local cache) covered live; every
-# other scenario runs on the default, the executors' path.
-for dag_id, data_path in (("ft_e2e_seed002", "staged"), ("ft_e2e_seed002_metrics", "executors")):
+# DAG, not by run, so its lines must not mix with the other seed 002 scenarios'.
+for dag_id in ("ft_e2e_seed002", "ft_e2e_seed002_metrics"):
     with DAG(dag_id, **COMMON):
-        with FailoverPipeline(restart_strategy=FAST_FIXED, data_path=data_path):
+        with FailoverPipeline(restart_strategy=FAST_FIXED):
             stage("A", outputs=["a"])
             stage("B", inputs=["a"], outputs=["b"])
             stage("C", inputs=["b"], outputs=["c"])
