@@ -107,102 +107,26 @@ class StagedFiles:
         )
 
 
-class DirectS3a:
-    """Spark reads the manifest's objects and writes the attempt's files on S3 itself (``s3a://``; the
-    cluster needs hadoop-aws); the commit checksums what was written and publishes it."""
+class _S3Attempts:
+    """What the placements in which Spark writes S3 itself share: a new attempt prefix per output, the
+    manifests' objects to read (one LIST checks them), and the commit of what was written there."""
 
-    name = "direct-s3a"
+    recorded = False  # whether the writer records its files (spark/written.py) instead of a read-back
 
     def __init__(self, store: S3PartitionStore) -> None:
         self.store = store
         self.pipelined = PipelinedPartitions(store)
         self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
 
-    access = None  # Spark's s3a connector has its own settings
-    credentials = None
-
     def discard(self, outputs: Iterable[PlannedWrite], try_number: int) -> None:
         discard_attempts(self.store, outputs, try_number)
 
-    def input_partition(
-        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
-    ) -> InputPartition:
+    def _objects(self, ref: PartitionRef, handle: PipelinedHandle | None) -> tuple[Manifest, list[str]]:
         if handle is not None:
-            _, uris = self.pipelined.remote_files(ref, handle)
-        else:
-            manifest, uris = self.store.remote_files(ref)
-            self.read[ref.partition_id] = manifest
-        return InputPartition(ref.partition_id, [uri.replace("s3://", "s3a://", 1) for uri in uris])
-
-    def output_location(
-        self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
-    ) -> tuple[str, str | None]:
-        attempt = new_attempt_id(try_number)
-        location = (
-            self.pipelined.attempt_location(ref, attempt, try_number)
-            if pipelined
-            else self.store.attempt_location(ref, attempt)
-        )
-        return location.replace("s3://", "s3a://", 1), attempt
-
-    def commit(
-        self,
-        ref: PartitionRef,
-        location: str,
-        attempt: str | None,
-        *,
-        pipelined: bool,
-        producer: Producer,
-        compression: str,
-        rows: int,
-        copy_from: Mapping[Path, StoredCopy] | None = None,
-        provenance: Provenance = UNKNOWN,
-    ) -> Manifest:
-        if attempt is None:
-            raise ValueError(f"no attempt id for the direct-s3a output of {ref}")
-        if pipelined:
-            return self.pipelined.commit_uploaded(
-                ref, attempt, producer=producer, compression=compression, row_count=rows
-            )
-        return self.store.commit_uploaded(
-            ref, attempt, producer=producer, compression=compression, row_count=rows, provenance=provenance
-        )
-
-
-class ExecutorS3:
-    """Spark's executors read the manifest's objects and write the attempt's objects on S3 themselves
-    (``spark/partition_source.py``): each verifies what it reads and records what it wrote, so the
-    commit publishes the executors' record without reading a byte. The worker handles manifests only,
-    whatever machines the executors run on."""
-
-    name = "executors"
-
-    def __init__(
-        self, store: S3PartitionStore, access: StoreAccess, credentials: StoreCredentials | None
-    ) -> None:
-        self.store = store
-        self.pipelined = PipelinedPartitions(store)
-        self.access = access
-        self.credentials = credentials  # None: the executors' own (an instance role)
-        self.read: dict[str, Manifest] = {}  # partition id -> the manifest of each blocking input read
-
-    def discard(self, outputs: Iterable[PlannedWrite], try_number: int) -> None:
-        discard_attempts(self.store, outputs, try_number)
-
-    def input_partition(
-        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
-    ) -> InputPartition:
-        """The manifest's objects, found by one LIST with the sizes and ETags it recorded."""
-        if handle is not None:
-            manifest, uris = self.pipelined.remote_files(ref, handle)
-        else:
-            manifest, uris = self.store.remote_files(ref)
-            self.read[ref.partition_id] = manifest
-        objects = [
-            StoredObject(uri.removeprefix("s3://"), entry.size, entry.checksum)
-            for entry, uri in zip(manifest.files, uris, strict=True)
-        ]
-        return InputPartition(ref.partition_id, uris, objects=objects)
+            return self.pipelined.remote_files(ref, handle)
+        manifest, uris = self.store.remote_files(ref)
+        self.read[ref.partition_id] = manifest
+        return manifest, uris
 
     def output_location(
         self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
@@ -229,10 +153,15 @@ class ExecutorS3:
         provenance: Provenance = UNKNOWN,
     ) -> Manifest:
         if attempt is None:
-            raise ValueError(f"no attempt id for the executors' output of {ref}")
+            raise ValueError(f"no attempt id for the S3 output of {ref}")
         if pipelined:
             return self.pipelined.commit_uploaded(
-                ref, attempt, producer=producer, compression=compression, row_count=rows, recorded=True
+                ref,
+                attempt,
+                producer=producer,
+                compression=compression,
+                row_count=rows,
+                recorded=self.recorded,
             )
         return self.store.commit_uploaded(
             ref,
@@ -241,8 +170,57 @@ class ExecutorS3:
             compression=compression,
             row_count=rows,
             provenance=provenance,
-            recorded=True,
+            recorded=self.recorded,
         )
+
+
+class DirectS3a(_S3Attempts):
+    """Spark reads the manifest's objects and writes the attempt's files on S3 itself (``s3a://``; the
+    cluster needs hadoop-aws); the commit checksums what was written and publishes it."""
+
+    name = "direct-s3a"
+    access = None  # Spark's s3a connector has its own settings
+    credentials = None
+
+    def input_partition(
+        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
+    ) -> InputPartition:
+        _, uris = self._objects(ref, handle)
+        return InputPartition(ref.partition_id, [uri.replace("s3://", "s3a://", 1) for uri in uris])
+
+    def output_location(
+        self, ref: PartitionRef, result: str, *, pipelined: bool, try_number: int
+    ) -> tuple[str, str | None]:
+        location, attempt = super().output_location(ref, result, pipelined=pipelined, try_number=try_number)
+        return location.replace("s3://", "s3a://", 1), attempt
+
+
+class ExecutorS3(_S3Attempts):
+    """Spark's executors read the manifest's objects and write the attempt's objects on S3 themselves
+    (``spark/partition_source.py``): each verifies what it reads and records what it wrote, so the
+    commit publishes the executors' record without reading a byte. The worker handles manifests only,
+    whatever machines the executors run on."""
+
+    name = "executors"
+    recorded = True
+
+    def __init__(
+        self, store: S3PartitionStore, access: StoreAccess, credentials: StoreCredentials | None
+    ) -> None:
+        super().__init__(store)
+        self.access = access
+        self.credentials = credentials  # None: the executors' own (an instance role)
+
+    def input_partition(
+        self, ref: PartitionRef, result: str, number: int, handle: PipelinedHandle | None
+    ) -> InputPartition:
+        """The manifest's objects, found by one LIST with the sizes and ETags it recorded."""
+        manifest, uris = self._objects(ref, handle)
+        objects = [
+            StoredObject(uri.removeprefix("s3://"), entry.size, entry.checksum)
+            for entry, uri in zip(manifest.files, uris, strict=True)
+        ]
+        return InputPartition(ref.partition_id, uris, objects=objects)
 
 
 def discard_attempts(store: S3PartitionStore, outputs: Iterable[PlannedWrite], try_number: int) -> None:
