@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import enum
 
+from airflow_ft_provider.model.choice import parse_choice
+
 
 class DataPath(enum.Enum):
     EXECUTORS = "executors"
@@ -26,15 +28,7 @@ class DataPath(enum.Enum):
     @classmethod
     def parse(cls, value: object, *, where: str) -> DataPath:
         """``value`` as declared (a DataPath or its name); ValueError naming ``where`` otherwise."""
-        if isinstance(value, DataPath):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            names = ", ".join(repr(p.value) for p in cls)
-            raise ValueError(
-                f"{where}: data_path must be one of {names}, got {value!r} (README, Running on a cluster)"
-            ) from None
+        return parse_choice(cls, value, where=where, key="data_path", see="Running on a cluster")
 
     @staticmethod
     def of_stage(declared: DataPath | None, pipeline: DataPath, *, checkpointed: bool) -> DataPath:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import enum
 
+from airflow_ft_provider.model.choice import parse_choice
+
 
 class ReuseScope(enum.Enum):
     OFF = "off"
@@ -24,15 +26,7 @@ class ReuseScope(enum.Enum):
     @classmethod
     def parse(cls, value: object, *, where: str) -> ReuseScope:
         """``value`` as declared (a ReuseScope or its name); ValueError naming ``where`` otherwise."""
-        if isinstance(value, ReuseScope):
-            return value
-        try:
-            return cls(value)
-        except ValueError:
-            names = ", ".join(repr(s.value) for s in cls)
-            raise ValueError(
-                f"{where}: reuse must be one of {names}, got {value!r} (README, Reusing unchanged outputs)"
-            ) from None
+        return parse_choice(cls, value, where=where, key="reuse", see="Reusing unchanged outputs")
 
     @staticmethod
     def of_stage(declared: ReuseScope | None, pipeline: ReuseScope, *, checkpointed: bool) -> ReuseScope:
