@@ -1,5 +1,5 @@
-"""Where a stage try reads and writes partition data: S3 through Spark's executors (the default), the
-worker's disk, or S3 through Spark's s3a connector.
+"""Where a stage try reads and writes partition data: the worker's disk (the default), S3 through
+Spark's executors, or S3 through Spark's s3a connector (``model/data_path.py``).
 
 All end in the same commit: a manifest for a blocking partition, a scratch manifest and a handle for
 a pipelined one kept in S3 (pipelined partitions a Spark Connect server keeps are the backend's).

@@ -14,8 +14,9 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from ..safe_json import load_json
 from ..spark.checksums import new_hasher
-from ..spark.written import WRITTEN_RECORD, WrittenFile, parse_written
+from ..spark.written import MAX_RECORD_BYTES, WRITTEN_RECORD, WrittenFile, written_files
 from .errors import (
     PartitionStoreError,
     StaleCommitError,
@@ -202,8 +203,8 @@ class PartitionCommits(AttemptUploads):
                 code=None,
                 operation="commit_uploaded",
             )
-        try:
-            return parse_written(data)
+        try:  # stored JSON: the limits every reader of the bucket applies, then the record's own checks
+            return written_files(load_json(data, max_bytes=MAX_RECORD_BYTES))
         except ValueError as exc:
             raise ValueError(f"s3://{self.bucket}/{key}: {exc}; nothing was published") from None
 

@@ -162,10 +162,7 @@ class PartitionWriter(DataSourceArrowWriter):
         try:
             for batch in iterator:
                 if writer is None:
-                    stream = s3_filesystem(self.options, self.credentials).open_output_stream(
-                        f"{self.bucket}/{self.prefix}{name}"
-                    )
-                    sink = _HashingSink(stream, self.checksum)
+                    sink = self._open(s3_filesystem(self.options, self.credentials), name)
                     writer = pq.ParquetWriter(sink, batch.schema, compression=self.compression)
                 writer.write_batch(batch)
                 rows += batch.num_rows
@@ -190,13 +187,18 @@ class PartitionWriter(DataSourceArrowWriter):
         from pyspark.sql.pandas.types import to_arrow_schema
 
         name = f"part-00000-a0-{uuid.uuid4().hex[:12]}.parquet"
-        stream = filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}")
-        sink = _HashingSink(stream, self.checksum)
+        sink = self._open(filesystem, name)
         try:
             pq.ParquetWriter(sink, to_arrow_schema(self.schema), compression=self.compression).close()
         finally:
             sink.close()
         return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=0)
+
+    def _open(self, filesystem: S3FileSystem, name: str) -> _HashingSink:
+        """A new object under the attempt prefix, hashed as it is written (it exists once closed)."""
+        return _HashingSink(
+            filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum
+        )
 
     def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
         filesystem = s3_filesystem(self.options, self.credentials)

@@ -30,7 +30,6 @@ from typing import TYPE_CHECKING, Any
 
 from .carried import carried_rows
 from .content import ContentObserver, rows_in_footers
-from .executor_io import ExecutorIO, credentials_from_env
 from .failure_report import FAILURE_REPORT_CONF, InjectedFailure, injected_in_batch, report_uncaught
 from .feed import FedFile, Feeder, feed_until_done
 from .sink_log import remove_uncommitted
@@ -49,6 +48,8 @@ from .spec import (
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
+
+    from .executor_io import ExecutorIO
 
 
 class StageIOError(RuntimeError):
@@ -98,7 +99,10 @@ class StageIO:
         self._executors: ExecutorIO | None = None
 
     def _executor_io(self) -> ExecutorIO:
-        """The executors' own data path (``executor_io.py``), registered on first use."""
+        """The executors' own data path (``executor_io.py``), registered on first use; imported only
+        then, so a staged stage does not pay for pyspark's data source modules."""
+        from .executor_io import ExecutorIO, credentials_from_env
+
         if self._executors is None:
             assert self.spec.store is not None
             given = self._in_process.credentials if self._in_process is not None else credentials_from_env()

@@ -2,7 +2,8 @@
 
 The executors' writer (``partition_source.py``) puts it under the try's attempt prefix once Spark has
 committed the write; the operator builds the partition's manifest from it (``partitions/commit.py``)
-without reading any data. Stdlib only: the driver writes it, the Airflow worker reads it.
+without reading any data. Stdlib only: the driver writes it (and reads it back, ``parse_written``); the
+store reads it as any stored JSON (``safe_json.load_json``) and checks it with ``written_files``.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
+from typing import TypeGuard
 
 WRITTEN_RECORD = "_ft_written.json"
 RECORD_VERSION = 1
@@ -35,13 +37,18 @@ def encode_written(files: Sequence[WrittenFile]) -> bytes:
 
 
 def parse_written(data: bytes) -> list[WrittenFile]:
-    """The record as the driver wrote it (stored data: every field checked); ValueError when it is not."""
+    """The record a driver just wrote, read back by it; ValueError when it is not one."""
     if len(data) > MAX_RECORD_BYTES:
         raise ValueError(f"{WRITTEN_RECORD} has {len(data)} bytes, more than a record can have")
     try:
         doc = json.loads(data)
     except ValueError as err:
         raise ValueError(f"{WRITTEN_RECORD} is not JSON ({err})") from None
+    return written_files(doc)
+
+
+def written_files(doc: object) -> list[WrittenFile]:
+    """The files of a parsed record, every field checked; ValueError when it is not a record."""
     if (
         not isinstance(doc, dict)
         or doc.get("version") != RECORD_VERSION
@@ -55,14 +62,7 @@ def parse_written(data: bytes) -> list[WrittenFile]:
         key, size, checksum, rows = (entry.get(k) for k in ("key", "size", "checksum", "rows"))
         if not (isinstance(key, str) and _FILE_NAME.fullmatch(key)):
             raise ValueError(f"{WRITTEN_RECORD}: {key!r} is not a file name this writer gives")
-        if not (
-            isinstance(size, int)
-            and isinstance(rows, int)
-            and _count(size)
-            and _count(rows)
-            and isinstance(checksum, str)
-            and ":" in checksum
-        ):
+        if not (_count(size) and _count(rows) and isinstance(checksum, str) and ":" in checksum):
             raise ValueError(f"{WRITTEN_RECORD}: the entry of {key} needs size, rows and checksum")
         written.append(WrittenFile(key, size, checksum, rows))
     if len({f.key for f in written}) != len(written):
@@ -70,5 +70,5 @@ def parse_written(data: bytes) -> list[WrittenFile]:
     return written
 
 
-def _count(value: object) -> bool:
+def _count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0

@@ -179,7 +179,9 @@ def test_recorded_objects_are_committed_without_reading_them_and_a_lost_task_att
     assert [p.read_bytes() for p in fetched.paths] == list(kept.values())
 
 
-@pytest.mark.parametrize("problem", ["no record", "object shorter", "rows differ", "damaged record"])
+@pytest.mark.parametrize(
+    "problem", ["no record", "object shorter", "rows differ", "damaged record", "hostile record"]
+)
 def test_a_recorded_commit_that_does_not_add_up_publishes_nothing(make_store, problem):
     from airflow_ft_provider.spark.written import WrittenFile
 
@@ -190,14 +192,18 @@ def test_a_recorded_commit_that_does_not_add_up_publishes_nothing(make_store, pr
     entry = WrittenFile(name, 41 if problem == "object shorter" else 40, "crc32c:00000000", 5)
     record = None if problem == "no record" else [entry]
     write_like_executors(store, ref, attempt, {name: b"a" * 40}, record)
+    bucket, prefix = store.attempt_location(ref, attempt).removeprefix("s3://").split("/", 1)
     if problem == "damaged record":
-        bucket, prefix = store.attempt_location(ref, attempt).removeprefix("s3://").split("/", 1)
         store.client.put_object(Bucket=bucket, Key=prefix + "_ft_written.json", Body=b'{"version": 1}')
+    if problem == "hostile record":  # two readers could disagree on which "files" wins
+        body = b'{"version": 1, "files": [], "files": []}'
+        store.client.put_object(Bucket=bucket, Key=prefix + "_ft_written.json", Body=body)
     error, says = {
         "no record": (PartitionStoreError, "Spark did not finish the write"),
         "object shorter": (PartitionStoreError, "is 40 bytes; the executors recorded 41 bytes"),
         "rows differ": (ValueError, "reported 6 rows, the executors' record 5"),
         "damaged record": (ValueError, "not a version-1 record"),
+        "hostile record": (ValueError, "'files' appears twice in one object; nothing was published"),
     }[problem]
     reported = 6 if problem == "rows differ" else 5
     with pytest.raises(error, match=says):
