@@ -518,6 +518,19 @@ def stage_try_setting(name: str, value: str) -> Callable[[Env], object]:
     return provoke
 
 
+def executor_setting(name: str, value: str) -> Callable[[Env], object]:
+    """``[ft_provider] <name> = <value>``, then a try on the executors' data path asks how they reach
+    the store."""
+
+    def provoke(env: Env) -> object:
+        from airflow_ft_provider.hooks.partition_store import executor_access
+
+        env.monkeypatch.setenv(f"AIRFLOW__FT_PROVIDER__{name.upper()}", value)
+        return executor_access(hook_store(env, env.aws_conn("ft_s3_ok")), "ft_s3_ok")
+
+    return provoke
+
+
 def sweep_setting(name: str, value: str) -> Callable[[Env], object]:
     """``[ft_provider] <name> = <value>``, then a run's end asks for the sweep's limits."""
 
@@ -1319,6 +1332,13 @@ CATALOGUE = [
         ValueError,
         "[ft_provider] wait_for_running_work",
         "must be True or False, got 'maybe'",
+    ),
+    row(
+        "store-config/executor_credentials=both",
+        executor_setting("executor_credentials", "both"),
+        ValueError,
+        "[ft_provider] executor_credentials must be 'connection'",
+        "or 'executor' (they use their own role), got 'both'",
     ),
     row(
         "store-config/partition_store_conn_id=undefined-connection",
