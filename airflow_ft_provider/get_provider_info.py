@@ -217,7 +217,7 @@ def _config_options() -> dict[str, dict[str, Any]]:
         "example": "False",
         "default": "True",
     }
-    options["wait_for_running_work"] = {  # read by airflow_ft_provider.operators.adoption
+    options["wait_for_running_work"] = {  # read by airflow_ft_provider.stage_try.adoption
         "description": "On Spark Connect, a try whose earlier try's worker died while the server was still "
         "writing its outputs waits for that write to end and commits it, instead of computing the same "
         "output a second time (the earlier try's staged output, on the same machine, with unchanged inputs "

@@ -19,7 +19,7 @@ SCENARIOS = {
     # seed 002: C fails once (before submitting) -> only C re-runs
     "seed002_c_fails": ("ft_e2e_seed002", {"ft_faults": [{"task": "C", "times": 1}]}),
     # seed 002: D's task process is SIGKILLed after its Spark work, before its commit -> D's next try
-    # commits that output without Spark (operators/adoption.py)
+    # commits that output without Spark (stage_try/adoption.py)
     "seed002_d_killed": ("ft_e2e_seed002", {"ft_faults": [{"task": "D", "mode": "kill"}]}),
     # seed 002: one object of B's partition is lost before C reads it -> B, C and D re-run, A does not
     "seed002_b_lost": ("ft_e2e_seed002", {"ft_faults": [{"task": "C", "delete": ["b"]}]}),

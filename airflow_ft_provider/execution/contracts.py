@@ -1,6 +1,6 @@
 """The seams of a stage try: the stage a backend runs, the backend, and where data is placed.
 
-Typed here so that the try (``operators/stage_attempt.py``) reaches no attribute a contract does not
+Typed here so that the try (``stage_try/attempt.py``) reaches no attribute a contract does not
 name: a backend that keeps no pipelined partitions still answers ``server``, ``holds`` and ``drop``.
 """
 

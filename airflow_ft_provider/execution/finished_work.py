@@ -6,7 +6,7 @@ killer), the next try would compute it again. So the moment the application has 
 the try records where they are, how many rows each has and what they hold, and which input attempts it
 read, in Airflow's ``task_state_store`` (the store ``ResumableJobMixin`` keeps a job id in, scoped to
 the task instance across its tries). The next try commits that output itself when it is still there and
-its inputs are the same attempts (``operators/adoption.py``), without starting Spark.
+its inputs are the same attempts (``stage_try/adoption.py``), without starting Spark.
 """
 
 from __future__ import annotations

@@ -5,7 +5,7 @@ worker dies mid-write, the server goes on with it: it keeps an execution whose c
 ``spark.connect.execute.manager.detachedTimeout``. So just before the application runs, a try records
 the session it works in, where each output is staged and which input attempts it read, in Airflow's
 ``task_state_store``. The task's next try then waits for that session's operations to end and commits
-the output they completed, instead of computing it a second time beside them (``operators/adoption.py``,
+the output they completed, instead of computing it a second time beside them (``stage_try/adoption.py``,
 ``execution/connect_operations.py``).
 """
 

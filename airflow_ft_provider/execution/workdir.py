@@ -32,7 +32,7 @@ OWNER_FILE = ".owner"
 # right now (the owner file appears within microseconds of the directory): removed only once this old.
 UNOWNED_GRACE_SECONDS = 600.0
 # A killed try whose output is complete, or being written by a Spark Connect server that outlives it
-# (``keep_for_next_try``), leaves it for the task's next try to adopt (operators/adoption.py): other
+# (``keep_for_next_try``), leaves it for the task's next try to adopt (stage_try/adoption.py): other
 # tries' sweeps keep it this long.
 ADOPTABLE_FILE = ".adoptable"
 ADOPTION_GRACE_SECONDS = 3600.0

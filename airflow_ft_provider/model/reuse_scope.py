@@ -1,7 +1,7 @@
 """How far a stage looks for an output it computed already from the same inputs and code (``reuse=``).
 
 * ``"within-run"`` (the default): a later try of the task in the same run publishes its own earlier
-  output again (``operators/output_reuse.py``). That output is a valid result of this run for identical
+  output again (``stage_try/reuse.py``). That output is a valid result of this run for identical
   inputs, so the run's output stays exactly once.
 * ``"across-runs"``: also an output an earlier run of the pipeline committed, while the store keeps that
   run (its retention): the files are copied inside S3 into this run. Opt-in, because it takes the code

@@ -177,7 +177,7 @@ class SparkStageOperator(BaseOperator):
         self.spark_name = spark_name
         self.spark_conn_id = spark_conn_id
         self.spark_submit_kwargs = spark_submit_kwargs or {}
-        self._attempt: Killable | None = None  # the running try (a StageAttempt), for on_kill
+        self._attempt: Killable | None = None  # the running try (a StageTry), for on_kill
 
     # -- collaborators ------------------------------------------------------------------------------
     @cached_property
@@ -210,22 +210,33 @@ class SparkStageOperator(BaseOperator):
         # Imported here: a DAG parse needs none of a try's machinery (bench/bench_parse_cost.py).
         from airflow.sdk.exceptions import AirflowFailException
 
-        from airflow_ft_provider.operators.stage_attempt import StageAttempt
+        from airflow_ft_provider.faults import faults_for
         from airflow_ft_provider.recovery.retry_policy import record_failure_without_retry
+        from airflow_ft_provider.stage_try.attempt import StageTry
+        from airflow_ft_provider.stage_try.entries import PARTITIONS_XCOM_KEY, as_xcom
+        from airflow_ft_provider.stage_try.scope import TryScope
 
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         self.application = self.resolved_application()
         if self.pipeline.store_url:
             self._wait_for_restart_time(context, map_index, resumed=event is not None)
-        attempt = StageAttempt(self, context, map_index)
+        scope = TryScope.of(
+            self, context["run_id"], map_index, ti.try_number, context.get("task_state_store")
+        )
+        faults = faults_for(
+            context, scope.task, graph=self.description.graph, store=scope.store, run=scope.run, log=self.log
+        )
+        attempt = StageTry(scope, faults)
         self._attempt = attempt
         try:
-            return attempt.run()
+            committed = as_xcom(attempt.run())
         except AirflowFailException as failure:  # Airflow fails it without asking the retry policy
             if self.pipeline.store_url:
                 record_failure_without_retry(context, failure)
             raise
+        ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
+        return committed
 
     def resolved_application(self) -> str | None:
         """``application`` with a relative path taken from the DAG file's folder (where a DAG folder

@@ -23,7 +23,7 @@ from airflow_ft_provider.partitions.store import AvailabilityReport
 
 SUCCESS = "success"
 CHECKPOINT_EVENTS = ("checkpoint", "checkpoints")  # a try's restore point, and its statistics
-# a try that reused its outputs (operators/output_reuse.py), or committed a killed try's (adoption.py)
+# a try that reused its outputs (stage_try/reuse.py), or committed a killed try's (adoption.py)
 EARLIER_OUTPUT_EVENTS = ("reused", "adopted")
 
 

@@ -31,6 +31,7 @@ from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
 from airflow_ft_provider.recovery.scope import RunScope
+from airflow_ft_provider.recovery.try_events import TryEvent
 from airflow_ft_provider.recovery.try_start import TryStart
 
 
@@ -151,6 +152,32 @@ class RunRecovery:
             }
         )
         return cleared
+
+    # -- a stage try's own history ------------------------------------------------------------------
+    def record_try(self, event: TryEvent) -> None:
+        """How a try came by its outputs, or where its checkpointed work started (``try_events.py``)."""
+        self.journal.record(event.to_json())
+
+    def run_state(self) -> RunState:
+        """The run's recovery state: which execution of a region a pipelined input belongs to."""
+        return self.journal.load()
+
+    def found_lost(self) -> frozenset[str]:
+        """Partitions a decision of this run found lost (a retry's commits rebuild them), for metrics."""
+        return self.journal.found_lost()
+
+    def named_by_manual_restart(self, task: str, *, since: float) -> bool:
+        """Whether a manual restart after ``since`` named ``task``'s region: the user asked for it to be
+        computed again (the consumer regions it rescheduled may still reuse their outputs)."""
+        for event in self.journal.events():
+            when = event.get("time")
+            if event.get("kind") != "manual" or not isinstance(when, (int, float)) or when <= since:
+                continue
+            named = str(event.get("task"))
+            for region in event.get("regions", []):
+                if task in region and any(t == named or t.startswith(f"{named}[") for t in region):
+                    return True
+        return False
 
     def store_pointer(self) -> dict[str, str]:
         """What a try pushes as XCom ``ft_store``: the store's URL and connection name (compared by the

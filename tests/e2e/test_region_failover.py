@@ -84,7 +84,7 @@ def log_of(live_airflow, dag_id, run_id, task_id, try_number, map_index=-1):
 
 
 def scratch_directory(log):
-    """The scratch directory a try logged (operators/stage_attempt.py, execution/workdir.py), if any: a
+    """The scratch directory a try logged (stage_try/attempt.py, execution/workdir.py), if any: a
     try that deferred shows, without remote logging, only the part of its log of one worker."""
     found = re.search(r"scratch directory of this try: ([^\s\"',}]+)", log)
     return Path(found.group(1)) if found else None

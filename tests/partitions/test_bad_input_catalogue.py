@@ -510,7 +510,7 @@ def stage_try_setting(name: str, value: str) -> Callable[[Env], object]:
     """``[ft_provider] <name> = <value>``, then a stage try reads the settings it starts with."""
 
     def provoke(env: Env) -> object:
-        from airflow_ft_provider.operators.adoption import wait_for_running_work
+        from airflow_ft_provider.stage_try.adoption import wait_for_running_work
 
         env.monkeypatch.setenv(f"AIRFLOW__FT_PROVIDER__{name.upper()}", value)
         return wait_for_running_work()

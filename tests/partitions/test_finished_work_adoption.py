@@ -1,5 +1,5 @@
 """A try killed between its Spark work and its commit: the next try commits that output itself
-(operators/adoption.py), against the S3 endpoint, with a real scratch directory and its lock."""
+(stage_try/adoption.py), against the S3 endpoint, with a real scratch directory and its lock."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ import pytest
 from airflow_ft_provider.execution.contracts import WrittenOutput
 from airflow_ft_provider.execution.finished_work import FINISHED_KEY, FinishedWork
 from airflow_ft_provider.execution.workdir import OWNER_FILE
-from airflow_ft_provider.model.exchanges import Output
-from airflow_ft_provider.operators.adoption import FinishedWorkAdoption
 from airflow_ft_provider.partitions import PartitionNotFound, Producer
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption
+from airflow_ft_provider.stage_try.reuse import OutputReuse
 from ft_harness.partition_files import read_all, version_files, write_files
-from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, decision
+from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, try_scope
 
 pytestmark = pytest.mark.s3
 
@@ -38,8 +38,8 @@ class StateStore:
 
 
 def adoption(store, state, try_number, tmp_path, log=None):
-    reuse = decision(store, Stage(str(tmp_path / "down.py")), try_number, log=log)
-    return FinishedWorkAdoption(reuse, (Output("totals"),), checkpointed=False, state=state, log=log or Log())
+    scope = try_scope(store, Stage(str(tmp_path / "down.py")), try_number, log=log or Log(), state=state)
+    return FinishedWorkAdoption(scope, OutputReuse(scope))
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_the_next_try_commits_the_killed_trys_output_without_spark(store, killed
     assert FinishedWork.from_json(state.values[FINISHED_KEY]).try_number == 1
     log = Log()
     committed = adoption(store, state, 2, tmp_path, log).try_adopt()
-    assert committed is not None and committed["totals"]["adopted_from_try"] == 1
+    assert committed is not None and committed["totals"].adopted_from_try == 1
     manifest = store.manifest(RUN.parse("totals"))
     assert (manifest.producer.try_number, manifest.row_count) == (2, 21)
     assert manifest.provenance == Provenance(CONTENT, None)

@@ -1,4 +1,4 @@
-"""A try's reuse decision (operators/output_reuse.py) against the S3 endpoint: from the second try on,
+"""A try's reuse decision (stage_try/reuse.py) against the S3 endpoint: from the second try on,
 the same inputs and code reuse the output; anything else, or reuse="off", runs Spark."""
 
 from __future__ import annotations
@@ -12,10 +12,11 @@ import pytest
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.model.reuse_scope import ReuseScope
-from airflow_ft_provider.operators.output_reuse import OutputReuse
 from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.stage_try.reuse import OutputReuse
+from airflow_ft_provider.stage_try.scope import TryScope
 from ft_harness.partition_files import version_files, write_files
 
 pytestmark = pytest.mark.s3
@@ -31,6 +32,17 @@ DESCRIPTION = PipelineDescription(
 
 
 @dataclass(frozen=True)
+class Pipeline:
+    """What a try reads of its FailoverPipeline (stage_try/scope.PipelineSettings)."""
+
+    reuse: ReuseScope = ReuseScope.WITHIN_RUN
+    data_paths: dict[str, Any] = field(default_factory=dict)
+    spark_conn_id: str = "spark_default"
+    pipelined_in_engine: bool = True
+    checkpoint_configs: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
 class Stage:
     application: str
     task_id: str = "down"
@@ -39,6 +51,14 @@ class Stage:
     application_args: list[Any] = field(default_factory=list)
     conf: dict[str, Any] = field(default_factory=dict)
     env_vars: dict[str, str] = field(default_factory=dict)
+    # what the try reads beyond what its identity hashes (stage_try/scope.AttemptedStage)
+    description: PipelineDescription | None = None
+    store: Any = None
+    pipeline: Pipeline = field(default_factory=Pipeline)
+    outputs: tuple[Output, ...] = (Output("totals"),)
+    reuse: ReuseScope | None = None
+    spark_conn_id: str | None = None
+    log: Any = None
 
 
 class Log:
@@ -51,18 +71,16 @@ class Log:
     warning = info
 
 
-def decision(store, stage, try_number, *, scope=ReuseScope.WITHIN_RUN, log=None, run=RUN):
-    return OutputReuse(
-        stage,
-        (Output("totals"),),
-        description=DESCRIPTION,
-        store=store,
-        run=run,
-        map_index=None,
-        try_number=try_number,
-        scope=scope,
-        log=log or Log(),
+def try_scope(store, stage, try_number, *, scope=ReuseScope.WITHIN_RUN, log=None, run=RUN, state=None):
+    """The scope of try ``try_number`` of ``stage`` (down) in ``run``, as a stage try builds it."""
+    stage = replace(
+        stage, description=DESCRIPTION, store=store, pipeline=Pipeline(reuse=scope), log=log or Log()
     )
+    return TryScope.of(stage, run.run_id, None, try_number, state)
+
+
+def decision(store, stage, try_number, *, scope=ReuseScope.WITHIN_RUN, log=None, run=RUN):
+    return OutputReuse(try_scope(store, stage, try_number, scope=scope, log=log, run=run))
 
 
 def commit(store, tmp_path, result, producer, provenance, version=1, run=RUN):
@@ -92,7 +110,7 @@ def test_unchanged_inputs_and_code_reuse_the_output_and_say_so(store, first_run)
     stage, totals = first_run
     log = Log()
     committed = decision(store, stage, 2, log=log).try_reuse()
-    assert committed is not None and committed["totals"]["reused_from_try"] == 1
+    assert committed is not None and committed["totals"].reused_from_try == 1
     current = store.manifest(RUN.parse("totals"))
     assert (current.producer.try_number, current.attempt_id) == (2, totals.attempt_id)
     said = "inputs identical to try 1's: output of try 1 reused, Spark not started"
@@ -157,7 +175,7 @@ def test_across_runs_copies_an_earlier_runs_output_only_when_asked(store, first_
     assert decision(store, stage, 1, run=NEXT_RUN).try_reuse() is None
     log = Log()
     committed = decision(store, stage, 1, run=NEXT_RUN, scope=ReuseScope.ACROSS_RUNS, log=log).try_reuse()
-    assert committed is not None and committed["totals"]["reused_from_run"] == RUN.run_id
+    assert committed is not None and committed["totals"].reused_from_run == RUN.run_id
     said = f"inputs and code identical to run {RUN.run_id}'s: its output copied, Spark not started"
     assert any(said in line for line in log.lines), log.lines
     [event] = [e for e in RecoveryJournal(store, NEXT_RUN).events() if e["kind"] == "reused"]

@@ -1,5 +1,5 @@
 """A try killed while its Spark Connect server was still writing its output: the next try waits for
-that write and commits it (operators/adoption.py), against a real Connect server and the S3 endpoint.
+that write and commits it (stage_try/adoption.py), against a real Connect server and the S3 endpoint.
 
 The killed try is a separate process that records its work as a stage try does, starts a write whose
 rows each take a while in a Python UDF (which notes every row it computes in a file), and is SIGKILLed
@@ -21,14 +21,14 @@ from airflow_ft_provider.execution.connect import ConnectBackend, server_identit
 from airflow_ft_provider.execution.connect_sessions import SESSION_KEY, TrySession
 from airflow_ft_provider.execution.running_work import RUNNING_KEY
 from airflow_ft_provider.execution.workdir import OWNER_FILE
-from airflow_ft_provider.model.exchanges import Output
-from airflow_ft_provider.operators.adoption import FinishedWorkAdoption
 from airflow_ft_provider.partitions import PartitionNotFound, Producer, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption
+from airflow_ft_provider.stage_try.reuse import OutputReuse
 from ft_harness.partition_files import version_files, write_files
 from tests.partitions.test_finished_work_adoption import StateStore
-from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, decision
+from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, try_scope
 from tests.spark.test_connect_backend import stage
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
@@ -66,10 +66,8 @@ def connection(spark_connect, monkeypatch):
 
 
 def adoption(store, state, try_number, tmp_path, url, log=None):
-    reuse = decision(store, Stage(str(tmp_path / "down.py")), try_number, log=log)
-    return FinishedWorkAdoption(
-        reuse, (Output("totals"),), checkpointed=False, state=state, log=log or Log(), connect_url=lambda: url
-    )
+    scope = try_scope(store, Stage(str(tmp_path / "down.py")), try_number, log=log or Log(), state=state)
+    return FinishedWorkAdoption(scope, OutputReuse(scope), connect_url=lambda: url)
 
 
 class KilledTry:
@@ -125,7 +123,7 @@ def test_the_next_try_waits_for_the_running_write_and_commits_it_once(store, spa
     started = time.monotonic()
     log = Log()
     committed = adoption(store, killed.state, 2, tmp_path, spark_connect.url, log).try_adopt()
-    assert committed is not None and committed["totals"]["adopted_from_try"] == 1, log.lines
+    assert committed is not None and committed["totals"].adopted_from_try == 1, log.lines
     manifest = store.manifest(RUN.parse("totals"))
     assert (manifest.producer.try_number, manifest.row_count) == (2, ROWS)
     assert killed.rows_computed() == list(range(ROWS))  # every row once: one computation

@@ -210,7 +210,7 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
     loaded = set(json.loads(out.stdout.strip().splitlines()[-1]))
     assert {"airflow_ft_provider.pipeline", "airflow_ft_provider.operators.spark_stage"} <= loaded
     run_time_only = {
-        "airflow_ft_provider.operators.stage_attempt",
+        "airflow_ft_provider.stage_try.attempt",
         "airflow_ft_provider.execution.backend",
         "airflow_ft_provider.execution.connect",
         "airflow_ft_provider.execution.placement",

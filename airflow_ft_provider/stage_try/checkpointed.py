@@ -8,7 +8,6 @@ run's history (journal event ``checkpoint``) and to the try's ``ft_partitions`` 
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -24,11 +23,10 @@ from airflow_ft_provider.checkpoints.snapshot import (
 )
 from airflow_ft_provider.checkpoints.store_copy import Fence, StoreCheckpoints
 from airflow_ft_provider.checkpoints.uploader import CheckpointUploader
-from airflow_ft_provider.execution.contracts import TaskLog
-from airflow_ft_provider.model.description import PipelineDescription
-from airflow_ft_provider.partitions import RunRef, S3PartitionStore, StoredCopy
-from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.try_events import CheckpointRestored, CheckpointsTaken
 from airflow_ft_provider.spark.spec import CheckpointSpec
+from airflow_ft_provider.stage_try.run_mode import RunFinished
+from airflow_ft_provider.stage_try.scope import TryScope
 
 
 class CheckpointFailure(RuntimeError):
@@ -45,31 +43,16 @@ def local_root() -> Path:
 
 
 class CheckpointedTry:
-    def __init__(
-        self,
-        config: CheckpointConfig,
-        *,
-        description: PipelineDescription,
-        store: S3PartitionStore,
-        run: RunRef,
-        stage: str,
-        map_index: int | None,
-        try_number: int,
-        log: TaskLog,
-        kill: Callable[[], None],
-    ) -> None:
+    def __init__(self, scope: TryScope, config: CheckpointConfig, *, kill: Callable[[], None]) -> None:
+        self.scope = scope
         self.config = config
-        self.description = description
-        self.store = store
-        self.run = run
-        self.stage = stage
-        self.map_index = map_index
-        self.task = description.core_task_id(stage, map_index)
-        self.try_number = try_number
-        self.log = log
+        self.store = scope.store
+        self.task = scope.task
+        self.try_number = scope.try_number
+        self.log = scope.log
         self.kill = kill
-        self.local = LocalCheckpoint(local_root(), run, self.task)
-        self.copy = StoreCheckpoints(store, run, self.task)
+        self.local = LocalCheckpoint(local_root(), scope.run, self.task)
+        self.copy = StoreCheckpoints(scope.store, scope.run, self.task)
         self.decision: RestoreDecision | None = None
         self.uploader: CheckpointUploader | None = None
         self.restored_via: str | None = None  # "local" or "store"
@@ -122,14 +105,15 @@ class CheckpointedTry:
         self.local.release()
         self.copy.release()
 
-    def finish(self) -> dict[Path, StoredCopy]:
+    def finish(self) -> RunFinished:
         """The micro-batches are done: take the final checkpoint (Flink takes one at the end of input
         too: a worker lost during the commit leaves nothing to redo) and stop copying; then name the
         output files the store has, for the commit to copy inside S3 instead of uploading them again."""
         assert self.uploader is not None
         self.uploader.stop(drain=True)
         newest = self.uploader.stats.completed[-1] if self.uploader.stats.completed else self.restored
-        return self.copy.stored_outputs(newest, self.local.path) if newest else {}
+        stored = self.copy.stored_outputs(newest, self.local.path) if newest else {}
+        return RunFinished(stored, self.summary())
 
     def _record_statistics(self, *, succeeded: bool) -> None:
         """Seed 003's monitoring for this try, in the task log and the run's history (``checkpoints``)."""
@@ -137,18 +121,10 @@ class CheckpointedTry:
         stats = self.uploader.stats
         sentence = stats.describe(self.task, self.try_number, succeeded=succeeded)
         self.log.info("%s", sentence)
-        metrics.checkpoints(stats.as_dict(), dag_id=self.run.pipeline, task_id=self.task)
+        metrics.checkpoints(stats.as_dict(), dag_id=self.scope.run.pipeline, task_id=self.task)
         try:
-            RecoveryJournal(self.store, self.run).record(
-                {
-                    "time": time.time(),
-                    "kind": "checkpoints",
-                    "task": self.task,
-                    "try_number": self.try_number,
-                    "reason": sentence,
-                    "succeeded": succeeded,
-                    **stats.as_dict(),
-                }
+            self.scope.recovery.record_try(
+                CheckpointsTaken(self.task, self.try_number, sentence, succeeded, stats.as_dict())
             )
         except Exception as err:  # noqa: BLE001 - statistics never fail a try (nor hide its failure)
             self.log.warning("%s: checkpoint statistics not recorded: %s", self.task, err)
@@ -204,17 +180,15 @@ class CheckpointedTry:
         self.log.info("%s", explanation)
         restored = self.decision.checkpoint if self.decision.resume else None
         if restored is not None and self.restored_via:
-            metrics.restored(self.restored_via, dag_id=self.run.pipeline, task_id=self.task)
-        RecoveryJournal(self.store, self.run).record(
-            {
-                "time": time.time(),
-                "kind": "checkpoint",
-                "task": self.task,
-                "try_number": self.try_number,
-                "reason": explanation,
-                "restored_from": restored.checkpoint_id if restored else None,
-                "restored_via": self.restored_via,
-            }
+            metrics.restored(self.restored_via, dag_id=self.scope.run.pipeline, task_id=self.task)
+        self.scope.recovery.record_try(
+            CheckpointRestored(
+                self.task,
+                self.try_number,
+                explanation,
+                restored.checkpoint_id if restored else None,
+                self.restored_via,
+            )
         )
 
     def spec(self, *, fail_in_batch: int | None) -> CheckpointSpec:
@@ -227,7 +201,7 @@ class CheckpointedTry:
         )
 
     def summary(self) -> dict[str, object]:
-        """For the try's XCom, once its micro-batches are done: where it started from and why, and what
+        """For the try's XCom (``finish``): where it started from and why, and what
         it read (from Spark's checkpoint: its file source's log of the files each micro-batch read)."""
         assert self.decision is not None
         restored = self.decision.checkpoint if self.decision.resume else None
@@ -251,12 +225,13 @@ class CheckpointedTry:
         stage reads a pipelined input."""
         attempts: dict[str, str] = {}
         total, pipelined = 0, False
-        for result, partition_ids in self.description.consumed_partitions(self.stage, self.map_index).items():
-            if not self.description.graph.results[result].result_type.is_reconsumable:
+        results = self.scope.description.graph.results
+        for result, partition_ids in self.scope.consumed().items():
+            if not results[result].result_type.is_reconsumable:
                 pipelined = True
                 continue
             for number, partition_id in enumerate(partition_ids):
-                manifest = self.store.manifest(self.run.parse(partition_id))
+                manifest = self.store.manifest(self.scope.run.parse(partition_id))
                 attempts[partition_id] = manifest.attempt_id
                 total += manifest.total_size
                 for entry in manifest.files:  # staged as in/<result>-<n>/<file> (placement.StagedFiles)

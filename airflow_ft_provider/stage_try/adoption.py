@@ -26,11 +26,9 @@ from __future__ import annotations
 
 import os
 import socket
-import time
 from collections.abc import Callable, Mapping
 from contextlib import nullcontext
 from pathlib import Path
-from typing import Any
 
 from airflow_ft_provider import metrics
 from airflow_ft_provider.execution.connect import quiet_abandoned_releases, server_identity
@@ -48,13 +46,14 @@ from airflow_ft_provider.execution.running_work import RUNNING_KEY, RunningWork,
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.execution.workdir import adopt_abandoned, keep_for_next_try
 from airflow_ft_provider.hooks.partition_store import config_flag
-from airflow_ft_provider.model.exchanges import Output
-from airflow_ft_provider.operators.output_reuse import OutputReuse, committed_entry
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound
 from airflow_ft_provider.partitions.provenance import Provenance
-from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.try_events import WorkAdopted
 from airflow_ft_provider.spark.content import rows_in_footers
 from airflow_ft_provider.spark.spec import StoreAccess
+from airflow_ft_provider.stage_try.entries import Committed, PartitionEntry
+from airflow_ft_provider.stage_try.reuse import OutputReuse, blocking_only
+from airflow_ft_provider.stage_try.scope import TryScope
 
 SUCCESS_MARKER = "_SUCCESS"  # Spark's (Hadoop's) file of a committed write job
 WAIT_FOR_RUNNING_WORK = "wait_for_running_work"  # [ft_provider] key (get_provider_info.py)
@@ -72,20 +71,18 @@ class FinishedWorkAdoption:
 
     def __init__(
         self,
+        scope: TryScope,
         reuse: OutputReuse,
-        outputs: tuple[Output, ...],
         *,
-        checkpointed: bool,
-        state: TaskStateStore | None,
-        log: TaskLog,
         connect_url: Callable[[], str | None] = lambda: None,
     ) -> None:
-        self.reuse = reuse  # the task's inputs, outputs, store and producer
-        self.compression = {o.result: o.compression for o in outputs}
-        self.state = state
-        self.log = log
+        self.scope = scope
+        self.reuse = reuse  # the lineage of the task's outputs
+        self.compression = {o.result: o.compression for o in scope.stage.outputs}
+        self.state: TaskStateStore | None = scope.task_state
+        self.log: TaskLog = scope.log
         self.connect_url = connect_url  # this try's Spark Connect connection (None: not Connect)
-        self.eligible = not checkpointed and reuse.blocking_only
+        self.eligible = scope.checkpoint_config is None and blocking_only(scope)
 
     def record_started(
         self,
@@ -120,7 +117,7 @@ class FinishedWorkAdoption:
         if workdir is not None and any(loc.startswith("file://") for loc, _ in locations.values()):
             keep_for_next_try(workdir)  # kept by other tries' sweeps, should this try be killed now
         work = FinishedWork(
-            self.reuse.try_number,
+            self.scope.try_number,
             socket.gethostname(),
             str(workdir) if workdir is not None else None,
             {pid: manifest.attempt_id for pid, manifest in read.items()},
@@ -132,24 +129,24 @@ class FinishedWorkAdoption:
         )
         self._save(FINISHED_KEY, work.to_json(), "its finished work")
 
-    def _save(self, key: str, record: dict[str, Any], what: str) -> None:
+    def _save(self, key: str, record: dict[str, object], what: str) -> None:
         assert self.state is not None
         try:
             self.state.set(key, record)
         except Exception as err:  # noqa: BLE001 - the work goes on; only a killed try's output is lost
             self.log.info("could not record this try's %s (%s)", what, err)
 
-    def try_adopt(self) -> dict[str, Any] | None:
+    def try_adopt(self) -> Committed | None:
         """The committed entries when an earlier try's output was committed for this try."""
         return self._adopt_finished() or self._adopt_running()
 
-    def _adopt_finished(self) -> dict[str, Any] | None:
-        work, passed_over = earlier_finished_work(self.state, self.reuse.try_number)
+    def _adopt_finished(self) -> Committed | None:
+        work, passed_over = earlier_finished_work(self.state, self.scope.try_number)
         if passed_over:
             self.log.info("%s", passed_over)
         if work is None or not self.eligible or not self._unchanged(work.inputs, work.lineage):
             return None
-        if set(work.outputs) != {ref.result for ref in self.reuse.outputs}:
+        if set(work.outputs) != {ref.result for ref in self.scope.output_refs}:
             return None
         staged = any(o.location.startswith("file://") for o in work.outputs.values())
         if staged and (work.host != socket.gethostname() or work.workdir is None):
@@ -171,11 +168,15 @@ class FinishedWorkAdoption:
             )
         return committed
 
-    def _adopt_running(self) -> dict[str, Any] | None:
-        work, passed_over = earlier_running_work(self.state, self.reuse.try_number)
+    def _adopt_running(self) -> Committed | None:
+        work, passed_over = earlier_running_work(self.state, self.scope.try_number)
         if passed_over:
             self.log.info("%s", passed_over)
-        if work is None or not self.eligible or set(work.outputs) != {r.result for r in self.reuse.outputs}:
+        if (
+            work is None
+            or not self.eligible
+            or set(work.outputs) != {r.result for r in self.scope.output_refs}
+        ):
             return None
         earlier, url = work.try_number, self.connect_url()
         if url is None:
@@ -225,7 +226,7 @@ class FinishedWorkAdoption:
             )
         return committed
 
-    def _commit_or_none(self, work: FinishedWork, staged: bool) -> dict[str, Any] | None:
+    def _commit_or_none(self, work: FinishedWork, staged: bool) -> Committed | None:
         try:
             return self._commit(work, staged)
         except Exception as err:  # noqa: BLE001 - running Spark again is always right
@@ -235,10 +236,10 @@ class FinishedWorkAdoption:
     def _unchanged(self, inputs: Mapping[str, str], lineage: str | None) -> bool:
         """The inputs are still the attempts the earlier try read, and the stage's code (in its
         lineage, when recorded) is the same."""
-        if set(inputs) != {ref.partition_id for ref in self.reuse.inputs}:
+        if set(inputs) != {ref.partition_id for ref in self.scope.input_refs}:
             return False
         try:
-            read = {ref.partition_id: self.reuse.store.manifest(ref) for ref in self.reuse.inputs}
+            read = {ref.partition_id: self.scope.store.manifest(ref) for ref in self.scope.input_refs}
         except PartitionNotFound:
             return False
         if any(manifest.attempt_id != inputs[pid] for pid, manifest in read.items()):
@@ -249,8 +250,8 @@ class FinishedWorkAdoption:
             return False
         return True
 
-    def _commit(self, work: FinishedWork, staged: bool) -> dict[str, Any]:
-        store, producer = self.reuse.store, self.reuse.producer()
+    def _commit(self, work: FinishedWork, staged: bool) -> Committed:
+        store, producer = self.scope.store, self.scope.producer()
         placement: DataPlacement = (
             StagedFiles(store, Path(work.workdir or "."))
             if staged
@@ -258,8 +259,8 @@ class FinishedWorkAdoption:
             if any(o.location.startswith("s3a://") for o in work.outputs.values())
             else ExecutorS3(store, StoreAccess(), None)  # its commit reads the executors' record only
         )
-        committed: dict[str, Any] = {}
-        for ref in self.reuse.outputs:
+        committed: Committed = {}
+        for ref in self.scope.output_refs:
             out = work.outputs[ref.result]
             manifest = placement.commit(
                 ref,
@@ -271,7 +272,7 @@ class FinishedWorkAdoption:
                 rows=out.rows,
                 provenance=Provenance(out.content, work.lineage),
             )
-            committed[ref.partition_id] = committed_entry(
+            committed[ref.partition_id] = PartitionEntry.committed(
                 manifest, out.rows, adopted_from_try=work.try_number
             )
         return committed
@@ -286,19 +287,11 @@ class FinishedWorkAdoption:
                     self.log.info("could not clear task_state_store[%r] (%s)", key, err)
 
     def _adopted(self, kind: str, said: str) -> None:
+        scope = self.scope
         self.forget()
-        self.log.info("%s: %s", self.reuse.task, said)
-        reuse = self.reuse
-        metrics.adopted(len(reuse.outputs), dag_id=reuse.stage.dag_id, task_id=str(reuse.task), kind=kind)
-        RecoveryJournal(self.reuse.store, self.reuse.run).record(
-            {
-                "time": time.time(),
-                "kind": "adopted",
-                "task": str(self.reuse.task),
-                "try_number": self.reuse.try_number,
-                "reason": said,
-            }
-        )
+        self.log.info("%s: %s", scope.task, said)
+        metrics.adopted(len(scope.output_refs), dag_id=scope.stage.dag_id, task_id=scope.task, kind=kind)
+        scope.recovery.record_try(WorkAdopted(scope.task, scope.try_number, said))
 
 
 def _completed_rows(location: str) -> int | None:
