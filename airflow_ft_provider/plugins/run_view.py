@@ -15,8 +15,8 @@ from typing import Any
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.durations import representable
+from airflow_ft_provider.failover.failure_handler import RUN_SCOPE, FailoverState
 from airflow_ft_provider.failover.indexed_name import UNMAPPED
-from airflow_ft_provider.failover.recovery import RUN_SCOPE, RecoveryState
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.store import AvailabilityReport
@@ -106,7 +106,7 @@ def _partition_rows(
     return rows
 
 
-def _strategy(description: PipelineDescription, state: RecoveryState, clock: Clock) -> dict[str, Any]:
+def _strategy(description: PipelineDescription, state: FailoverState, clock: Clock) -> dict[str, Any]:
     in_force = description.restart_strategy(clock=clock)
     scopes = []
     for scope in sorted(set(state.strategies) | {RUN_SCOPE}):
@@ -218,7 +218,7 @@ def build_run_view(
     run_id: str,
     *,
     task_instances: Iterable[Mapping[str, Any]],
-    state: RecoveryState,
+    state: FailoverState,
     events: Iterable[Mapping[str, Any]],
     report: AvailabilityReport | None,
     clock: Clock | None = None,

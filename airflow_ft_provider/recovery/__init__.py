@@ -1,7 +1,7 @@
 """The path from a failure to the next try, in a running Airflow: one door, ``run_recovery.RunRecovery``.
 
 1. A stage try fails. ``retry_policy.FailoverRetryPolicy`` calls ``RunRecovery.for_worker(context)
-   .handle_failure``: ``decide`` records the failure and decides with the core (restart strategy +
+   .handle_failure``: ``decide`` records the failure and decides with the core's handler (restart strategy +
    failover strategy, with the partitions ``check_graph`` finds lost) in the run's ``journal`` in S3
    (compare-and-swap), saves the restart as pending, and ``reconcile`` has ``clearing`` clear the other
    started tasks of the restart set through the REST API; the policy retries after the delay, or fails.

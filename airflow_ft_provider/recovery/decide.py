@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Collection, Iterable
+from functools import cached_property
 
 from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome, TryKey
-from airflow_ft_provider.failover.recovery import handle_failure
+from airflow_ft_provider.failover.failure_handler import ExecutionFailureHandler, Failure
 from airflow_ft_provider.failover.restart_strategies import StrategyState
 from airflow_ft_provider.hooks.airflow_api import api_unavailable
 from airflow_ft_provider.partitions import PartitionNotFound
@@ -48,6 +49,17 @@ class FailureHandler:
         self.pending = pending
         self.stop = stop
 
+    @cached_property
+    def core(self) -> ExecutionFailureHandler:
+        """The core's handler of this run's pipeline, built once (its restart configuration read once)."""
+        return ExecutionFailureHandler(
+            self.pipeline.failover_strategy(),
+            self.pipeline.restart_config,
+            clock=self.clock,
+            partitions_persisted=True,
+            per_region=self.pipeline.per_region_restarts,
+        )
+
     def handle(
         self,
         task_id: str,
@@ -63,26 +75,13 @@ class FailureHandler:
         core_task = self.pipeline.core_task_id(task_id, map_index)
         unavailable = self.unavailable_partitions(cause)
         text = describe_cause(cause)
-        failover = self.pipeline.failover_strategy()
         key = TryKey(core_task, try_number)
         keep = {core_task, *keep_running}
         after: list[StrategyState | None] = []  # the budget as this decision left it, for its event
 
         def decide(state: RunState) -> FailoverDecision:
-            decision = handle_failure(
-                state,
-                failover=failover,
-                restart_config=self.pipeline.restart_config,
-                failed_task=core_task,
-                try_number=try_number,
-                cause=text,
-                unavailable=unavailable,
-                clock=self.clock,
-                partitions_persisted=True,
-                per_region=self.pipeline.per_region_restarts,
-                being_ended=state.being_ended(),
-                labels=labels,
-            )
+            failure = Failure(core_task, try_number, text, tuple(unavailable), labels)
+            decision = self.core.handle(state, failure, being_ended=state.being_ended())
             others = sorted(decision.tasks - keep) if decision.outcome is Outcome.RESTART else []
             if not decision.already_handled and others:
                 # Saved with the decision: if the REST API cannot be reached for the clears below, the

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from airflow_ft_provider.failover.decision import TryKey
-from airflow_ft_provider.failover.recovery import RecoveryState
+from airflow_ft_provider.failover.failure_handler import FailoverState
 
 # How long a restart's own handler has to finish its clears before the run's next try takes over (a
 # handler that was killed never says it gave up; one that met an outage does, at once).
@@ -53,7 +53,7 @@ class PendingRestart:
 
 
 @dataclass
-class RunState(RecoveryState):
+class RunState(FailoverState):
     """What a run's journal holds: the core's recovery state and the restarts whose clears are pending."""
 
     pending: dict[TryKey, PendingRestart] = field(default_factory=dict)

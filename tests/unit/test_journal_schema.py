@@ -1,6 +1,6 @@
 """The journal's stored state stays readable across releases (``recovery/journal_schema.py``).
 
-``journal_v1/state.json`` was written by the release before typed recovery state (``RecoveryState.to_json``
+``journal_v1/state.json`` was written by the release before typed recovery state (``FailoverState.to_json``
 of that code, with two decisions, a per-region budget, superseded tries and two pending restarts).
 """
 

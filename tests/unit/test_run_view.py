@@ -1,7 +1,7 @@
 """The failover page's data, built from plain values (no Airflow, no S3)."""
 
 from airflow_ft_provider.failover import ManualClock, ResultPartitionType
-from airflow_ft_provider.failover.recovery import RecoveryState, handle_failure
+from airflow_ft_provider.failover.failure_handler import ExecutionFailureHandler, FailoverState, Failure
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef
@@ -58,16 +58,9 @@ def manifest(result: str, try_number: int) -> Manifest:
 def test_view_of_a_run_with_one_failover():
     description = pipeline()
     clock = ManualClock(1_700_000_100.0)
-    state = RecoveryState()
-    decision = handle_failure(
-        state,
-        failover=description.failover_strategy(),
-        restart_config=FIXED,
-        failed_task="score",
-        try_number=1,
-        cause="RuntimeError: boom",
-        clock=clock,
-    )
+    state = FailoverState()
+    core = ExecutionFailureHandler(description.failover_strategy(), FIXED, clock=clock)
+    decision = core.handle(state, Failure("score", 1, "RuntimeError: boom"))
     events = [
         {
             "time": clock.now(),
@@ -154,13 +147,13 @@ def test_a_missing_manifest_after_success_is_lost_and_an_unreadable_store_is_sai
         RunRef("etl", "r1"), frozenset(), {"raw": UnavailablePartition("raw", Unavailable.MISSING_MANIFEST)}
     )
     view = build_run_view(
-        description, "r1", task_instances=instances, state=RecoveryState(), events=[], report=report
+        description, "r1", task_instances=instances, state=FailoverState(), events=[], report=report
     )
     assert next(p for p in view["partitions"] if p["id"] == "raw")["status"] == "missing"
     assert view["strategy"]["scopes"][0]["budget"].startswith("3 of 3 restarts left")
 
     blind = build_run_view(
-        description, "r1", task_instances=instances, state=RecoveryState(), events=[], report=None
+        description, "r1", task_instances=instances, state=FailoverState(), events=[], report=None
     )
     assert {p["status"] for p in blind["partitions"] if p["type"] == "blocking"} == {"unknown"}
     assert "could not be read" in blind["partitions"][0]["reason"]
@@ -169,7 +162,7 @@ def test_a_missing_manifest_after_success_is_lost_and_an_unreadable_store_is_sai
 def view_of(events):
     """The page's data for run r1 of the test pipeline with nothing but ``events`` known."""
     return build_run_view(
-        pipeline(), "r1", task_instances=[], state=RecoveryState(), report=None, events=events
+        pipeline(), "r1", task_instances=[], state=FailoverState(), report=None, events=events
     )
 
 

@@ -224,7 +224,7 @@ def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path)
         "airflow_ft_provider.recovery.decide",
         "airflow_ft_provider.recovery.gate",
         "airflow_ft_provider.recovery.journal_schema",
-        "airflow_ft_provider.failover.recovery",
+        "airflow_ft_provider.failover.failure_handler",
         "airflow_ft_provider.hooks.partition_store",
     }
     assert loaded & run_time_only == set()

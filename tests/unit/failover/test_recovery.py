@@ -13,7 +13,7 @@ from airflow_ft_provider.failover import ManualClock, ResultPartitionType, Stage
 from airflow_ft_provider.failover.classification import FailureKind, FailureLabels
 from airflow_ft_provider.failover.decision import IllegalDecisionState, Outcome, TryKey
 from airflow_ft_provider.failover.failover_strategies import RestartPipelinedRegionFailoverStrategy
-from airflow_ft_provider.failover.recovery import handle_failure
+from airflow_ft_provider.failover.failure_handler import ExecutionFailureHandler, Failure
 from airflow_ft_provider.recovery import journal_schema
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
 from airflow_ft_provider.recovery.wording import decision_reason
@@ -39,21 +39,12 @@ def seed_002():
     return RestartPipelinedRegionFailoverStrategy(graph)
 
 
-def fail(state, failover, task, try_number, clock, config=FIXED_2, **kwargs):
+def fail(state, failover, task, try_number, clock, config=FIXED_2, *, unavailable=(), labels=None, **handler):
     """Simulates one worker: load the stored JSON, decide, store it back."""
     loaded = journal_schema.decode(journal_schema.encode(state))
-    decision = handle_failure(
-        loaded,
-        failover=failover,
-        restart_config=config,
-        failed_task=task,
-        try_number=try_number,
-        cause="RuntimeError: boom",
-        clock=clock,
-        rng=random.Random(1),
-        being_ended=loaded.being_ended(),
-        **kwargs,
-    )
+    core = ExecutionFailureHandler(failover, config, clock=clock, rng=random.Random(1), **handler)
+    failure = Failure(task, try_number, "RuntimeError: boom", tuple(unavailable), labels)
+    decision = core.handle(loaded, failure, being_ended=loaded.being_ended())
     return decision, loaded
 
 
