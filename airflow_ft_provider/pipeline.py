@@ -48,8 +48,8 @@ from airflow_ft_provider.model.description import (
 from airflow_ft_provider.model.parsed import attach, attached, parsed_description
 from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions.naming import check_name
-from airflow_ft_provider.recovery.classify import StageClassification
-from airflow_ft_provider.recovery.restart_settings import (
+from airflow_ft_provider.recovery.failure_facts import StageClassification
+from airflow_ft_provider.recovery.layered_restarts import (
     own_retry_settings,
     pipeline_restart_config,
     where_set,
@@ -118,7 +118,7 @@ class FailoverPipeline:
         # How long this pipeline's ended runs are kept (else [ft_provider] partition_store_retention);
         # recorded in each run's end marker (partitions/sweep.py).
         self.retention = None if retention is None else pipeline_retention(retention)
-        # Which failures a restart cannot heal, on top of the defaults (recovery/classify.py); each
+        # Which failures a restart cannot heal, on top of the defaults (recovery/failure_facts.py); each
         # stage's own extend these. Checked when the pipeline is built.
         self.failure_rules = failure_rules
         self.failure_classifier = failure_classifier

@@ -19,8 +19,8 @@ from airflow_ft_provider.checkpoints.config import (
 from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.model.description import PipelineWiringError, StageDeclaration
 from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
-from airflow_ft_provider.recovery.classify import StageClassification, failure_classifier, failure_rules
-from airflow_ft_provider.recovery.restart_settings import CLUSTER_SOURCE, cluster_keys
+from airflow_ft_provider.recovery.failure_facts import StageClassification, failure_classifier, failure_rules
+from airflow_ft_provider.recovery.layered_restarts import CLUSTER_SOURCE, cluster_keys
 
 
 def stage_declaration(task: Any) -> StageDeclaration | None:

@@ -25,7 +25,7 @@ class ParsedPipeline(Protocol):
     description: PipelineDescription | None
 
     def failure_labels(self, task_id: str, failure: BaseException) -> FailureLabels:
-        """A stage's failure classified with the stage's rules (``recovery/classify.py``)."""
+        """A stage's failure classified with the stage's rules (``recovery/failure_facts.py``)."""
         ...
 
 

@@ -165,7 +165,7 @@ class SparkStageOperator(BaseOperator):
         self.reuse = None if reuse is None else ReuseScope.parse(reuse, where=f"stage {self.task_id!r}")
         self.data_path = data_path  # checked by FailoverPipeline
         self.checkpointing = checkpointing
-        self.failure_rules = failure_rules  # checked by FailoverPipeline (recovery/classify.py)
+        self.failure_rules = failure_rules  # checked by FailoverPipeline (recovery/failure_facts.py)
         self.failure_classifier = failure_classifier
         self.application = application
         self.python_callable = python_callable

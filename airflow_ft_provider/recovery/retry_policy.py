@@ -1,5 +1,5 @@
 """The Airflow RetryPolicy of every pipeline stage: a failure a restart cannot heal fails at once
-(``recovery/classify.py``); otherwise Flink's restart strategy decides retry-or-fail and the exact
+(``recovery/failure_facts.py``); otherwise Flink's restart strategy decides retry-or-fail and the exact
 delay, and the region failover restarts the other tasks that must run again."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_ft_provider.failover.classification import FailureKind, FailureLabels
 from airflow_ft_provider.failover.durations import representable
-from airflow_ft_provider.recovery.restart_settings import unrecorded_retry
+from airflow_ft_provider.recovery.layered_restarts import unrecorded_retry
 
 log = logging.getLogger(__name__)
 

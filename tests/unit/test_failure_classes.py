@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from airflow_ft_provider.failover.classification import FailureKind, FailureLabels, FailureRules
-from airflow_ft_provider.recovery.classify import (
+from airflow_ft_provider.recovery.failure_facts import (
     StageClassification,
     failure_classifier,
     failure_facts,

@@ -489,12 +489,12 @@ def test_the_default_restart_strategy_of_a_batch_pipeline_ends_and_flinks_unboun
     monkeypatch,
 ):
     from airflow_ft_provider.get_provider_info import get_provider_info
-    from airflow_ft_provider.recovery import restart_settings
+    from airflow_ft_provider.recovery import layered_restarts
 
     ed = "restart-strategy.exponential-delay."
     options = get_provider_info()["config"]["ft_provider"]["options"]
     assert options[ed + "attempts-before-reset-backoff"]["default"] == "10"  # what airflow.cfg is given
-    monkeypatch.setattr(restart_settings, "cluster_keys", lambda keys: {})  # an airflow.cfg that sets none
+    monkeypatch.setattr(layered_restarts, "cluster_keys", lambda keys: {})  # an airflow.cfg that sets none
     strategy = one_stage_pipeline("defaults_end").description.restart_strategy()
     assert type(strategy).__name__ == "ExponentialDelayRestartStrategy"
     assert strategy.attempts_before_reset_backoff == 10

@@ -1,6 +1,6 @@
 """The retry policy when the recovery journal (S3) cannot be reached."""
 
-from airflow_ft_provider.recovery.restart_settings import UNRECORDED_GIVE_UP_TRY, unrecorded_retry
+from airflow_ft_provider.recovery.layered_restarts import UNRECORDED_GIVE_UP_TRY, unrecorded_retry
 
 
 def test_an_unreachable_journal_backs_off_and_gives_up():
