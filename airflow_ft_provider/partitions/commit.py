@@ -224,7 +224,9 @@ class PartitionCommits(AttemptUploads):
                     code=None,
                     operation="commit_uploaded",
                 )
-        return [FileEntry(attempt_dir(attempt_id) + f.key, f.size, f.checksum) for f in files]
+        # The LIST that checked the sizes gives the ETags: the publish lists the attempt no second time
+        etags = {f.key: listed[attempt_prefix + f.key].etag for f in files}
+        return [FileEntry(attempt_dir(attempt_id) + f.key, f.size, f.checksum, etags[f.key]) for f in files]
 
     def _uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
         """The data objects of an attempt, each name checked with the rule manifests are read with."""
@@ -298,8 +300,9 @@ class PartitionCommits(AttemptUploads):
         publishing = False
         try:
             entries = write_files()
-            listed = self._list(attempt_prefix)  # the ETags readers that leave the bytes to Spark compare
-            entries = with_etags(entries, {k: o.etag for k, o in listed.items()}, loc.prefix)
+            if any(entry.etag is None for entry in entries):  # not taken from a LIST of the attempt yet
+                listed = self._list(attempt_prefix)  # the ETags readers that leave the bytes to Spark compare
+                entries = with_etags(entries, {k: o.etag for k, o in listed.items()}, loc.prefix)
             manifest = Manifest(
                 pipeline=loc.ref.pipeline,
                 run_id=loc.ref.run_id,

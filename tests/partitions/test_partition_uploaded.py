@@ -158,20 +158,28 @@ def test_recorded_objects_are_committed_without_reading_them_and_a_lost_task_att
     lost = {"part-00001-a0-00000000000c.parquet": b"c" * 40}  # Spark retried this task attempt
     record = [written(n, d, rows) for (n, d), rows in zip(kept.items(), (30, 12), strict=True)]
     write_like_executors(store, ref, attempt, {**kept, **lost}, record)
-    reads = []
+    reads, lists = [], []
 
     def read(params, **_):
         reads.append(params["Key"])
 
+    def listing(params, **_):
+        lists.append(params.get("Prefix", ""))
+
     events = store.client.meta.events
     events.register("before-parameter-build.s3.GetObject", read)
+    events.register("before-parameter-build.s3.ListObjectsV2", listing)
     try:
         manifest = store.commit_uploaded(
             ref, attempt, producer=Producer("orders", -1, 2), row_count=42, recorded=True
         )
     finally:
         events.unregister("before-parameter-build.s3.GetObject", read)
+        events.unregister("before-parameter-build.s3.ListObjectsV2", listing)
     assert [f.name for f in manifest.files] == sorted(kept) and manifest.row_count == 42
+    # One LIST of the attempt checks the sizes and gives the ETags readers compare with theirs
+    assert sum(1 for p in lists if "attempts/" in p) == 1, lists
+    assert all(f.etag for f in manifest.files), manifest.files
     assert not [k for k in reads if k.endswith(".parquet")] and any(
         k.endswith("_ft_written.json") for k in reads
     )
