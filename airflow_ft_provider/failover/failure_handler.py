@@ -22,8 +22,8 @@ from .classification import FailureLabels
 from .clock import Clock
 from .decision import FailoverDecision, Outcome, TryKey
 from .failover_strategies import FailoverStrategy
-from .restart_config import load_restart_strategy
-from .restart_strategies import RestartStrategy, StrategyState
+from .restart_config import restart_strategy_factory
+from .restart_strategies import StrategyState
 
 RUN_SCOPE = "run"
 __all__ = [
@@ -109,15 +109,10 @@ class ExecutionFailureHandler:
         self.failover = failover
         self.clock = clock
         self.per_region = per_region
-        self._config = dict(restart_config)
-        self._rng = rng
-        self._partitions_persisted = partitions_persisted
-        self._new_strategy()  # an invalid configuration fails now, not at the first failure
-
-    def _new_strategy(self) -> RestartStrategy:
-        """A restart strategy with a fresh budget (a scope's budget is restored into it)."""
-        return load_restart_strategy(
-            self._config, clock=self.clock, rng=self._rng, partitions_persisted=self._partitions_persisted
+        # Read and validated once (an invalid configuration fails here); each decision takes a strategy
+        # with a fresh budget from it and restores its scope's budget into that.
+        self._new_strategy = restart_strategy_factory(
+            restart_config, clock=clock, rng=rng, partitions_persisted=partitions_persisted
         )
 
     def handle(

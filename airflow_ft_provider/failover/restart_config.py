@@ -15,6 +15,7 @@ import sys
 import warnings
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 
 from .clock import Clock, SystemClock
 from .durations import parse_duration, whole_millis
@@ -299,19 +300,33 @@ def load_restart_strategy(
     partitions_persisted: bool = False,
 ) -> RestartStrategy:
     """Build the restart strategy described by Flink-style ``config`` keys (others are ignored)."""
+    return restart_strategy_factory(config, clock=clock, rng=rng, partitions_persisted=partitions_persisted)()
+
+
+def restart_strategy_factory(
+    config: Mapping[str, object],
+    *,
+    clock: Clock | None = None,
+    rng: random.Random | None = None,
+    partitions_persisted: bool = False,
+) -> Callable[[], RestartStrategy]:
+    """The configuration read and validated once; the function returned builds a strategy with a fresh
+    budget each time (a decision restores its scope's budget into one)."""
     label = _type_key_label(config)
     config = resolve_deprecated_keys(config)
     kind = _type(config, partitions_persisted, label)
     clock = clock if clock is not None else SystemClock()
     if kind == "none":
-        return NoRestartStrategy()
+        return NoRestartStrategy
     if kind == "fixed-delay":
-        return FixedDelayRestartStrategy(
+        return partial(
+            FixedDelayRestartStrategy,
             attempts=int(_value(config, "restart-strategy.fixed-delay.attempts")),
             delay=_value(config, "restart-strategy.fixed-delay.delay"),
         )
     if kind == "failure-rate":
-        return FailureRateRestartStrategy(
+        return partial(
+            FailureRateRestartStrategy,
             max_failures_per_interval=int(
                 _value(config, "restart-strategy.failure-rate.max-failures-per-interval")
             ),
@@ -328,7 +343,8 @@ def load_restart_strategy(
             f"{config.get(prefix + 'max-backoff', '1 min')!r} < initial-backoff "
             f"{config.get(prefix + 'initial-backoff', '1 s')!r}; raise max-backoff or lower initial-backoff"
         )
-    return ExponentialDelayRestartStrategy(
+    return partial(
+        ExponentialDelayRestartStrategy,
         initial_backoff=initial,
         max_backoff=maximum,
         backoff_multiplier=_value(config, prefix + "backoff-multiplier"),

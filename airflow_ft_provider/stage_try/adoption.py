@@ -52,7 +52,7 @@ from airflow_ft_provider.recovery.try_events import WorkAdopted
 from airflow_ft_provider.spark.content import rows_in_footers
 from airflow_ft_provider.spark.spec import StoreAccess
 from airflow_ft_provider.stage_try.entries import Committed, PartitionEntry
-from airflow_ft_provider.stage_try.reuse import OutputReuse, blocking_only
+from airflow_ft_provider.stage_try.reuse import OutputReuse
 from airflow_ft_provider.stage_try.scope import TryScope
 
 SUCCESS_MARKER = "_SUCCESS"  # Spark's (Hadoop's) file of a committed write job
@@ -82,7 +82,7 @@ class FinishedWorkAdoption:
         self.state: TaskStateStore | None = scope.task_state
         self.log: TaskLog = scope.log
         self.connect_url = connect_url  # this try's Spark Connect connection (None: not Connect)
-        self.eligible = scope.checkpoint_config is None and blocking_only(scope)
+        self.eligible = scope.checkpoint_config is None and scope.blocking_only
 
     def record_started(
         self,

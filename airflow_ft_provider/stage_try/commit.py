@@ -9,6 +9,7 @@ from pathlib import Path
 
 from airflow_ft_provider import metrics
 from airflow_ft_provider.execution.contracts import StageBackend, WrittenOutput
+from airflow_ft_provider.partitions import Producer
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions, execution_id
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.partitions.upload import StoredCopy
@@ -43,7 +44,7 @@ def commit_outputs(
                 planned.engine.view,
             )
         else:
-            entry = _commit_to_store(scope, plan, planned, written[name], finished.stored)
+            entry = _commit_to_store(scope, plan, planned, producer, written[name], finished.stored)
             metrics.committed(
                 dag_id=scope.stage.dag_id,
                 task_id=scope.task,
@@ -61,10 +62,10 @@ def _commit_to_store(
     scope: TryScope,
     plan: TryPlan,
     planned: PlannedOutput,
+    producer: Producer,
     written: WrittenOutput,
     stored: Mapping[Path, StoredCopy],
 ) -> PartitionEntry:
-    producer = scope.producer()
     manifest = plan.placement.commit(
         planned.ref,
         planned.spec.location,

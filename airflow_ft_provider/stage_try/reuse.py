@@ -31,24 +31,13 @@ from airflow_ft_provider.stage_try.entries import Committed, PartitionEntry
 from airflow_ft_provider.stage_try.scope import TryScope
 
 
-def blocking_only(scope: TryScope) -> bool:
-    """Blocking outputs (a stage without any runs for its effects: always) read from blocking inputs:
-    what reuse and adoption need, a pipelined partition belonging to one execution of its region."""
-    graph, outputs = scope.description.graph, scope.stage.outputs
-    return (
-        bool(outputs)
-        and all(graph.results[ref.result].result_type.is_reconsumable for ref in scope.input_refs)
-        and all(o.result_type.is_reconsumable for o in outputs)
-    )
-
-
 class OutputReuse:
     """The reuse decision of one try of one task instance."""
 
     def __init__(self, scope: TryScope) -> None:
         self.scope = scope
         self.eligible = (
-            scope.reuse_scope is not ReuseScope.OFF and bool(scope.input_refs) and blocking_only(scope)
+            scope.reuse_scope is not ReuseScope.OFF and bool(scope.input_refs) and scope.blocking_only
         )
 
     @cached_property

@@ -137,6 +137,17 @@ class TryScope:
             self.run.parse(indexed(o.result, self.map_index, parallelism)) for o in self.stage.outputs
         )
 
+    @cached_property
+    def blocking_only(self) -> bool:
+        """Blocking outputs (a stage without any runs for its effects: always) read from blocking inputs:
+        what reuse and adoption need, a pipelined partition belonging to one execution of its region."""
+        graph, outputs = self.description.graph, self.stage.outputs
+        return (
+            bool(outputs)
+            and all(graph.results[ref.result].result_type.is_reconsumable for ref in self.input_refs)
+            and all(o.result_type.is_reconsumable for o in outputs)
+        )
+
     def producer(self) -> Producer:
         """This try as the producer of what it commits; ``try_number`` is the commit's fencing token."""
         index = IndexedName.from_airflow(self.stage.task_id, self.map_index).index
