@@ -21,8 +21,12 @@ import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    from ft_harness.spark_host import SparkHost
 
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
@@ -191,28 +195,38 @@ class SparkStandalone:
     started with ``spark-class`` (the pip package ships no sbin/ scripts), each in its own process group;
     ``stop()`` ends them all."""
 
-    def __init__(self, folder: Path, *, workers: int = 1, cores: int = 1, memory: str = "1g") -> None:
-        self.folder = Path(folder)
+    def __init__(
+        self,
+        folder: Path,
+        *,
+        workers: int = 1,
+        cores: int = 1,
+        memory: str = "1g",
+        host: SparkHost | None = None,
+    ) -> None:
+        self.folder = Path(folder)  # logs (on this side; the work directory is on the Spark host)
         self.workers, self.cores, self.memory = workers, cores, memory
+        self.host = host  # None: this machine, sharing its disk
         self.processes: list[subprocess.Popen] = []
         self.cluster: StandaloneCluster | None = None
 
     def _start(self, env: dict[str, str], name: str, *args: str) -> tuple[subprocess.Popen, Path]:
         log = self.folder / f"{name}.log"
-        process = subprocess.Popen(
-            [str(SPARK_HOME / "bin" / "spark-class"), *args],
-            env=env,
-            stdout=log.open("w"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        command = [str(SPARK_HOME / "bin" / "spark-class"), *args]
+        if self.host is not None:
+            process = self.host.popen(command, env=env, log=log.open("w"))
+        else:
+            process = subprocess.Popen(
+                command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
+            )
         self.processes.append(process)
         return process, log
 
     def start(self) -> StandaloneCluster:
         self.folder.mkdir(parents=True, exist_ok=True)
         env = spark_environment()
-        env["SPARK_WORKER_DIR"] = str(self.folder / "work")
+        # On a Spark host of its own the work directory is in its private /tmp (read through host.path)
+        env["SPARK_WORKER_DIR"] = str(self.folder / "work") if self.host is None else "/tmp/spark-work"
         # The daemons and the executors the workers launch (they inherit the worker's environment and
         # are not started by spark-submit) get the test JVM settings of spark_environment() too.
         env["JAVA_TOOL_OPTIONS"] = FAST_JVM
@@ -256,7 +270,7 @@ class SparkStandalone:
         self.cluster = StandaloneCluster(
             url,
             f"http://127.0.0.1:{web_ui_port}",
-            Path(env["SPARK_WORKER_DIR"]),
+            self.host.path(env["SPARK_WORKER_DIR"]) if self.host else Path(env["SPARK_WORKER_DIR"]),
             master_log,
             tuple(log for _, log in started),
         )

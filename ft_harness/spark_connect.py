@@ -23,10 +23,14 @@ import subprocess
 import tempfile
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 
 from ft_harness.spark_cluster import SPARK_HOME, spark_environment
+
+if TYPE_CHECKING:
+    from ft_harness.spark_host import SparkHost
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 
@@ -45,8 +49,10 @@ class SparkConnectServer:
         port: int | None = None,
         log_dir: Path | None = None,
         conf: dict[str, str] | None = None,
+        host: SparkHost | None = None,
     ) -> None:
         self.master = master
+        self.host = host  # None: this machine (a driver sharing the Airflow side's disk)
         self.port = port or _free_port()
         # A log folder of its own (none given) is removed by stop(): nothing is left behind in /tmp.
         self._own_log_dir = log_dir is None
@@ -87,13 +93,16 @@ class SparkConnectServer:
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        self.process = subprocess.Popen(
-            command,
-            env=spark_environment(),
-            stdout=self.log.open("ab"),
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
+        if self.host is not None:
+            self.process = self.host.popen(command, env=spark_environment(), log=self.log.open("ab"))
+        else:
+            self.process = subprocess.Popen(
+                command,
+                env=spark_environment(),
+                stdout=self.log.open("ab"),
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
         self._ready = False
         return self
 

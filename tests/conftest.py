@@ -8,6 +8,7 @@ pytest_plugins = [
     "ft_harness.live_airflow",
     "ft_harness.spark_cluster",
     "ft_harness.spark_connect",
+    "ft_harness.spark_host",
     "ft_harness.dag_test",
     "ft_harness.scenario_runs",
     "ft_harness.background_demo",

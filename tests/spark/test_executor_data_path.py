@@ -1,6 +1,11 @@
 """The executors' data path with real Spark, under spark-submit and on a Spark Connect server: Spark's
 executors read and write the partition store themselves, and the Airflow worker moves manifests only.
 
+Spark runs on a host of its own (``ft_harness/spark_host.py``: a mount namespace with a private
+``/tmp`` and no checkout of this repository), a standalone cluster and a Connect server on it: under
+spark-submit the driver is here (client mode) and the executors there; on Connect both are there. So
+nothing here can pass through a shared disk.
+
     numbers --numbers (blocking)--> doubled --doubled (pipelined)--> totals
 
 The worker reaches S3 through a counting proxy (its ``aws`` connection), the executors directly (the
@@ -66,8 +71,9 @@ def spark_properties(event_log_dir):
 
 @pytest.mark.parametrize("backend", ["spark-submit", "spark-connect"])
 def test_executors_move_the_data_and_the_worker_only_manifests(
-    backend, s3_bucket, spark_connect, monkeypatch, request, tmp_path, caplog, capfd
+    backend, s3_bucket, remote_spark, monkeypatch, request, tmp_path, caplog, capfd
 ):
+    spark_connect = remote_spark.connect
     endpoint = s3_bucket.endpoint
     events = tmp_path / "events"
     events.mkdir()
@@ -79,7 +85,8 @@ def test_executors_move_the_data_and_the_worker_only_manifests(
     monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", json.dumps(connection))
     monkeypatch.setenv("AIRFLOW_CONN_FT_EXECUTORS_CONNECT", json.dumps(spark_connect.connection()))
     monkeypatch.setenv(
-        "AIRFLOW_CONN_FT_EXECUTORS_SUBMIT", json.dumps({"conn_type": "spark", "host": "local[2]"})
+        "AIRFLOW_CONN_FT_EXECUTORS_SUBMIT",
+        json.dumps({"conn_type": "spark", "host": remote_spark.cluster.url}),
     )
     with DAG("ft_executor_path", schedule=None) as dag:
         with FailoverPipeline(
