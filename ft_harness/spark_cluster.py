@@ -180,6 +180,7 @@ class StandaloneCluster:
     work_dir: Path  # the workers' SPARK_WORKER_DIR: one app-* directory per application an executor ran
     master_log: Path
     worker_logs: tuple[Path, ...]
+    worker_dir: str = ""  # SPARK_WORKER_DIR as the Spark host sees it (its executors' /proc/PID/cwd)
 
     @property
     def port(self) -> int:
@@ -273,6 +274,7 @@ class SparkStandalone:
             self.host.path(env["SPARK_WORKER_DIR"]) if self.host else Path(env["SPARK_WORKER_DIR"]),
             master_log,
             tuple(log for _, log in started),
+            env["SPARK_WORKER_DIR"],
         )
         return self.cluster
 

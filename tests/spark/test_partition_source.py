@@ -16,7 +16,7 @@ from airflow_ft_provider.spark.checksums import new_hasher
 from airflow_ft_provider.spark.partition_source import access_options
 from airflow_ft_provider.spark.spec import StoreAccess
 from airflow_ft_provider.spark.written import WRITTEN_RECORD, parse_written
-from ft_harness.spark_cluster import spark_environment
+from ft_harness.spark_cluster import SparkStandalone, spark_environment
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 
@@ -89,25 +89,37 @@ def test_executors_write_their_objects_once_per_committed_task_and_reads_verify_
     assert endpoint.secret_key not in err  # the options' secret is not in what Spark printed
 
 
+@pytest.fixture(scope="module")
+def one_core_on_the_spark_host(spark_host, tmp_path_factory):
+    """A standalone cluster of one worker with one core, on a host of its own (ft_harness/spark_host)."""
+    standalone = SparkStandalone(tmp_path_factory.mktemp("one-core"), host=spark_host)
+    try:
+        yield standalone.start()
+    finally:
+        standalone.stop()
+
+
 def test_an_executor_killed_mid_write_adds_no_row_and_no_file_of_its_task_attempt(
-    s3_bucket, spark_standalone_cluster, tmp_path
+    s3_bucket, spark_host, one_core_on_the_spark_host, tmp_path
 ):
     #   spark.range(40000) in 4 Spark partitions, written one task at a time by the standalone cluster's
-    #   one executor; SIGKILL that executor while it writes partition 1: the master starts another,
-    #   Spark runs the lost task again there
+    #   one executor (on the Spark host; the driver here); SIGKILL that executor while it writes
+    #   partition 1: the master starts another, Spark runs the lost task again there
     from airflow_ft_provider.execution.submit import runtime_zip
 
+    cluster = one_core_on_the_spark_host
     endpoint, client = s3_bucket.endpoint, s3_bucket.client()
     prefix = f"{s3_bucket.prefix}run/attempts/killed/"
-    ledger = tmp_path / "ledger"
+    in_host = f"/tmp/ledger-{tmp_path.name}"  # the executors note their batches on their own disk
+    ledger = spark_host.path(in_host)
     rows = 40_000
     args = {
-        "master": spark_standalone_cluster.url,
+        "master": cluster.url,
         "runtime_zip": runtime_zip(tmp_path),
         "rows": rows,
         "rows_per_batch": 1000,
         "seconds_per_batch": 0.25,
-        "ledger": str(ledger),
+        "ledger": in_host,
         "target": f"s3://{s3_bucket.name}/{prefix}",
         "access": access_options(StoreAccess(endpoint=endpoint.url, region=endpoint.region)),
         "credentials": {"access_key": endpoint.access_key, "secret_key": endpoint.secret_key},
@@ -132,8 +144,7 @@ def test_an_executor_killed_mid_write_adds_no_row_and_no_file_of_its_task_attemp
     candidates = subprocess.run(
         ["pgrep", "-f", "CoarseGrainedExecutorBackend"], capture_output=True, text=True
     ).stdout.split()
-    work_dir = str(spark_standalone_cluster.work_dir)
-    executors = [pid for pid in candidates if os.readlink(f"/proc/{pid}/cwd").startswith(work_dir)]
+    executors = [pid for pid in candidates if os.readlink(f"/proc/{pid}/cwd").startswith(cluster.worker_dir)]
     assert len(executors) == 1, executors  # this cluster's one executor (other tests may run others)
     os.kill(int(executors[0]), signal.SIGKILL)  # partition 0 written, partition 1 half-way
     out, err = writer.communicate(timeout=300)
