@@ -81,6 +81,15 @@ def cluster_store_conn_id() -> str:
     return conf.get("ft_provider", "partition_store_conn_id", fallback=None) or "aws_default"
 
 
+def cluster_data_path() -> DataPath:
+    """``[ft_provider] data_path``: where the data of pipelines that name no ``data_path`` flows on this
+    deployment (``"executors"`` where Spark runs on other machines than the Airflow workers)."""
+    from airflow.sdk import conf
+
+    value = conf.get("ft_provider", "data_path", fallback=None) or DataPath.STAGED.value
+    return DataPath.parse(value.strip(), where="[ft_provider] data_path")
+
+
 def pipeline_retention(value: str | float) -> float:
     """A pipeline's ``retention=``, checked when the DAG is parsed."""
     try:
@@ -103,7 +112,7 @@ class FailoverPipeline:
         failover_strategy: str | None = None,
         per_region_restarts: bool = False,
         airflow_api_conn_id: str = "airflow_api",
-        data_path: DataPath | str = DataPath.STAGED,
+        data_path: DataPath | str | None = None,
         pipelined_in_engine: bool = True,
         group_regions: bool = True,
         checkpointing: bool | Mapping[str, object] | None = None,
@@ -138,8 +147,12 @@ class FailoverPipeline:
             raise PipelineWiringError(str(err)) from None
         self.per_region_restarts = per_region_restarts
         self.airflow_api_conn_id = airflow_api_conn_id
-        try:  # where partition data flows (model/data_path.py)
-            self.data_path = DataPath.parse(data_path, where="FailoverPipeline")
+        try:  # where partition data flows (model/data_path.py): the pipeline's, else the deployment's
+            self.data_path = (
+                cluster_data_path()
+                if data_path is None
+                else DataPath.parse(data_path, where="FailoverPipeline")
+            )
         except ValueError as err:
             raise PipelineWiringError(str(err)) from None
         self.pipelined_in_engine = pipelined_in_engine

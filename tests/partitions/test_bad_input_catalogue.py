@@ -531,6 +531,16 @@ def executor_setting(name: str, value: str) -> Callable[[Env], object]:
     return provoke
 
 
+def parsed_with_setting(name: str, value: str) -> Callable[[Env], object]:
+    """``[ft_provider] <name> = <value>``, then a DAG file whose pipeline leaves it to the deployment."""
+
+    def provoke(env: Env) -> object:
+        env.monkeypatch.setenv(f"AIRFLOW__FT_PROVIDER__{name.upper()}", value)
+        return dag_file()(env)
+
+    return provoke
+
+
 def sweep_setting(name: str, value: str) -> Callable[[Env], object]:
     """``[ft_provider] <name> = <value>``, then a run's end asks for the sweep's limits."""
 
@@ -1339,6 +1349,12 @@ CATALOGUE = [
         ValueError,
         "[ft_provider] executor_credentials must be 'connection'",
         "or 'executor' (they use their own role), got 'both'",
+    ),
+    row(
+        "store-config/data_path=hdfs",
+        parsed_with_setting("data_path", "hdfs"),
+        PipelineWiringError,
+        "[ft_provider] data_path: data_path must be one of 'executors', 'staged', 's3a', got 'hdfs'",
     ),
     row(
         "store-config/partition_store_conn_id=undefined-connection",

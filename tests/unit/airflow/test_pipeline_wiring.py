@@ -182,6 +182,23 @@ def test_a_bad_cluster_value_fails_the_parse_and_says_where_it_was_set(cluster_c
                 stage("a", outputs=["x"])
 
 
+def test_the_deployments_data_path_applies_to_pipelines_that_name_none(cluster_config):
+    from airflow_ft_provider.model.data_path import DataPath
+
+    #   a --x--> b          (data_path: the deployment's, the pipeline's, b's own)
+    def build(**pipeline_kwargs):
+        with DAG(f"data_path_{len(pipeline_kwargs)}", schedule=None) as dag:
+            with FailoverPipeline(store="s3://bucket/prefix", **pipeline_kwargs):
+                stage("a", outputs=["x"])
+                stage("b", inputs=["x"], outputs=["y"], data_path="staged")
+        return pipeline_of(dag).data_paths
+
+    assert build() == {"a": DataPath.STAGED, "b": DataPath.STAGED}  # Airflow's defaults: staged
+    cluster_config("data_path", "executors")
+    assert build() == {"a": DataPath.EXECUTORS, "b": DataPath.STAGED}
+    assert build(data_path="s3a") == {"a": DataPath.S3A, "b": DataPath.STAGED}
+
+
 def test_parsing_a_pipeline_imports_none_of_a_tasks_run_time_machinery(tmp_path):
     """The DAG processor imports the operator modules again for every parse: what only a running try
     needs (partition transfer, Spark spec, recovery journal, fault injection) stays out of a parse."""
