@@ -8,7 +8,11 @@
   directory and task logs;
 * **a Spark standalone cluster** (:class:`ft_harness.spark_cluster.SparkStandalone`): a master and two
   workers, and a **Spark Connect server** that is one application of it (``spark_default``: stages
-  run as its sessions); ``spark_submit`` is the master itself, for stages on spark-submit;
+  run as its sessions); ``spark_submit`` is the master itself, for stages on spark-submit (client
+  mode: the driver on the Airflow worker, the executors on the Spark host). **The Spark side is a host
+  of its own** (:class:`ft_harness.spark_host.SparkHost`: a mount namespace with a private ``/tmp``,
+  the deployment's folder and the checkout hidden), sharing only the network with the Airflow side,
+  so ``[ft_provider] data_path = executors``, as on any cluster;
 * **an S3 endpoint** (the moto server of :mod:`ft_harness.s3_server`, or the one given) with a bucket
   for the partition store;
 * a pausable proxy in front of the API server for the ``airflow_api`` connection (the provider's REST
@@ -37,6 +41,7 @@ from ft_harness.redis import RedisServer
 from ft_harness.s3_server import S3Endpoint, start_moto_server, stop_moto_server
 from ft_harness.spark_cluster import SparkStandalone, StandaloneCluster
 from ft_harness.spark_connect import SparkConnectServer
+from ft_harness.spark_host import SparkHost
 from ft_harness.tcp_proxy import PausableProxy
 
 # Spark defaults of every spark-submit of the deployment (SPARK_CONF_DIR): an application takes one
@@ -44,6 +49,7 @@ from ft_harness.tcp_proxy import PausableProxy
 # first application holding every core (a standalone master's default) and the others waiting.
 SPARK_DEFAULTS = {"spark.cores.max": "1", "spark.executor.memory": "512m", "spark.ui.enabled": "false"}
 CONNECT_CONF = {"spark.cores.max": "2", "spark.executor.memory": "768m"}
+COLOCATED_CONF = {"spark.driver.memory": "768m"}  # local[2]: driver and executors in one JVM
 
 
 class ReferenceDeployment:
@@ -73,9 +79,11 @@ class ReferenceDeployment:
         self.store_url = ""
         self.postgres: PostgresServer | None = None
         self.redis: RedisServer | None = None
+        self.spark_host: SparkHost | None = None
         self.standalone: SparkStandalone | None = None
         self.spark: StandaloneCluster | None = None
         self.connect: SparkConnectServer | None = None
+        self.colocated: SparkConnectServer | None = None
         self.rest_api: PausableProxy | None = None
         self.airflow: CeleryAirflow | None = None
 
@@ -89,14 +97,21 @@ class ReferenceDeployment:
             bucket = f"ft-deployment-{secrets.token_hex(4)}"
             self.s3.client().create_bucket(Bucket=bucket)
             self.store_url = f"s3://{bucket}/pipelines/"
+            # The Spark side shares no disk with the Airflow side: not its folder, not /tmp
+            self.spark_host = SparkHost(hidden=[self.folder]).start()
             self.standalone = SparkStandalone(
-                self.folder / "spark", workers=self.spark_workers, cores=2, memory="2g"
+                self.folder / "spark", workers=self.spark_workers, cores=2, memory="2g", host=self.spark_host
             )
             self.spark = self.standalone.start()
             self.connect = SparkConnectServer(
-                master=self.spark.url, log_dir=self.folder / "spark", conf=CONNECT_CONF
+                master=self.spark.url, log_dir=self.folder / "spark", conf=CONNECT_CONF, host=self.spark_host
             )
             self.connect.launch()
+            # Checkpointed stages feed their input from, and keep their checkpoints on, the worker's disk:
+            # they need a Spark that shares it (README, Checkpointed stages), here a Connect server on
+            # the Airflow side (connection spark_colocated)
+            self.colocated = SparkConnectServer(log_dir=self.folder / "spark-colocated", conf=COLOCATED_CONF)
+            self.colocated.launch()
             self.airflow = CeleryAirflow(
                 self.dags,
                 home=self.folder / "airflow",
@@ -110,6 +125,7 @@ class ReferenceDeployment:
             self.airflow.extra_env = {**self.environment(), **self.extra_env}
             self.airflow.start()
             self.connect.wait_until_ready()
+            self.colocated.wait_until_ready()
         except BaseException:
             self.stop()
             raise
@@ -126,7 +142,10 @@ class ReferenceDeployment:
         )
         env = pipeline_environment(self.s3, self.store_url, self.connect)
         env["AIRFLOW_CONN_SPARK_SUBMIT"] = json.dumps({"conn_type": "spark", "host": self.spark.url})
+        if self.colocated is not None:
+            env.update(self.colocated.connection_env("spark_colocated"))
         env["SPARK_CONF_DIR"] = str(conf_dir)
+        env["AIRFLOW__FT_PROVIDER__DATA_PATH"] = "executors"  # Spark is on another host
         return env
 
     def describe(self) -> str:
@@ -141,7 +160,9 @@ class ReferenceDeployment:
                 f"PostgreSQL       {self.postgres.url('airflow')}",
                 f"Redis broker     {self.redis.url(0)}",
                 f"Spark master     {self.spark.url}  (web UI {self.spark.master_web_ui})",
-                f"Spark Connect    {self.connect.url}  (spark_default)",
+                f"Spark Connect    {self.connect.url}  (spark_default, on the Spark host)",
+                f"Spark Connect    {self.colocated.url if self.colocated else '-'}  (spark_colocated, "
+                "local[2] beside the workers: checkpointed stages)",
                 f"S3 endpoint      {self.s3.url}  store {self.store_url}",
                 f"Component logs   {self.airflow.log_dir}",
             ]
@@ -152,7 +173,9 @@ class ReferenceDeployment:
             lambda: self.airflow and self.airflow.stop(),
             lambda: self.rest_api and self.rest_api.close(),
             lambda: self.connect and self.connect.stop(),
+            lambda: self.colocated and self.colocated.stop(),
             lambda: self.standalone and self.standalone.stop(),
+            lambda: self.spark_host and self.spark_host.stop(),
             lambda: self.redis and self.redis.stop(),
             lambda: self.postgres and self.postgres.stop(),
             lambda: self._given_s3 is None and self.s3 is not None and stop_moto_server(self.s3),

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from airflow_ft_provider.execution.contracts import DataPlacement, PlannedWrite
 from airflow_ft_provider.execution.submit import local_dir
-from airflow_ft_provider.model.data_path import DataPath
+from airflow_ft_provider.model.data_path import DataPath, SparkElsewhere
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore, StoredCopy
 from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions, execution_id
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
@@ -87,6 +87,13 @@ class StagedFiles:
         copy_from: Mapping[Path, StoredCopy] | None = None,
         provenance: Provenance = UNKNOWN,
     ) -> Manifest:
+        if not local_dir(location).is_dir():
+            raise SparkElsewhere(
+                f"Spark wrote {ref.partition_id} to {location}, which is not on this worker's disk: "
+                "data_path 'staged' needs a Spark that shares it (local Spark, a Connect server on this "
+                "machine). Spark on other machines: set [ft_provider] data_path = executors (README, "
+                "Running on a cluster)"
+            )
         if pipelined:
             return self.pipelined.commit(
                 ref,

@@ -51,6 +51,7 @@ DEFAULT_NON_RECOVERABLE_EXCEPTIONS = (
     "airflow_ft_provider.spark.stage_io.StageIOError",  # the stage uses the io API wrongly
     "airflow_ft_provider.checkpoints.config.CheckpointConfigError",
     "airflow_ft_provider.model.description.PipelineWiringError",
+    "airflow_ft_provider.model.data_path.SparkElsewhere",  # staged, with Spark on another machine
 )
 _INFRASTRUCTURE_EXCEPTIONS = (
     "builtins.ConnectionError",

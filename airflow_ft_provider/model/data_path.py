@@ -20,6 +20,11 @@ import enum
 from airflow_ft_provider.model.choice import parse_choice
 
 
+class SparkElsewhere(RuntimeError):
+    """Spark wrote a staged output where this worker cannot see it: the staged path needs a Spark that
+    shares the worker's disk. Every try would fail the same way, so it is not restarted."""
+
+
 class DataPath(enum.Enum):
     EXECUTORS = "executors"
     STAGED = "staged"

@@ -191,6 +191,14 @@ class PartitionCommits(AttemptUploads):
         except Exception as exc:  # noqa: BLE001 - the try's own failure matters more
             log.warning("could not abort uploads under s3://%s/%s: %s", self.bucket, prefix, exc)
 
+    def recorded_rows(self, ref: PartitionRef, attempt_id: str) -> int | None:
+        """The rows of an attempt the executors wrote, once Spark's driver recorded it (the job
+        committed); None while there is no record (still running, failed, or never started)."""
+        prefix = self._location(ref, None).prefix + attempt_dir(check_name("attempt id", attempt_id))
+        if self.read_object(prefix + WRITTEN_RECORD) is None:
+            return None
+        return sum(f.rows for f in self._written_record(prefix))
+
     def _written_record(self, attempt_prefix: str) -> list[WrittenFile]:
         key = attempt_prefix + WRITTEN_RECORD
         data = self.read_object(key)

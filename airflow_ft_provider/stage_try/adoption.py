@@ -4,11 +4,12 @@ Two records, both in Airflow's ``task_state_store``, let it:
 
 - **finished work** (``execution/finished_work.py``): written the moment the application had written
   every output. The output is committed without starting Spark.
-- **running work** (``execution/running_work.py``, Spark Connect, staged outputs): written just before
-  the application runs. The server outlives the worker, so its write may still be going on: the new try
-  waits until the earlier try's session has no running operation (``execution/connect_operations.py``),
-  then commits every output whose write completed (Spark's ``_SUCCESS`` marker, written by the server
-  when the job commits). One computation of the partition, not two.
+- **running work** (``execution/running_work.py``, Spark Connect): written just before the application
+  runs. The server outlives the worker, so its write may still be going on: the new try waits until the
+  earlier try's session has no running operation (``execution/connect_operations.py``), then commits
+  every output whose write completed (a staged output: Spark's ``_SUCCESS`` marker, written by the
+  server when the job commits; the executors' S3 attempt: the record Spark's driver writes when it
+  commits, ``_ft_written.json``). One computation of the partition, not two.
 
 Either is adopted only when:
 
@@ -92,15 +93,22 @@ class FinishedWorkAdoption:
         lineage: str | None,
         workdir: Path | None,
     ) -> None:
-        """Say, before the application runs, which Spark Connect session writes which staged outputs."""
-        staged = {name: location for name, (location, _) in locations.items()}
-        if not self.eligible or self.state is None or session is None or workdir is None:
+        """Say, before the application runs, which Spark Connect session writes which outputs: staged
+        ones, or the executors' S3 attempts (s3a writes leave no record of their end: not waited for)."""
+        outputs = {name: location for name, (location, _) in locations.items()}
+        attempts = {name: attempt for name, (_, attempt) in locations.items() if attempt is not None}
+        if not self.eligible or self.state is None or session is None or workdir is None or not outputs:
             return
-        if not staged or not all(location.startswith("file://") for location in staged.values()):
-            return  # an S3 attempt: running work is waited for with staged outputs only (see the README)
-        keep_for_next_try(workdir)
+        staged = all(location.startswith("file://") for location in outputs.values())
+        in_s3 = all(loc.startswith("s3://") for loc in outputs.values()) and set(attempts) == set(outputs)
+        if not (staged or in_s3):
+            return
+        if staged:
+            keep_for_next_try(workdir)
         inputs = {pid: manifest.attempt_id for pid, manifest in read.items()}
-        work = RunningWork(session, socket.gethostname(), str(workdir), inputs, lineage, staged)
+        work = RunningWork(
+            session, socket.gethostname(), str(workdir), inputs, lineage, outputs, attempts if in_s3 else {}
+        )
         self._save(RUNNING_KEY, work.to_json(), "its running work")
 
     def record(
@@ -186,7 +194,8 @@ class FinishedWorkAdoption:
                 earlier,
             )
             return None
-        if server_identity(url) != work.session.server or work.host != socket.gethostname():
+        elsewhere = work.staged and work.host != socket.gethostname()  # S3 attempts: from any worker
+        if server_identity(url) != work.session.server or elsewhere:
             self.log.info(
                 "try %d's Spark work runs on %s, writing on %s: not this try's server and worker",
                 earlier,
@@ -196,13 +205,13 @@ class FinishedWorkAdoption:
             return None
         if not self._unchanged(work.inputs, work.lineage):
             return None  # the backend interrupts it before this try computes
-        with adopt_abandoned(work.workdir) as claimed:
+        with adopt_abandoned(work.workdir) if work.staged else nullcontext(True) as claimed:
             if not claimed:
                 self.log.info("try %d's output in %s is gone, or its try still runs", earlier, work.workdir)
                 return None
             quiet_abandoned_releases()
             waited = wait_for_operations(url, work.session, log=self.log)
-            rows = {name: _completed_rows(location) for name, location in work.outputs.items()}
+            rows = self._completed_rows(work)
             incomplete = sorted(name for name, count in rows.items() if count is None)
             if incomplete:
                 self.log.info(
@@ -212,9 +221,12 @@ class FinishedWorkAdoption:
                     f" ({waited.why})" if waited.why else "",
                 )
                 return None
-            outputs = {n: FinishedOutput(loc, None, rows[n] or 0, None) for n, loc in work.outputs.items()}
+            outputs = {
+                n: FinishedOutput(loc, work.attempts.get(n), rows[n] or 0, None)
+                for n, loc in work.outputs.items()
+            }
             finished = FinishedWork(earlier, work.host, work.workdir, work.inputs, work.lineage, outputs)
-            committed = self._commit_or_none(finished, staged=True)
+            committed = self._commit_or_none(finished, staged=work.staged)
         if committed is not None:
             self._adopted(
                 "running",
@@ -225,6 +237,19 @@ class FinishedWorkAdoption:
                 "Spark not started",
             )
         return committed
+
+    def _completed_rows(self, work: RunningWork) -> dict[str, int | None]:
+        """Each output's rows if its write job committed, else None."""
+        if work.staged:
+            return {name: _completed_rows(location) for name, location in work.outputs.items()}
+        refs = {ref.result: ref for ref in self.scope.output_refs}
+        try:
+            return {
+                name: self.scope.store.recorded_rows(refs[name], work.attempts[name]) for name in work.outputs
+            }
+        except Exception as err:  # noqa: BLE001 - a record we cannot read: compute again
+            self.log.info("could not read try %d's record of its written objects (%s)", work.try_number, err)
+            return dict.fromkeys(work.outputs)
 
     def _commit_or_none(self, work: FinishedWork, staged: bool) -> Committed | None:
         try:

@@ -124,10 +124,9 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
         run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=300)
     finally:
         airflow.start_worker(lost, wait=False)  # up again while the next scenario starts
-    ledger = os.path.join(LEDGERS, run_id)
-    computed = sorted(open(ledger).read().split()) if os.path.exists(ledger) else []
-    if os.path.exists(ledger):
-        os.remove(ledger)
+    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))  # the Spark host's disk
+    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
+    ledger.unlink(missing_ok=True)
     assert len(killed) >= 3 and run["state"] == "success", story
     assert try_numbers(tis.values()) == {"W": 2}, story
     survivor = next(w for w in airflow.workers if w is not lost).address

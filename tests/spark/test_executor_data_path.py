@@ -150,3 +150,25 @@ def test_executors_move_the_data_and_the_worker_only_manifests(
     client = s3_bucket.client()
     for key in s3_bucket.keys():
         assert secret.encode() not in client.get_object(Bucket=s3_bucket.name, Key=key)["Body"].read()
+
+
+def test_the_staged_path_with_spark_on_another_host_fails_once_and_says_what_to_set(
+    s3_bucket, remote_spark, monkeypatch
+):
+    #   numbers (data_path "staged", on the Connect server of the Spark host: its disk is not ours)
+    from airflow_ft_provider.model.data_path import SparkElsewhere
+
+    monkeypatch.setenv("AIRFLOW_CONN_AWS_DEFAULT", s3_bucket.endpoint.aws_connection())
+    monkeypatch.setenv("AIRFLOW_CONN_FT_REMOTE_CONNECT", json.dumps(remote_spark.connect.connection()))
+    with DAG("ft_staged_elsewhere", schedule=None) as dag:
+        with FailoverPipeline(store=s3_bucket.url, spark_conn_id="ft_remote_connect", data_path="staged"):
+            SparkStageOperator(task_id="numbers", outputs=["numbers"], python_callable=apps.numbers)
+    ti = TaskInstance(map_index=-1, try_number=1, pushed={}, task_id="numbers", dag_id=dag.dag_id)
+    with pytest.raises(SparkElsewhere, match="not on this worker's disk") as failed:
+        dag.task_dict["numbers"].execute(
+            {"ti": ti, "dag": dag, "run_id": RUN_ID, "dag_run": None, "params": {}}
+        )
+    assert "[ft_provider] data_path = executors" in str(failed.value)
+    labels = dag.task_dict["numbers"].pipeline.failure_labels("numbers", failed.value)
+    assert not labels.recoverable  # every try would fail the same way: no restart
+    assert not [key for key in s3_bucket.keys() if key.endswith("/manifest.json")]  # nothing published

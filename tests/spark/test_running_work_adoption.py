@@ -189,3 +189,93 @@ def test_off_or_another_server_means_no_waiting(store, spark_connect, tmp_path):
 
 def _rows(store, tmp_path):
     return read_table(store, RUN.parse("totals")).to_pylist()
+
+
+KILLED_EXECUTORS_TRY = """
+import json, sys
+from pyspark.sql.connect.session import SparkSession
+from pyspark.sql.functions import udf
+from pyspark.sql.types import LongType
+from airflow_ft_provider.execution.submit import runtime_zip
+from airflow_ft_provider.spark.partition_source import SOURCE_NAME, source_with
+from airflow_ft_provider.spark.spec import StoreCredentials
+url, session_id, target, ledger, seconds, options, keys, folder = sys.argv[1:9]
+spark = SparkSession.builder.remote(f"{url}/;session_id={session_id}").create()
+spark.addArtifacts(runtime_zip(__import__("pathlib").Path(folder)), pyfile=True)
+spark.dataSource.register(source_with(StoreCredentials(*json.loads(keys), None)))
+
+@udf(LongType())
+def slow(value):  # runs in the server's Python worker, on the Spark host
+    import time
+    time.sleep(float(seconds))
+    with open(ledger, "a") as out:
+        out.write(f"{value}\\n")
+    return value * value
+
+squares = spark.range(0, ROWS, 1, 2).select(slow("id").alias("square"))
+squares.write.format(SOURCE_NAME).mode("append").options(**json.loads(options), target=target).save()
+""".replace("ROWS", str(ROWS))
+
+
+def test_the_executors_write_of_a_try_lost_on_another_worker_is_waited_for_and_committed_once(
+    store, s3_bucket, remote_spark, tmp_path, monkeypatch
+):
+    #   orders --> down (try 1: its worker, "worker-1", is lost while the Spark host's executors write
+    #   totals to S3; try 2, on this worker, waits for that write and commits the executors' record)
+    from airflow_ft_provider.partitions.store import new_attempt_id
+    from airflow_ft_provider.spark.partition_source import access_options
+    from airflow_ft_provider.spark.spec import StoreAccess
+    from airflow_ft_provider.stage_try import adoption as adoption_module
+
+    connect, endpoint = remote_spark.connect, s3_bucket.endpoint
+    (tmp_path / "down.py").write_text("# down's application\n")
+    orders = store.commit(
+        RUN.parse("orders"),
+        write_files(tmp_path / "orders", version_files(1)),
+        producer=Producer("up", -1, 1),
+    )
+    workdir = tmp_path / "ft-stage-killed"
+    workdir.mkdir()
+    attempt = new_attempt_id(1)
+    target = store.attempt_location(RUN.parse("totals"), attempt)
+    ledger = f"/tmp/rows-computed-{tmp_path.name}"  # on the Spark host's own disk
+    session = TrySession.new(server_identity(connect.url), 1)
+    state = StateStore()
+    state.set(SESSION_KEY, session.to_json())
+    first = adoption(store, state, 1, tmp_path, connect.url)
+    monkeypatch.setattr(adoption_module.socket, "gethostname", lambda: "worker-1")
+    first.record_started(
+        session,
+        {"totals": (target, attempt)},
+        {"orders": orders},
+        first.reuse.lineage({"orders": orders}),
+        workdir,
+    )
+    monkeypatch.undo()
+    assert state.values[RUNNING_KEY]["host"] == "worker-1" and state.values[RUNNING_KEY]["attempts"]
+    options = access_options(StoreAccess(endpoint=endpoint.url, region=endpoint.region))
+    process = subprocess.Popen(
+        [sys.executable, "-c", KILLED_EXECUTORS_TRY, connect.url, session.session_id, target, ledger, "2.0"]
+        + [json.dumps(options), json.dumps([endpoint.access_key, endpoint.secret_key]), str(tmp_path)],
+        env={**os.environ, "SPARK_CONNECT_MODE_ENABLED": "1", "SPARK_REMOTE": connect.url},
+        start_new_session=True,
+    )
+    computed = remote_spark.host.path(ledger)
+    deadline = time.monotonic() + 180
+    while not (computed.exists() and computed.read_text()) and time.monotonic() < deadline:
+        assert process.poll() is None, "the killed try's write ended early"
+        time.sleep(0.1)
+    assert computed.exists() and computed.read_text(), "the write never started"
+    os.killpg(process.pid, signal.SIGKILL)  # worker-1 is lost; the Spark host goes on writing
+    process.wait()
+
+    log = Log()
+    committed = adoption(store, state, 2, tmp_path, connect.url, log).try_adopt()
+    assert committed is not None and committed["totals"].adopted_from_try == 1, log.lines
+    [said] = [line for line in log.lines if "output committed" in line]
+    assert "was still running when its worker died: waited" in said, log.lines
+    manifest = store.manifest(RUN.parse("totals"))
+    assert (manifest.producer.try_number, manifest.row_count, manifest.attempt_id) == (2, ROWS, attempt)
+    assert sorted(int(v) for v in computed.read_text().split()) == list(range(ROWS))  # one computation
+    assert sorted(row["square"] for row in _rows(store, tmp_path)) == [i * i for i in range(ROWS)]
+    assert RUNNING_KEY not in state.values

@@ -18,6 +18,17 @@ WORK = RunningWork(
 )
 
 
+IN_S3 = RunningWork(  # the executors' path: an attempt in S3, adoptable from any worker
+    session=SESSION,
+    host="worker-1",
+    workdir="/tmp/ft-stage-abc",
+    inputs={"b": "t1-0123456789abcdef"},
+    lineage="ab" * 32,
+    outputs={"d": "s3://lake/p/run/blocking/d/-1/attempts/t1-fedcba9876543210/"},
+    attempts={"d": "t1-fedcba9876543210"},
+)
+
+
 class StateStore:
     def __init__(self, value=None, error=None):
         self.value, self.error = value, error
@@ -31,6 +42,9 @@ class StateStore:
 
 def test_a_record_round_trips_and_only_a_later_try_finds_it():
     assert RunningWork.from_json(WORK.to_json()) == WORK
+    assert "attempts" not in WORK.to_json()  # a staged record reads as it did before S3 attempts
+    assert RunningWork.from_json(IN_S3.to_json()) == IN_S3
+    assert WORK.staged and not IN_S3.staged
     assert earlier_running_work(StateStore(WORK.to_json()), 2) == (WORK, None)
     assert earlier_running_work(StateStore(WORK.to_json()), 1) == (None, None)  # its own record
     assert earlier_running_work(StateStore(None), 2) == (None, None)
@@ -53,6 +67,14 @@ def test_a_record_round_trips_and_only_a_later_try_finds_it():
         ({"lineage": "xyz"}, "'lineage' is not a lineage digest"),
         ({"inputs": {"b": 7}}, "'input attempt' must be a non-empty string"),
         ({"host": ""}, "'host' must be a non-empty string"),
+        # an S3 output is the attempt the record names; the commit fences it like any other
+        ({"outputs": {"d": "s3://lake/x/"}}, "or an s3:// attempt with its attempt id"),
+        ({"outputs": {"d": "s3://lake/x/"}, "attempts": {"d": "../t1"}}, "invalid attempt id"),
+        ({"attempts": {"e": "t1-fedcba9876543210"}}, "'attempts' names outputs the record does not have"),
+        (
+            {"outputs": {"d": "file:///tmp/ft-stage-abc/out/d", "e": "s3://l/x/"}, "attempts": {"e": "t1-a"}},
+            "the outputs must be all staged or all in S3",
+        ),
     ],
 )
 def test_a_damaged_or_hostile_record_is_refused_saying_why(change, problem):

@@ -57,7 +57,8 @@ with DAG("ft_cluster_backoff", **COMMON):
         stage("G", inputs=["f"], outputs=["g"])
 
 # W alone: its write takes 40 s in the Spark server (two Spark tasks of 40 s, side by side), each noting
-# in LEDGERS/<run id> which try computed it; the test loses W's Celery worker in the middle of it.
+# in LEDGERS/<run id> (on the Spark host's disk) which try computed it; the test loses W's Celery worker
+# in the middle of it.
 LEDGERS = "/tmp/ft-cluster-ledgers"
 with DAG("ft_cluster_running_write", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(1)):
@@ -66,7 +67,9 @@ with DAG("ft_cluster_running_write", **COMMON):
 
 #   make_samples --samples (6 files)--> scale_slowly (checkpointed: one file per micro-batch, 2 s each)
 # The test loses scale_slowly's Celery worker once the store holds checkpoint 3 (of 0-5); the retry, on
-# the other worker (another temporary directory: no local copy), restores from the store.
+# the other worker (another temporary directory: no local copy), restores from the store. make_samples
+# runs on the Spark host (the executors' data path); scale_slowly, checkpointed, on the Connect server
+# beside the workers (spark_colocated): a checkpointed stage needs a Spark that shares the worker's disk.
 @ft_stage(outputs=["samples"], **SPARK)
 def make_samples(spark, io):
     samples = spark.range(0, 4800, numPartitions=6)
@@ -77,6 +80,7 @@ def make_samples(spark, io):
     inputs=["samples"],
     outputs=["scaled"],
     checkpointing={"execution.checkpointing.interval-volume": "1 kb"},
+    spark_conn_id="spark_colocated",
     **SPARK,
 )
 def scale_slowly(spark, io):
