@@ -210,6 +210,8 @@ class SparkStandalone:
         self.host = host  # None: this machine, sharing its disk
         self.processes: list[subprocess.Popen] = []
         self.cluster: StandaloneCluster | None = None
+        self._env: dict[str, str] = {}
+        self._workers: dict[int, subprocess.Popen] = {}  # worker number -> its process, while it runs
 
     def _start(self, env: dict[str, str], name: str, *args: str) -> tuple[subprocess.Popen, Path]:
         log = self.folder / f"{name}.log"
@@ -246,23 +248,8 @@ class SparkStandalone:
             )
             _wait_for_log(master_log, "I have been elected leader", master, 600)
             url = f"spark://127.0.0.1:{port}"
-            started = [
-                self._start(
-                    env,
-                    f"worker-{n}",
-                    "org.apache.spark.deploy.worker.Worker",
-                    url,
-                    "--host",
-                    "127.0.0.1",
-                    "--cores",
-                    str(self.cores),
-                    "--memory",
-                    self.memory,
-                    "--webui-port",
-                    str(_free_port()),
-                )
-                for n in range(1, self.workers + 1)
-            ]
+            self._env, self._url = env, url
+            started = [self._launch_worker(n, f"worker-{n}") for n in range(1, self.workers + 1)]
             for worker, log in started:
                 _wait_for_log(log, "Successfully registered with master", worker, 600)
         except BaseException:
@@ -277,6 +264,55 @@ class SparkStandalone:
             env["SPARK_WORKER_DIR"],
         )
         return self.cluster
+
+    def _launch_worker(self, number: int, name: str) -> tuple[subprocess.Popen, Path]:
+        process, log = self._start(
+            self._env,
+            name,
+            "org.apache.spark.deploy.worker.Worker",
+            self._url,
+            "--host",
+            "127.0.0.1",
+            "--cores",
+            str(self.cores),
+            "--memory",
+            self.memory,
+            "--webui-port",
+            str(_free_port()),
+        )
+        self._workers[number] = process
+        return process, log
+
+    def kill_worker(self, number: int) -> list[int]:
+        """SIGKILL worker ``number`` with everything it started (its executors and their Python
+        workers share its process group): a Spark machine lost. The processes killed."""
+        process = self._workers.pop(number)
+        killed = [
+            int(pid)
+            for pid in subprocess.run(
+                ["pgrep", "-g", str(process.pid)], capture_output=True, text=True
+            ).stdout.split()
+        ]
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=30)
+        return killed
+
+    def workers_with_executors(self) -> list[int]:
+        """The running workers (numbers) that hold an executor now."""
+        return [
+            number
+            for number, process in sorted(self._workers.items())
+            if subprocess.run(
+                ["pgrep", "-g", str(process.pid), "-f", "CoarseGrainedExecutorBackend"],
+                capture_output=True,
+                text=True,
+            ).stdout.split()
+        ]
+
+    def start_worker(self, number: int, timeout: float = 300) -> None:
+        """Worker ``number`` again (after ``kill_worker``), registered with the master."""
+        process, log = self._launch_worker(number, f"worker-{number}-{time.monotonic_ns()}")
+        _wait_for_log(log, "Successfully registered with master", process, timeout)
 
     def stop(self) -> None:
         for process in self.processes:

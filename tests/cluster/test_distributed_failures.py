@@ -1,11 +1,12 @@
-"""Scenarios 2-5: failures only a distributed deployment has -- a lost Celery worker (during a region's
-work, and in the middle of a Spark Connect write), a restarted scheduler, an unreachable REST API -- each
-run alone on the reference deployment, each checked for the exact try number of every task instance and
-for output equal to a failure-free run's.
+"""Scenarios 2-6: failures only a distributed deployment has -- a lost Celery worker (during a region's
+work, and in the middle of a Spark Connect write), a lost Spark worker, a restarted scheduler, an
+unreachable REST API -- each run alone on the reference deployment, each checked for the exact try
+number of every task instance and for output equal to a failure-free run's.
 
     S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U        (ft_cluster_worker_loss, ft_cluster_api_outage)
     F --f--> G                                             (ft_cluster_backoff)
     W --w-->                                               (ft_cluster_running_write: a 40 s write)
+    V --v-->                                               (ft_cluster_spark_worker_loss: the same)
     make_samples --samples--> scale_slowly (checkpointed)   (ft_cluster_checkpoint_worker_loss)
 """
 
@@ -147,6 +148,38 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
             for m in metrics
         )
     )
+
+
+def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_one_task_not_a_restart(deployment, store):
+    #   V --v-->  (a 40 s write in two Spark tasks, one on each Spark worker's executor of the Connect
+    #   server); one Spark worker SIGKILLed with its executor 10 s into it
+    airflow, standalone = deployment.airflow, deployment.standalone
+    dag_id, run_id = trigger(airflow, "ft_cluster_spark_worker_loss")
+    wait_until_running(airflow, dag_id, run_id, "V")
+    deadline = time.monotonic() + 120
+    while "writing ['v']" not in airflow.task_log(dag_id, run_id, "V", 1) and time.monotonic() < deadline:
+        time.sleep(1)
+    started = time.monotonic()
+    time.sleep(10)  # the write's two tasks run, 30 s of each left
+    [lost, *_] = standalone.workers_with_executors()  # the Connect server's
+    killed = standalone.kill_worker(lost)
+    try:
+        run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=300)
+        took = time.monotonic() - started
+    finally:
+        standalone.start_worker(lost)  # the machine is back for the scenarios after this one
+    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
+    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
+    ledger.unlink(missing_ok=True)
+    print(f"\n[a Spark worker lost] the 40 s write took {took:.0f} s from its start; no Airflow retry")
+    assert len(killed) >= 2 and run["state"] == "success", story  # the worker and its executor
+    assert try_numbers(tis.values()) == {"V": 1}, story  # Spark re-ran the lost task; Airflow nothing
+    # three task runs of try 1: the two of the write, and the lost one again on the other worker
+    assert [entry.split(":")[0] for entry in computed] == ["1", "1", "1"], computed
+    manifest = store.manifest(RunRef(dag_id, run_id).parse("v"))
+    partitions = [f.key.rsplit("/", 1)[1].split("-")[1] for f in manifest.files]
+    assert sorted(partitions) == ["00000", "00001"], manifest.files  # the lost attempt's object: unlisted
+    assert values(store, dag_id, run_id, "v") == expected(0)  # each row once
 
 
 def test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_resumes_from_the_store(

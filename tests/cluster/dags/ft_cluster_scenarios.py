@@ -65,6 +65,13 @@ with DAG("ft_cluster_running_write", **COMMON):
         stage("W", outputs=["w"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
 
 
+# V alone: the same 40 s write; the test SIGKILLs one Spark worker (with its executor) in the middle of
+# it, and Spark, not Airflow, runs the lost task again on the other worker.
+with DAG("ft_cluster_spark_worker_loss", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(1)):
+        stage("V", outputs=["v"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
+
+
 #   make_samples --samples (6 files)--> scale_slowly (checkpointed: one file per micro-batch, 2 s each)
 # The test loses scale_slowly's Celery worker once the store holds checkpoint 3 (of 0-5); the retry, on
 # the other worker (another temporary directory: no local copy), restores from the store. make_samples
