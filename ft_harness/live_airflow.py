@@ -414,10 +414,18 @@ class LiveAirflow:
     def restart_component(self, name: str, *, kill: bool = True) -> None:
         """Stop a component (``kill``: SIGKILL its whole session, as a crash would; else SIGTERM, as a
         deployment's restart would) and start it again with the same command and environment."""
+        self.start_component(name, self.stop_component(name, kill=kill))
+
+    def stop_component(self, name: str, *, kill: bool = True) -> list[str]:
+        """Stop a component as ``restart_component`` does; its command, for ``start_component``."""
         proc = self.procs[name]
         argv = proc.args if isinstance(proc.args, list) else [str(proc.args)]
         self.kill_session(name, signal.SIGKILL if kill else signal.SIGTERM)
-        self._spawn(name, list(argv), self._spawn_env.get(name))
+        return list(argv)
+
+    def start_component(self, name: str, argv: list[str]) -> None:
+        """Start a stopped component again with its command and environment."""
+        self._spawn(name, argv, self._spawn_env.get(name))
 
     def kill_session(self, name: str, sig: int = signal.SIGKILL) -> list[int]:
         """Send ``sig`` to every process of a component's session (it and all it started); wait for the

@@ -1,9 +1,10 @@
 """Scenarios 2-6: failures only a distributed deployment has -- a lost Celery worker (during a region's
-work, and in the middle of a Spark Connect write), a lost Spark worker, a restarted scheduler, an
-unreachable REST API -- each run alone on the reference deployment, each checked for the exact try
-number of every task instance and for output equal to a failure-free run's.
+work, and in the middle of a Spark Connect write), a lost Spark worker, a restarted scheduler, a
+triggerer down, an unreachable REST API -- each run alone on the reference deployment, each checked for
+the exact try number of every task instance and for output equal to a failure-free run's.
 
-    S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U        (ft_cluster_worker_loss, ft_cluster_api_outage)
+    S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U        (ft_cluster_worker_loss, _api_outage,
+                                                            _triggerer_loss)
     F --f--> G                                             (ft_cluster_backoff)
     W --w-->                                               (ft_cluster_running_write: a 40 s write)
     V --v-->                                               (ft_cluster_spark_worker_loss: the same)
@@ -267,6 +268,34 @@ def test_with_two_schedulers_one_killed_during_a_backoff_the_restart_is_decided_
         assert values(store, dag_id, run_id, "g") == expected(1)
     finally:
         airflow.restart_component("scheduler")  # back to two for the scenarios after this one
+
+
+def test_the_triggerer_down_through_a_deferred_restart_makes_it_late_not_lost_nor_twice(deployment, store):
+    #   S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U     T2 fails once: the region restarts in 30 s,
+    #   T1's new try waiting deferred (a DateTimeTrigger); the triggerer is SIGKILLed 5 s into the
+    #   backoff and started again 45 s later, 20 s after the restart was due
+    airflow = deployment.airflow
+    dag_id, run_id = trigger(
+        airflow, "ft_cluster_triggerer_loss", {"ft_faults": [{"task": "T2", "times": 1}]}
+    )
+    airflow.client.wait_for_task_instance(dag_id, run_id, "T1", states=["deferred"], timeout=300, poll=0.2)
+    [decision] = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
+    time.sleep(max(0.0, decision["time"] + 5 - time.time()))
+    command = airflow.stop_component("triggerer")
+    time.sleep(45)
+    back = time.time()
+    airflow.start_component("triggerer", command)
+    run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    assert run["state"] == "success", story
+    # T2 try 1 decided the restart and cleared T1 before it failed; try 2 waited for T1 (its upstream)
+    assert try_numbers(tis.values()) == {"S": 1, "T1": 2, "T2": 2, "U": 1}, story
+    decisions = [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
+    assert [(e["task"], e["try_number"]) for e in decisions] == [("T2", 1)], decisions  # decided once
+    # T1's restart waited for a triggerer: queued once one was back, not before the restart was due
+    resumed = when(tries(airflow, dag_id, run_id, "T1")[1]["queued_when"])
+    assert decision["restart_at"] <= back <= resumed < back + 30, (resumed - back, story)
+    print(f"\n[the triggerer down 45 s] the restart came {resumed - decision['restart_at']:.0f} s late")
+    assert values(store, dag_id, run_id, "u") == expected(3)
 
 
 def test_a_restart_recorded_while_the_rest_api_is_unreachable_is_finished_once_it_is_back(deployment, store):

@@ -49,6 +49,8 @@ def pipelined_region(dag_id, restart_strategy, t2_args=()):
 pipelined_region("ft_cluster_worker_loss", fixed_delay(5), t2_args=["sleep_on_try=1:300"])
 # T2 fails once (conf ft_faults) while the REST API is unreachable from the workers.
 pipelined_region("ft_cluster_api_outage", fixed_delay(2))
+# T2 fails once; T1's new try waits 30 s deferred (in the triggerer), which is down from 5 s to 50 s.
+pipelined_region("ft_cluster_triggerer_loss", fixed_delay(30))
 
 #   F --f--> G        F fails once; its restart waits 45 s, during which the scheduler is restarted
 with DAG("ft_cluster_backoff", **COMMON):
