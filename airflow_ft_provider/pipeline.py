@@ -57,6 +57,7 @@ from airflow_ft_provider.recovery.layered_restarts import (
 from airflow_ft_provider.stage_settings import (
     checkpoint_configs,
     data_paths,
+    pipeline_data_path,
     stage_classifications,
     stage_declaration,
 )
@@ -79,15 +80,6 @@ def cluster_store_conn_id() -> str:
     from airflow.sdk import conf
 
     return conf.get("ft_provider", "partition_store_conn_id", fallback=None) or "aws_default"
-
-
-def cluster_data_path() -> DataPath:
-    """``[ft_provider] data_path``: where the data of pipelines that name no ``data_path`` flows on this
-    deployment (``"executors"`` where Spark runs on other machines than the Airflow workers)."""
-    from airflow.sdk import conf
-
-    value = conf.get("ft_provider", "data_path", fallback=None) or DataPath.STAGED.value
-    return DataPath.parse(value.strip(), where="[ft_provider] data_path")
 
 
 def pipeline_retention(value: str | float) -> float:
@@ -131,9 +123,8 @@ class FailoverPipeline:
         # stage's own extend these. Checked when the pipeline is built.
         self.failure_rules = failure_rules
         self.failure_classifier = failure_classifier
-        self.failure_classifications: dict[
-            str, StageClassification
-        ] = {}  # per stage, built with the pipeline
+        # per stage, built with the pipeline
+        self.failure_classifications: dict[str, StageClassification] = {}
         self.checkpointing = checkpointing  # the stages' default (checkpoints/config.py)
         self.aws_conn_id = aws_conn_id or cluster_store_conn_id()
         self.spark_conn_id = spark_conn_id
@@ -148,11 +139,7 @@ class FailoverPipeline:
         self.per_region_restarts = per_region_restarts
         self.airflow_api_conn_id = airflow_api_conn_id
         try:  # where partition data flows (model/data_path.py): the pipeline's, else the deployment's
-            self.data_path = (
-                cluster_data_path()
-                if data_path is None
-                else DataPath.parse(data_path, where="FailoverPipeline")
-            )
+            self.data_path = pipeline_data_path(data_path)
         except ValueError as err:
             raise PipelineWiringError(str(err)) from None
         self.pipelined_in_engine = pipelined_in_engine

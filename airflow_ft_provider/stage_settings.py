@@ -87,6 +87,22 @@ def checkpoint_configs(
     return configs
 
 
+def cluster_data_path() -> DataPath:
+    """``[ft_provider] data_path``: where the data of pipelines that name no ``data_path`` flows on this
+    deployment (``"executors"`` where Spark runs on other machines than the Airflow workers)."""
+    from airflow.sdk import conf
+
+    value = conf.get("ft_provider", "data_path", fallback=None) or DataPath.STAGED.value
+    return DataPath.parse(value.strip(), where="[ft_provider] data_path")
+
+
+def pipeline_data_path(declared: DataPath | str | None) -> DataPath:
+    """A pipeline's ``data_path=``, else the deployment's (ValueError naming where it was wrong)."""
+    if declared is None:
+        return cluster_data_path()
+    return DataPath.parse(declared, where="FailoverPipeline")
+
+
 def data_paths(
     stages: Iterable[str],
     tasks_by_id: Mapping[str, Any],

@@ -229,7 +229,9 @@ class SparkStandalone:
         self.folder.mkdir(parents=True, exist_ok=True)
         env = spark_environment()
         # On a Spark host of its own the work directory is in its private /tmp (read through host.path)
-        env["SPARK_WORKER_DIR"] = str(self.folder / "work") if self.host is None else "/tmp/spark-work"
+        # (one of its own per cluster: several may share a host)
+        in_host = f"/tmp/spark-work-{os.getpid()}-{time.monotonic_ns()}"
+        env["SPARK_WORKER_DIR"] = str(self.folder / "work") if self.host is None else in_host
         # The daemons and the executors the workers launch (they inherit the worker's environment and
         # are not started by spark-submit) get the test JVM settings of spark_environment() too.
         env["JAVA_TOOL_OPTIONS"] = FAST_JVM
