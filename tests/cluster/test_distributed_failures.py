@@ -151,7 +151,7 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
     )
 
 
-def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_one_task_not_a_restart(deployment, store):
+def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_its_tasks_not_a_restart(deployment, store):
     #   V --v-->  (a 40 s write in two Spark tasks, one on each Spark worker's executor of the Connect
     #   server); one Spark worker SIGKILLed with its executor 10 s into it
     airflow, standalone = deployment.airflow, deployment.standalone
@@ -163,6 +163,7 @@ def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_one_task_not_a_resta
     started = time.monotonic()
     time.sleep(10)  # the write's two tasks run, 30 s of each left
     [lost, *_] = standalone.workers_with_executors()  # the Connect server's
+    killed_at = time.time()
     killed = standalone.kill_worker(lost)
     try:
         run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=300)
@@ -175,8 +176,10 @@ def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_one_task_not_a_resta
     print(f"\n[a Spark worker lost] the 40 s write took {took:.0f} s from its start; no Airflow retry")
     assert len(killed) >= 2 and run["state"] == "success", story  # the worker and its executor
     assert try_numbers(tis.values()) == {"V": 1}, story  # Spark re-ran the lost task; Airflow nothing
-    # three task runs of try 1: the two of the write, and the lost one again on the other worker
-    assert [entry.split(":")[0] for entry in computed] == ["1", "1", "1"], computed
+    # every computation was try 1's; Spark ran what the lost worker was computing again (one task or
+    # both, as its executors held them): a computation that ended 40 s after the kill began after it
+    assert len(computed) >= 2 and {entry.split(":")[0] for entry in computed} == {"1"}, computed
+    assert max(float(entry.split(":")[2]) for entry in computed) >= killed_at + 40 - 1, (killed_at, computed)
     manifest = store.manifest(RunRef(dag_id, run_id).parse("v"))
     partitions = [f.key.rsplit("/", 1)[1].split("-")[1] for f in manifest.files]
     assert sorted(partitions) == ["00000", "00001"], manifest.files  # the lost attempt's object: unlisted

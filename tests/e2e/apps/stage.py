@@ -8,7 +8,8 @@ An argument ``sleep_on_try=T:S`` makes try T sleep S seconds before its Spark wo
 a test can take the Spark Connect server away from a running stage); ``noise=1`` adds a random column,
 so that every run of the stage writes different rows (tests/e2e/test_reuse.py). ``slow_write=S`` makes
 each of the write's two Spark tasks take S seconds in the server (a long write a test can lose its worker
-in), and ``ledger=DIR`` has each of them note "try:partition" in DIR/<run id> when it is computed.
+in), and ``ledger=DIR`` has each of them note "try:python worker:time" in DIR/<run id> when it is
+computed.
 """
 
 import sys
@@ -57,7 +58,7 @@ if "slow_write" in options:
         if ledger:
             os.makedirs(os.path.dirname(ledger) or ".", exist_ok=True)
             with open(ledger, "a") as out:
-                out.write(f"{computed_by}:{os.getpid()}\n")
+                out.write(f"{computed_by}:{os.getpid()}:{time.time():.3f}\n")  # try:worker:when done
         yield from batches
 
     df = df.repartition(2).mapInArrow(slowly, df.schema)
