@@ -21,7 +21,7 @@ import time
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import IO, TYPE_CHECKING
 
 import pytest
 
@@ -139,6 +139,15 @@ def build_spark_class_archive(archive: str) -> None:
             partial.rename(target)  # atomic: a JVM sees the whole archive or none
 
 
+def start_spark_process(
+    command: list[str], *, env: dict[str, str], log: IO[bytes], host: SparkHost | None
+) -> subprocess.Popen[bytes]:
+    """A Spark daemon in a process group of its own, logging to ``log``: on ``host``, else here."""
+    if host is not None:
+        return host.popen(command, env=env, log=log)
+    return subprocess.Popen(command, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+
+
 def spark_environment() -> dict[str, str]:
     env = _base_environment()
     # Test stages are seconds long: the C1 compiler and the serial collector cut the client JVM's
@@ -211,17 +220,13 @@ class SparkStandalone:
         self.processes: list[subprocess.Popen] = []
         self.cluster: StandaloneCluster | None = None
         self._env: dict[str, str] = {}
+        self._url = ""  # the master's, once started
         self._workers: dict[int, subprocess.Popen] = {}  # worker number -> its process, while it runs
 
     def _start(self, env: dict[str, str], name: str, *args: str) -> tuple[subprocess.Popen, Path]:
         log = self.folder / f"{name}.log"
         command = [str(SPARK_HOME / "bin" / "spark-class"), *args]
-        if self.host is not None:
-            process = self.host.popen(command, env=env, log=log.open("w"))
-        else:
-            process = subprocess.Popen(
-                command, env=env, stdout=log.open("w"), stderr=subprocess.STDOUT, start_new_session=True
-            )
+        process = start_spark_process(command, env=env, log=log.open("w"), host=self.host)
         self.processes.append(process)
         return process, log
 

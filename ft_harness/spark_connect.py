@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ft_harness.spark_cluster import SPARK_HOME, spark_environment
+from ft_harness.spark_cluster import SPARK_HOME, spark_environment, start_spark_process
 
 if TYPE_CHECKING:
     from ft_harness.spark_host import SparkHost
@@ -93,16 +93,9 @@ class SparkConnectServer:
             command += ["--conf", f"{key}={value}"]
         command.append("spark-internal")
         self.log_dir.mkdir(parents=True, exist_ok=True)
-        if self.host is not None:
-            self.process = self.host.popen(command, env=spark_environment(), log=self.log.open("ab"))
-        else:
-            self.process = subprocess.Popen(
-                command,
-                env=spark_environment(),
-                stdout=self.log.open("ab"),
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
+        self.process = start_spark_process(
+            command, env=spark_environment(), log=self.log.open("ab"), host=self.host
+        )
         self._ready = False
         return self
 

@@ -195,14 +195,13 @@ class PartitionCommits(AttemptUploads):
         """The rows of an attempt the executors wrote, once Spark's driver recorded it (the job
         committed); None while there is no record (still running, failed, or never started)."""
         prefix = self._location(ref, None).prefix + attempt_dir(check_name("attempt id", attempt_id))
-        if self.read_object(prefix + WRITTEN_RECORD) is None:
-            return None
-        return sum(f.rows for f in self._written_record(prefix))
+        files = self._read_written_record(prefix)
+        return None if files is None else sum(f.rows for f in files)
 
     def _written_record(self, attempt_prefix: str) -> list[WrittenFile]:
-        key = attempt_prefix + WRITTEN_RECORD
-        data = self.read_object(key)
-        if data is None:
+        files = self._read_written_record(attempt_prefix)
+        if files is None:
+            key = attempt_prefix + WRITTEN_RECORD
             raise PartitionStoreError(
                 f"no s3://{self.bucket}/{key}: Spark did not finish the write (its driver records the "
                 "committed task attempts' files there last)",
@@ -211,6 +210,14 @@ class PartitionCommits(AttemptUploads):
                 code=None,
                 operation="commit_uploaded",
             )
+        return files
+
+    def _read_written_record(self, attempt_prefix: str) -> list[WrittenFile] | None:
+        """The executors' record under ``attempt_prefix`` (one GET), None if there is none yet."""
+        key = attempt_prefix + WRITTEN_RECORD
+        data = self.read_object(key)
+        if data is None:
+            return None
         try:  # stored JSON: the limits every reader of the bucket applies, then the record's own checks
             return written_files(load_json(data, max_bytes=MAX_RECORD_BYTES))
         except ValueError as exc:

@@ -106,9 +106,8 @@ class FinishedWorkAdoption:
         if staged:
             keep_for_next_try(workdir)
         inputs = {pid: manifest.attempt_id for pid, manifest in read.items()}
-        work = RunningWork(
-            session, socket.gethostname(), str(workdir), inputs, lineage, outputs, attempts if in_s3 else {}
-        )
+        # (staged outputs have no attempt id: their record names none)
+        work = RunningWork(session, socket.gethostname(), str(workdir), inputs, lineage, outputs, attempts)
         self._save(RUNNING_KEY, work.to_json(), "its running work")
 
     def record(
@@ -241,7 +240,7 @@ class FinishedWorkAdoption:
     def _completed_rows(self, work: RunningWork) -> dict[str, int | None]:
         """Each output's rows if its write job committed, else None."""
         if work.staged:
-            return {name: _completed_rows(location) for name, location in work.outputs.items()}
+            return {name: _staged_rows(location) for name, location in work.outputs.items()}
         refs = {ref.result: ref for ref in self.scope.output_refs}
         try:
             return {
@@ -319,7 +318,7 @@ class FinishedWorkAdoption:
         scope.recovery.record_try(WorkAdopted(scope.task, scope.try_number, said))
 
 
-def _completed_rows(location: str) -> int | None:
+def _staged_rows(location: str) -> int | None:
     """The rows of a staged output whose write job committed (None: it did not, or unreadable)."""
     if not os.path.exists(os.path.join(location.removeprefix("file://"), SUCCESS_MARKER)):
         return None
