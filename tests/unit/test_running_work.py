@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from airflow_ft_provider.execution.connect_sessions import TrySession
@@ -18,12 +20,8 @@ WORK = RunningWork(
 )
 
 
-IN_S3 = RunningWork(  # the executors' path: an attempt in S3, adoptable from any worker
-    session=SESSION,
-    host="worker-1",
-    workdir="/tmp/ft-stage-abc",
-    inputs={"b": "t1-0123456789abcdef"},
-    lineage="ab" * 32,
+IN_S3 = replace(  # the executors' path: an attempt in S3, adoptable from any worker
+    WORK,
     outputs={"d": "s3://lake/p/run/blocking/d/-1/attempts/t1-fedcba9876543210/"},
     attempts={"d": "t1-fedcba9876543210"},
 )
