@@ -100,7 +100,12 @@ class ReferenceDeployment:
             # The Spark side shares no disk with the Airflow side: not its folder, not /tmp
             self.spark_host = SparkHost(hidden=[self.folder]).start()
             self.standalone = SparkStandalone(
-                self.folder / "spark", workers=self.spark_workers, cores=2, memory="2g", host=self.spark_host
+                self.folder / "spark",
+                workers=self.spark_workers,
+                cores=2,
+                memory="2g",
+                host=self.spark_host,
+                recovery=True,  # a master started again takes back its workers and applications
             )
             self.spark = self.standalone.start()
             self.connect = SparkConnectServer(

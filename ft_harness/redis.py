@@ -1,8 +1,11 @@
 """A throw-away Redis server: the Celery broker of the reference deployment (:mod:`ft_harness.deployment`).
 
 Debian's ``redis-server`` (``scripts/cluster.sh`` installs it when missing), on 127.0.0.1 and a free
-port, with its working directory in a temporary folder and no persistence: the queue lives as long as
-the deployment does. Stopped (and its folder removed) at the end.
+port, with its working directory in a temporary folder. It keeps an append-only file, synced on every
+write, as a production broker must: a Redis that crashes and starts again (:meth:`RedisServer.kill`, then
+:meth:`RedisServer.start`) still holds the tasks that were waiting in its queues. Without it a queued
+task is lost and Airflow finds it only after ``[scheduler] task_queued_timeout`` (10 minutes by default).
+Stopped (and its folder removed) at the end.
 """
 
 from __future__ import annotations
@@ -45,7 +48,9 @@ class RedisServer:
         return f"redis://127.0.0.1:{self.port}/{database}"
 
     def start(self, timeout: float = 30.0) -> RedisServer:
-        self.dir = Path(tempfile.mkdtemp(prefix="ft-redis-"))
+        """Start the server (again, after :meth:`kill`: same port, same folder, its queues replayed)."""
+        if self.dir is None:
+            self.dir = Path(tempfile.mkdtemp(prefix="ft-redis-"))
         argv = [
             self.binary,
             "--bind",
@@ -57,7 +62,9 @@ class RedisServer:
             "--save",
             "",
             "--appendonly",
-            "no",
+            "yes",
+            "--appendfsync",
+            "always",
             "--protected-mode",
             "yes",
             "--logfile",
@@ -77,11 +84,26 @@ class RedisServer:
 
     def _answers(self) -> bool:
         try:
-            with socket.create_connection(("127.0.0.1", self.port), timeout=1) as s:
-                s.sendall(b"PING\r\n")
-                return s.recv(16).startswith(b"+PONG")
+            return self.command("PING") == "PONG"
         except OSError:
             return False
+
+    def command(self, *words: str) -> str | int:
+        """One command, its simple answer (a status or an integer): e.g. ``command("LLEN", "default")``."""
+        request = f"*{len(words)}\r\n" + "".join(f"${len(w.encode())}\r\n{w}\r\n" for w in words)
+        with socket.create_connection(("127.0.0.1", self.port), timeout=2) as s:
+            s.sendall(request.encode())
+            line = s.makefile("rb").readline().decode().rstrip("\r\n")
+        kind, value = line[:1], line[1:]
+        if kind == "-":
+            raise RuntimeError(f"Redis answered {words[0]} with an error: {value}")
+        return int(value) if kind == ":" else value
+
+    def kill(self) -> None:
+        """SIGKILL the server, as a crash would; its folder (the append-only file) stays for :meth:`start`."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
 
     def log_tail(self, lines: int = 20) -> str:
         try:

@@ -182,6 +182,14 @@ def _wait_for_log(path: Path, needle: str, process: subprocess.Popen, timeout: f
     )
 
 
+def _kill_group(process: subprocess.Popen) -> list[int]:
+    """SIGKILL a Spark daemon's process group (it and what it started); the pids killed."""
+    listed = subprocess.run(["pgrep", "-g", str(process.pid)], capture_output=True, text=True).stdout
+    os.killpg(process.pid, signal.SIGKILL)
+    process.wait(timeout=30)
+    return [int(pid) for pid in listed.split()]
+
+
 @dataclass(frozen=True)
 class StandaloneCluster:
     url: str  # spark://127.0.0.1:PORT
@@ -213,10 +221,16 @@ class SparkStandalone:
         cores: int = 1,
         memory: str = "1g",
         host: SparkHost | None = None,
+        recovery: bool = False,
     ) -> None:
         self.folder = Path(folder)  # logs (on this side; the work directory is on the Spark host)
         self.workers, self.cores, self.memory = workers, cores, memory
         self.host = host  # None: this machine, sharing its disk
+        # The master's single-node recovery (Spark's FILESYSTEM mode, its state in a directory of the
+        # master's host): a master started again takes back the workers and the running applications.
+        self.recovery = recovery
+        self._master: subprocess.Popen | None = None
+        self._master_args: list[str] = []
         self.processes: list[subprocess.Popen] = []
         self.cluster: StandaloneCluster | None = None
         self._env: dict[str, str] = {}
@@ -241,21 +255,18 @@ class SparkStandalone:
         # are not started by spark-submit) get the test JVM settings of spark_environment() too.
         env["JAVA_TOOL_OPTIONS"] = FAST_JVM
         port, web_ui_port = _free_port(), _free_port()
-        try:
-            master, master_log = self._start(
-                env,
-                "master",
-                "org.apache.spark.deploy.master.Master",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                "--webui-port",
-                str(web_ui_port),
+        if self.recovery:
+            recovery_dir = f"{in_host}-recovery" if self.host else str(self.folder / "recovery")
+            env["SPARK_MASTER_OPTS"] = (
+                f"-Dspark.deploy.recoveryMode=FILESYSTEM -Dspark.deploy.recoveryDirectory={recovery_dir}"
             )
+        self._master_args = ["--host", "127.0.0.1", "--port", str(port), "--webui-port", str(web_ui_port)]
+        try:
+            self._env = env
+            master, master_log = self._launch_master("master")
             _wait_for_log(master_log, "I have been elected leader", master, 600)
             url = f"spark://127.0.0.1:{port}"
-            self._env, self._url = env, url
+            self._url = url
             started = [self._launch_worker(n, f"worker-{n}") for n in range(1, self.workers + 1)]
             for worker, log in started:
                 _wait_for_log(log, "Successfully registered with master", worker, 600)
@@ -271,6 +282,28 @@ class SparkStandalone:
             env["SPARK_WORKER_DIR"],
         )
         return self.cluster
+
+    def _launch_master(self, name: str) -> tuple[subprocess.Popen, Path]:
+        process, log = self._start(
+            self._env, name, "org.apache.spark.deploy.master.Master", *self._master_args
+        )
+        self._master = process
+        return process, log
+
+    def kill_master(self) -> list[int]:
+        """SIGKILL the master (its machine lost); workers, executors and drivers keep running."""
+        assert self._master is not None, "the master is not running"
+        killed = _kill_group(self._master)
+        self._master = None
+        return killed
+
+    def start_master(self, timeout: float = 300) -> None:
+        """The master again (after ``kill_master``), on its port; with ``recovery``, once it has taken
+        back the workers and applications it knew (Spark logs "Recovery complete")."""
+        process, log = self._launch_master(f"master-{time.monotonic_ns()}")
+        _wait_for_log(
+            log, "Recovery complete" if self.recovery else "I have been elected leader", process, timeout
+        )
 
     def _launch_worker(self, number: int, name: str) -> tuple[subprocess.Popen, Path]:
         process, log = self._start(
@@ -293,16 +326,7 @@ class SparkStandalone:
     def kill_worker(self, number: int) -> list[int]:
         """SIGKILL worker ``number`` with everything it started (its executors and their Python
         workers share its process group): a Spark machine lost. The processes killed."""
-        process = self._workers.pop(number)
-        killed = [
-            int(pid)
-            for pid in subprocess.run(
-                ["pgrep", "-g", str(process.pid)], capture_output=True, text=True
-            ).stdout.split()
-        ]
-        os.killpg(process.pid, signal.SIGKILL)
-        process.wait(timeout=30)
-        return killed
+        return _kill_group(self._workers.pop(number))
 
     def workers_with_executors(self) -> list[int]:
         """The running workers (numbers) that hold an executor now."""

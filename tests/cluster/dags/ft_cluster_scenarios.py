@@ -9,7 +9,7 @@ import os
 from datetime import datetime
 from pathlib import Path
 
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
 from airflow_ft_provider.decorators import ft_stage
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
@@ -108,3 +108,34 @@ with DAG("ft_cluster_checkpoint_worker_loss", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(1)):
         make_samples()
         scale_slowly()
+
+
+# -- the infrastructure's losses (tests/cluster/test_infrastructure_loss.py) ---------------------------
+
+WORKER_SLOTS = 8  # the deployment's two Celery workers, four task slots each
+
+
+@task
+def occupy(seconds):
+    import time
+
+    time.sleep(seconds)
+
+
+# Every worker slot taken for 60 s: a task queued meanwhile waits in the broker (Redis).
+with DAG("ft_cluster_busy", **COMMON):
+    occupy.expand(seconds=[60] * WORKER_SLOTS)
+
+#   S --s--> T        S waits in Redis (every slot busy) when Redis is SIGKILLed
+with DAG("ft_cluster_broker_loss", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(5)):
+        stage("S", outputs=["s"])
+        stage("T", inputs=["s"], outputs=["t"])
+
+#   M --m--> N        M: a 40 s write on the Connect server (an application of the cluster); N: a
+# spark-submit application of the same cluster. The Spark master is SIGKILLed 10 s into M's write and
+# started again 45 s later: N is submitted while it is down.
+with DAG("ft_cluster_master_loss", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(5)):
+        stage("M", outputs=["m"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
+        stage("N", inputs=["m"], outputs=["n"], spark_conn_id="spark_submit")

@@ -1,0 +1,105 @@
+"""The infrastructure under a running pipeline lost: the Celery broker (Redis), ...
+
+Each scenario loses the part at the worst moment for a running pipeline, starts it again where a real
+deployment would, and checks what a user cares about: the output is exact, no try is spent or run twice,
+no decision is taken twice; it prints what the loss cost. The README's failure table names each one.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+
+import pytest
+
+from ft_harness.airflow_rest import try_numbers
+from tests.cluster.dags.ft_cluster_scenarios import LEDGERS, WORKER_SLOTS
+from tests.cluster.test_distributed_failures import journal_events, trigger, when
+from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)
+    expected,
+    finish,
+    store,
+    values,
+)
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3, pytest.mark.timeout(900)]
+
+
+def wait_for(condition, *, what: str, timeout: float = 180, poll: float = 0.5):
+    deadline = time.monotonic() + timeout
+    while not (found := condition()):
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout:.0f} s: {what}")
+        time.sleep(poll)
+    return found
+
+
+def test_redis_killed_with_a_stage_waiting_in_its_queue_loses_nothing(deployment, store):
+    #   ft_cluster_busy: every worker slot taken for 60 s;  S --s--> T: S queued meanwhile, so it waits in
+    #   Redis, which is SIGKILLed and started again 15 s later (its append-only file replayed)
+    airflow, redis = deployment.airflow, deployment.redis
+    assert WORKER_SLOTS == len(airflow.workers) * airflow.concurrency
+    busy = trigger(airflow, "ft_cluster_busy")
+    wait_for(
+        lambda: sum(ti["state"] == "running" for ti in airflow.client.task_instances(*busy)) == WORKER_SLOTS,
+        what="every worker slot busy",
+    )
+    dag_id, run_id = trigger(airflow, "ft_cluster_broker_loss")
+    wait_for(lambda: redis.command("LLEN", "default") >= 1, what="S waiting in Redis's queue")
+    redis.kill()
+    time.sleep(15)
+    redis.start()
+    back = time.time()
+    run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    busy_run, busy_tis, busy_story = finish(airflow, {"r": busy}, "r", timeout=300)
+    assert busy_run["state"] == "success" and set(try_numbers(busy_tis.values()).values()) == {1}, busy_story
+    assert run["state"] == "success", story
+    assert try_numbers(tis.values()) == {"S": 1, "T": 1}, story  # no try lost, none run twice
+    s_started = when(tis[("S", -1)]["start_date"])
+    busy_ended = max(when(ti["end_date"]) for ti in busy_tis.values())
+    assert back < s_started, story  # it waited in Redis through the loss
+    assert [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"] == []
+    assert values(store, dag_id, run_id, "t") == expected(1)
+    print(
+        f"\n[Redis lost 15 s] the queued stage started {s_started - busy_ended:.0f} s after a slot freed "
+        f"({s_started - back:.0f} s after Redis was back); no try lost"
+    )
+
+
+def test_the_spark_master_lost_during_a_write_and_a_submission_costs_the_wait_for_it(deployment, store):
+    #   M --m--> N    M: a 40 s write in the Connect server's application; the Spark master SIGKILLed 10 s
+    #   into it, and started again (recovery mode FILESYSTEM) only once N's spark-submit driver waits for it
+    airflow, standalone = deployment.airflow, deployment.standalone
+    dag_id, run_id = trigger(airflow, "ft_cluster_master_loss")
+    wait_for(lambda: "writing ['m']" in airflow.task_log(dag_id, run_id, "M", 1), what="M writing")
+    time.sleep(10)
+    killed_at = time.time()
+    standalone.kill_master()
+    try:
+        wait_for(
+            lambda: "Running Spark version" in airflow.task_log(dag_id, run_id, "N", 1),
+            what="N's driver started while the master is down",
+            timeout=240,
+        )
+        time.sleep(5)  # N's application tries to register with no master
+    finally:
+        standalone.start_master()  # takes back the workers and the Connect server's application
+    back = time.time()
+    run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
+    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
+    ledger.unlink(missing_ok=True)
+    assert run["state"] == "success", story
+    assert try_numbers(tis.values()) == {"M": 1, "N": 1}, story  # no Airflow retry
+    # M's write went on without a master (its executors answer to their driver): each Spark task once
+    assert [entry.split(":")[0] for entry in computed] == ["1", "1"], computed
+    assert when(tis[("M", -1)]["end_date"]) < back, story
+    restarted_log = sorted(standalone.folder.glob("master-*.log"))[-1].read_text()
+    assert "Application has been re-registered" in restarted_log  # the Connect server's, recovered
+    assert "Registered app ft_cluster_master_loss.N" in restarted_log  # N waited for this master
+    assert values(store, dag_id, run_id, "n") == expected(1)
+    n_took = when(tis[("N", -1)]["end_date"]) - when(tis[("N", -1)]["start_date"])
+    print(
+        f"\n[the Spark master down {back - killed_at:.0f} s] M's write finished without it; N, submitted "
+        f"meanwhile, took {n_took:.0f} s (its application registered once the master was back); no retry"
+    )
