@@ -99,6 +99,11 @@ class CeleryAirflow(LiveAirflow):
                 # A task a lost worker had taken is not handed to another one by the broker (after this long):
                 # Airflow's heartbeat timeout finds it, and region failover restarts it as a new try.
                 "AIRFLOW__CELERY_BROKER_TRANSPORT_OPTIONS__VISIBILITY_TIMEOUT": "86400",
+                # A scheduler that died (its job row still "running") is declared dead after this long;
+                # only then does another one adopt its running tries and fail those without a heartbeat.
+                # 60 s, not LiveAirflow's 300 s: Celery starts tasks in the workers, so a burst of task
+                # starts cannot stall a scheduler's loop (Airflow's default is 30 s).
+                "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "60",
                 **self.extra_env,
             }
         )

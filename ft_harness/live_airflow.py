@@ -427,6 +427,14 @@ class LiveAirflow:
         """Start a stopped component again with its command and environment."""
         self._spawn(name, argv, self._spawn_env.get(name))
 
+    def restart_exited(self) -> list[str]:
+        """Start again every component that has exited, as a deployment's supervisor would (systemd's
+        ``Restart=always``, a Kubernetes pod's restart policy); their names."""
+        exited = [n for n, proc in self.procs.items() if n != "bootstrap" and proc.poll() is not None]
+        for name in exited:
+            self.restart_component(name)
+        return exited
+
     def kill_session(self, name: str, sig: int = signal.SIGKILL) -> list[int]:
         """Send ``sig`` to every process of a component's session (it and all it started); wait for the
         component's own process. Returns the pids signalled."""

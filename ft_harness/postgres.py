@@ -69,6 +69,14 @@ class PostgresServer:
         return {"user": self._account.pw_uid, "group": self._account.pw_gid, "extra_groups": []}
 
     def start(self, timeout: float = 60.0) -> PostgresServer:
+        """Start the server: a new cluster the first time; after :meth:`shut_down`, the same one again."""
+        if self.data_dir is None:
+            self._init_cluster()
+        assert self.data_dir is not None and self.log_path is not None
+        root = self.data_dir.parent
+        return self._launch(root, timeout)
+
+    def _init_cluster(self) -> None:
         # Directly under /tmp when running as root: the session's own temp directories (and maybe
         # $TMPDIR) are 0700 root, which the postgres account could not enter.
         root = Path(
@@ -95,6 +103,9 @@ class PostgresServer:
             capture_output=True,
             **self._as_owner(),
         )
+
+    def _launch(self, root: Path, timeout: float) -> PostgresServer:
+        assert self.data_dir is not None and self.log_path is not None
         settings = {
             "listen_addresses": "127.0.0.1",
             "port": str(self.port),
@@ -107,7 +118,7 @@ class PostgresServer:
         argv = [str(self.bin / "postgres"), "-D", str(self.data_dir)]
         for key, value in settings.items():
             argv += ["-c", f"{key}={value}"]
-        with open(os.open(self.log_path, os.O_WRONLY | os.O_CREAT, 0o644), "wb") as log:
+        with open(os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644), "ab") as log:
             if self._account is not None:
                 os.chown(self.log_path, self._account.pw_uid, self._account.pw_gid)
             self.proc = subprocess.Popen(
@@ -153,7 +164,18 @@ class PostgresServer:
         except (OSError, AttributeError):
             return "(no log)"
 
+    def shut_down(self) -> None:
+        """Stop the server as an operator's restart does (a fast shutdown: sessions are ended, the
+        transactions in flight rolled back); :meth:`start` brings the same databases back."""
+        self._shut_down_server()
+
     def stop(self) -> None:
+        self._shut_down_server()
+        if self.data_dir is not None:
+            shutil.rmtree(self.data_dir.parent, ignore_errors=True)
+            self.data_dir = None
+
+    def _shut_down_server(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.send_signal(signal.SIGINT)  # fast shutdown (SIGTERM's "smart" one waits for clients)
             try:
@@ -165,9 +187,6 @@ class PostgresServer:
                 except subprocess.TimeoutExpired:
                     self.proc.kill()
                     self.proc.wait()
-        if self.data_dir is not None:
-            shutil.rmtree(self.data_dir.parent, ignore_errors=True)
-            self.data_dir = None
 
     def __enter__(self) -> PostgresServer:
         return self.start()

@@ -108,7 +108,7 @@ class FinishedWorkAdoption:
         inputs = {pid: manifest.attempt_id for pid, manifest in read.items()}
         # (staged outputs have no attempt id: their record names none)
         work = RunningWork(session, socket.gethostname(), str(workdir), inputs, lineage, outputs, attempts)
-        self._save(RUNNING_KEY, work.to_json(), "its running work")
+        self._save(RUNNING_KEY, work.to_json(), "running work")
 
     def record(
         self,
@@ -134,7 +134,7 @@ class FinishedWorkAdoption:
                 for name, (location, attempt) in locations.items()
             },
         )
-        self._save(FINISHED_KEY, work.to_json(), "its finished work")
+        self._save(FINISHED_KEY, work.to_json(), "finished work")
 
     def _save(self, key: str, record: dict[str, object], what: str) -> None:
         assert self.state is not None

@@ -1,4 +1,5 @@
-"""The infrastructure under a running pipeline lost: the Celery broker (Redis), ...
+"""The infrastructure under a running pipeline lost: the Celery broker (Redis), the Spark master,
+the metadata database (PostgreSQL).
 
 Each scenario loses the part at the worst moment for a running pipeline, starts it again where a real
 deployment would, and checks what a user cares about: the output is exact, no try is spent or run twice,
@@ -102,4 +103,42 @@ def test_the_spark_master_lost_during_a_write_and_a_submission_costs_the_wait_fo
     print(
         f"\n[the Spark master down {back - killed_at:.0f} s] M's write finished without it; N, submitted "
         f"meanwhile, took {n_took:.0f} s (its application registered once the master was back); no retry"
+    )
+
+
+def test_postgres_down_for_a_minute_costs_a_killed_try_not_its_spark_work(deployment, store):
+    #   P --p--> Q    P: a 40 s write in the Connect server; PostgreSQL (the metadata database) shut down
+    #   10 s into it, as an operator's restart does, and started again 60 s later
+    airflow, postgres = deployment.airflow, deployment.postgres
+    dag_id, run_id = trigger(airflow, "ft_cluster_database_loss")
+    wait_for(lambda: "writing ['p']" in airflow.task_log(dag_id, run_id, "P", 1), what="P writing")
+    time.sleep(10)
+    postgres.shut_down()
+    try:
+        time.sleep(60)
+    finally:
+        postgres.start()
+    back = time.time()
+    exited = airflow.restart_exited()  # what the deployment's supervisor (systemd, Kubernetes) does
+    run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
+    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
+    ledger.unlink(missing_ok=True)
+    # The schedulers, the DAG processor and the triggerer exit without their database; the API server
+    # and the Celery workers wait for it
+    assert {"scheduler", "scheduler-2"} <= set(exited), exited
+    assert not {"api-server", *(w.name for w in airflow.workers)} & set(exited), exited
+    assert run["state"] == "success", story
+    # P's try 1 is killed by its own supervisor after three failed heartbeats; its Spark work goes on in
+    # the server, and try 2 commits it without Spark: computed once
+    assert try_numbers(tis.values()) == {"P": 2, "Q": 1}, story
+    assert [entry.split(":")[0] for entry in computed] == ["1", "1"], computed
+    said = "P: try 1's Spark work completed after its worker died: output committed, Spark not started"
+    assert said in airflow.task_log(dag_id, run_id, "P", 2)
+    assert [e["task"] for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"] == ["P"]
+    assert values(store, dag_id, run_id, "q") == expected(1)
+    committed = when(tis[("P", -1)]["end_date"])
+    print(
+        f"\n[PostgreSQL down 60 s] restarted by the supervisor: {', '.join(exited)}; P's output committed "
+        f"by try 2 {committed - back:.0f} s after the database was back; computed once"
     )

@@ -139,3 +139,10 @@ with DAG("ft_cluster_master_loss", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(5)):
         stage("M", outputs=["m"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
         stage("N", inputs=["m"], outputs=["n"], spark_conn_id="spark_submit")
+
+#   P --p--> Q        P: a 40 s write; PostgreSQL (the metadata database) is shut down 10 s into it and
+# started again 30 s later
+with DAG("ft_cluster_database_loss", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(5)):
+        stage("P", outputs=["p"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
+        stage("Q", inputs=["p"], outputs=["q"])
