@@ -393,5 +393,10 @@ class AirflowApiHook(BaseHook):
         path = api_path(
             "dags", dag_id, "dagRuns", run_id, "taskInstances", task_id, *index, "tries", try_number
         )
-        state = self.request("GET", path).get("state")
+        try:
+            state = self.request("GET", path).get("state")
+        except AirflowApiError as err:
+            if err.status == 404:  # a try its worker could not start: Airflow failed it without a record
+                return None
+            raise
         return state if isinstance(state, str) else None

@@ -63,4 +63,5 @@ class TaskInstanceApi(Protocol):
     def try_state(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
     ) -> str | None:
-        """The state one past try of a task instance ended in."""
+        """The state one past try of a task instance ended in; None when it never started (Airflow
+        keeps no record of a try its worker could not start)."""

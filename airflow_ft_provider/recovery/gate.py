@@ -100,13 +100,8 @@ class TryGate:
             state = self.journal.load()
             if core_task in restarted:  # this try was listed to end: the clear already stopped it
                 return Superseded(f"{core_task} was cleared by the restart it finished"), state
-        previous = try_number - 1
+        previous, ended_as = self._last_try_that_ran(core_task, try_number, state)
         if previous >= 1 and not state.accounts_for(core_task, previous):
-            airflow_task, airflow_index = self.pipeline.airflow_key(core_task)
-            with self.rest() as api:
-                ended_as = api.try_state(
-                    self.run.pipeline, self.run.run_id, airflow_task, airflow_index, previous
-                )
             if ended_as in FAILED_TRY_STATES:
                 log.warning("%s try %d: %s; applying region failover now", core_task, previous, KILLED_CAUSE)
                 decision = self.failures.handle(
@@ -117,6 +112,24 @@ class TryGate:
                 state = self.journal.load()
         producers = restarted & self.pipeline.upstream_tasks(core_task)
         return (self._restart_after(core_task, producers) if producers else None), state
+
+    def _last_try_that_ran(self, core_task: str, try_number: int, state: RunState) -> tuple[int, str | None]:
+        """The newest earlier try the journal does not account for, and the state it ended in, skipping
+        the tries that never started: while the API server is down a worker cannot start a try, Airflow
+        fails it without a record (tries 2-5 of a try 1 lost then), and such a try is no failure of the
+        stage. (0, None) when there is none to look at."""
+        airflow_task, airflow_index = self.pipeline.airflow_key(core_task)
+        previous = try_number - 1
+        while previous >= 1 and not state.accounts_for(core_task, previous):
+            with self.rest() as api:
+                ended_as = api.try_state(
+                    self.run.pipeline, self.run.run_id, airflow_task, airflow_index, previous
+                )
+            if ended_as is not None:
+                return previous, ended_as
+            log.info("%s try %d never started (Airflow keeps no record of it)", core_task, previous)
+            previous -= 1
+        return previous, None
 
     def _restart_after(self, core_task: str, producers: set[str]) -> Superseded:
         """This try started before its producers were cleared: let it go too, so that Airflow starts the

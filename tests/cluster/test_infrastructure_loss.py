@@ -1,5 +1,5 @@
 """The infrastructure under a running pipeline lost: the Celery broker (Redis), the Spark master,
-the metadata database (PostgreSQL).
+the metadata database (PostgreSQL), the API server.
 
 Each scenario loses the part at the worst moment for a running pipeline, starts it again where a real
 deployment would, and checks what a user cares about: the output is exact, no try is spent or run twice,
@@ -57,13 +57,13 @@ def test_redis_killed_with_a_stage_waiting_in_its_queue_loses_nothing(deployment
     assert run["state"] == "success", story
     assert try_numbers(tis.values()) == {"S": 1, "T": 1}, story  # no try lost, none run twice
     s_started = when(tis[("S", -1)]["start_date"])
-    busy_ended = max(when(ti["end_date"]) for ti in busy_tis.values())
+    slot_freed = min(when(ti["end_date"]) for ti in busy_tis.values())
     assert back < s_started, story  # it waited in Redis through the loss
     assert [e for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"] == []
     assert values(store, dag_id, run_id, "t") == expected(1)
     print(
-        f"\n[Redis lost 15 s] the queued stage started {s_started - busy_ended:.0f} s after a slot freed "
-        f"({s_started - back:.0f} s after Redis was back); no try lost"
+        f"\n[Redis lost 15 s] the queued stage started {s_started - slot_freed:.0f} s after the first slot "
+        f"freed ({s_started - back:.0f} s after Redis was back); no try lost"
     )
 
 
@@ -141,4 +141,44 @@ def test_postgres_down_for_a_minute_costs_a_killed_try_not_its_spark_work(deploy
     print(
         f"\n[PostgreSQL down 60 s] restarted by the supervisor: {', '.join(exited)}; P's output committed "
         f"by try 2 {committed - back:.0f} s after the database was back; computed once"
+    )
+
+
+def test_the_api_server_down_for_90_s_costs_tries_that_never_start_not_the_work(deployment, store):
+    #   A --a--> B    A: a 40 s write in the Connect server; the API server (REST API, UI and the tasks'
+    #   execution API) SIGKILLed 10 s into it and started again 90 s later
+    airflow = deployment.airflow
+    dag_id, run_id = trigger(airflow, "ft_cluster_api_server_loss")
+    wait_for(lambda: "writing ['a']" in airflow.task_log(dag_id, run_id, "A", 1), what="A writing")
+    time.sleep(10)
+    command = airflow.stop_component("api-server")
+    try:
+        time.sleep(90)
+    finally:
+        airflow.start_component("api-server", command)
+    back = time.time()
+    exited = airflow.restart_exited()
+    run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
+    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
+    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
+    ledger.unlink(missing_ok=True)
+    assert exited == [], exited  # no other component needs the API server to stay up
+    assert run["state"] == "success", story
+    # A's try 1 is killed by its supervisor (its heartbeats fail); the tries Airflow queues meanwhile
+    # cannot start (their worker cannot reach the API) and fail without a record; the first try that runs
+    # once it is back applies try 1's failover, once, and commits try 1's finished Spark work
+    last = tis[("A", -1)]["try_number"]
+    assert last >= 2 and tis[("B", -1)]["try_number"] == 1, story
+    assert [entry.split(":")[0] for entry in computed] == ["1", "1"], computed  # computed once
+    events = [(e["kind"], e["task"], e["try_number"]) for e in journal_events(store, dag_id, run_id)]
+    assert events == [("failover", "A", 1), ("adopted", "A", last)], events
+    log = airflow.task_log(dag_id, run_id, "A", last)
+    assert "A: try 1's Spark work completed after its worker died: output committed, Spark not started" in log
+    never_started = [n for n in range(2, last) if f"A try {n} never started" in log]
+    assert never_started == list(range(2, last)), (never_started, log[-3000:])
+    assert values(store, dag_id, run_id, "b") == expected(1)
+    committed = when(tis[("A", -1)]["end_date"])
+    print(
+        f"\n[the API server down 90 s] {len(never_started)} tries of A could not start meanwhile; try "
+        f"{last} committed try 1's work {committed - back:.0f} s after the API server was back"
     )

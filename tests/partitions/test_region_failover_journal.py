@@ -104,6 +104,43 @@ def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
     assert "process was killed" in event["cause"]
 
 
+class NeverStartedApi(ScriptedApi):
+    """C's tries 2 and 3 never started (the API server was down: Airflow failed them without a record);
+    ``first`` is how its try 1 ended."""
+
+    def __init__(self, listing, first):
+        super().__init__(listing, cleared_tries={})
+        self.first = first
+        self.asked = []
+
+    def try_state(self, dag_id, run_id, task_id, map_index, try_number):
+        self.asked.append(try_number)
+        return self.first if try_number == 1 else None
+
+
+def test_tries_that_never_started_are_passed_over_to_the_killed_try_before_them(seed002):
+    description, store = seed002
+    listing = {"A": ("success", 1), "B": ("success", 1), "C": ("running", 4), "D": ("success", 1)}
+    api = NeverStartedApi(listing, first="up_for_retry")
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
+    # C's try 1 was killed (no recorded failure), tries 2 and 3 never ran: try 4 applies the failover of
+    # try 1, once; before, the tries endpoint's 404 for try 3 failed try 4 too
+    assert failover.before_try("C", None, 4) == WaitUntil(1002.0)
+    assert api.asked == [3, 2, 1]
+    [event] = failover.journal.events()
+    assert (event["task"], event["try_number"], event["regions"]) == ("C", 1, [["C"]])
+    assert "process was killed" in event["cause"]
+
+
+def test_tries_that_never_started_after_a_success_decide_nothing(seed002):
+    description, store = seed002
+    listing = {"A": ("success", 1), "B": ("success", 1), "C": ("running", 3), "D": ("success", 1)}
+    api = NeverStartedApi(listing, first="success")  # then cleared by hand; tries 2 and 3 never ran
+    failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
+    assert failover.before_try("C", None, 3) == Proceed()
+    assert failover.journal.events() == []
+
+
 class OutageApi(ScriptedApi):
     """The REST API, unreachable for the listed calls ("instances", "clear_instances") until ``restore()``."""
 

@@ -29,6 +29,7 @@ import tenacity
 
 from airflow_ft_provider.failover import ManualClock
 from airflow_ft_provider.hooks.airflow_api import (
+    AirflowApiError,
     AirflowApiHook,
     AirflowApiOutcomeUnknown,
     AirflowApiUnreachable,
@@ -313,6 +314,19 @@ def test_every_path_segment_is_percent_encoded(monkeypatch, fake_api, run_id):
         "taskInstances",
         "B?#",
     ]
+
+
+def test_a_try_airflow_has_no_record_of_is_one_that_never_started(monkeypatch, fake_api):
+    """While the API server is down a worker cannot start a try; Airflow fails it and keeps no record of
+    it (the tries endpoint answers 404). Any other refusal is still an error."""
+    conn_id = connection(monkeypatch, "ft_api_no_try", f"http://svc:{PASSWORD}@127.0.0.1:{fake_api.port}")
+    tries = "GET /api/v2/dags/seed002/dagRuns/r1/taskInstances/A/tries/"
+    fake_api.status[tries + "5"] = 404
+    fake_api.status[tries + "6"] = 403
+    with AirflowApiHook(conn_id, timeout=5) as hook:
+        assert hook.try_state("seed002", "r1", "A", -1, 5) is None
+        with pytest.raises(AirflowApiError, match="answered 403"):
+            hook.try_state("seed002", "r1", "A", -1, 6)
 
 
 # -- timeouts and retries -------------------------------------------------------------------------

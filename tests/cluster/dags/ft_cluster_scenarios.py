@@ -146,3 +146,10 @@ with DAG("ft_cluster_database_loss", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(5)):
         stage("P", outputs=["p"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
         stage("Q", inputs=["p"], outputs=["q"])
+
+#   A --a--> B        A: a 40 s write; the API server (REST API, UI and the tasks' execution API) is
+# SIGKILLed 10 s into it and started again 90 s later
+with DAG("ft_cluster_api_server_loss", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(5)):
+        stage("A", outputs=["a"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
+        stage("B", inputs=["a"], outputs=["b"])
