@@ -300,19 +300,16 @@ class FailoverPipeline:
             )
 
     def _install_retry_policy(self, tasks_by_id: dict[str, Any]) -> None:
-        """The restart strategy, not Airflow's retry count, decides when to stop: a policy cannot grant
-        more tries than ``retries``, so stages get a budget no strategy will reach. Airflow's own
-        ``retry_delay`` only applies to tries the policy never saw (killed processes); those wait for
-        their region's restart time in ``before_work`` anyway."""
+        """The restart strategy, not Airflow's retry count, decides when to stop (a budget no strategy
+        reaches: a policy cannot grant more tries than ``retries``). Tries it never saw (killed; dead
+        before their code ran, e.g. on a full disk) wait 1 s, doubling, a minute at most (not 1 s: 49
+        such tries in 90 s)."""
         from airflow_ft_provider.recovery.retry_policy import FailoverRetryPolicy
 
-        settings = {
-            "retry_policy": FailoverRetryPolicy(),
-            "retries": RETRY_BUDGET,
-            "retry_delay": timedelta(seconds=1),
-        }
+        policy, backoff = FailoverRetryPolicy(), {"retry_exponential_backoff": 2.0}
+        delays = {"retry_delay": timedelta(seconds=1), "max_retry_delay": timedelta(minutes=1)}
         for stage in self.stages:
-            set_arguments(tasks_by_id[stage], **settings)
+            set_arguments(tasks_by_id[stage], retry_policy=policy, retries=RETRY_BUDGET, **backoff, **delays)
 
     def _declare_assets(self, tasks_by_id: dict[str, Any]) -> None:
         """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled

@@ -69,9 +69,8 @@ def api_path(*segments: str | int) -> str:
 def api_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the API server could not be reached or answer (an outage, after retries),
     as opposed to a refusal that trying again later will not change (a 4xx)."""
-    if isinstance(exc, AirflowApiUnreachable | AirflowApiOutcomeUnknown):
-        return True
-    return isinstance(exc, AirflowApiError) and exc.retryable
+    unreachable = isinstance(exc, AirflowApiUnreachable | AirflowApiOutcomeUnknown)
+    return unreachable or (isinstance(exc, AirflowApiError) and exc.retryable)
 
 
 def _retryable(exc: BaseException) -> bool:
@@ -389,12 +388,9 @@ class AirflowApiHook(BaseHook):
     def try_state(
         self, dag_id: str, run_id: str, task_id: str, map_index: int, try_number: int
     ) -> str | None:
-        index = (map_index,) if map_index >= 0 else ()
-        path = api_path(
-            "dags", dag_id, "dagRuns", run_id, "taskInstances", task_id, *index, "tries", try_number
-        )
+        one_try = ("taskInstances", task_id, *((map_index,) if map_index >= 0 else ()), "tries", try_number)
         try:
-            state = self.request("GET", path).get("state")
+            state = self.request("GET", api_path("dags", dag_id, "dagRuns", run_id, *one_try)).get("state")
         except AirflowApiError as err:
             if err.status == 404:  # a try its worker could not start: Airflow failed it without a record
                 return None

@@ -122,9 +122,9 @@ def occupy(seconds):
     time.sleep(seconds)
 
 
-# Every worker slot taken for 60 s: a task queued meanwhile waits in the broker (Redis).
+# Every worker slot taken for 45 s: a task queued meanwhile waits in the broker (Redis).
 with DAG("ft_cluster_busy", **COMMON):
-    occupy.expand(seconds=[60] * WORKER_SLOTS)
+    occupy.expand(seconds=[45] * WORKER_SLOTS)
 
 #   S --s--> T        S waits in Redis (every slot busy) when Redis is SIGKILLed
 with DAG("ft_cluster_broker_loss", **COMMON):
@@ -148,8 +148,14 @@ with DAG("ft_cluster_database_loss", **COMMON):
         stage("Q", inputs=["p"], outputs=["q"])
 
 #   A --a--> B        A: a 40 s write; the API server (REST API, UI and the tasks' execution API) is
-# SIGKILLed 10 s into it and started again 90 s later
+# SIGKILLed 10 s into it and started again 60 s later
 with DAG("ft_cluster_api_server_loss", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(5)):
         stage("A", outputs=["a"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
         stage("B", inputs=["a"], outputs=["b"])
+
+#   D --d--> E        one Celery worker's disk is full (its logs and temporary directory)
+with DAG("ft_cluster_disk_full", **COMMON):
+    with FailoverPipeline(restart_strategy=fixed_delay(5)):
+        stage("D", outputs=["d"])
+        stage("E", inputs=["d"], outputs=["e"])

@@ -1,5 +1,7 @@
 """Pipelines are wired from partitions when the DAG is parsed; miswiring fails there, clearly."""
 
+from datetime import timedelta
+
 import pytest
 from airflow.sdk import DAG
 
@@ -324,6 +326,9 @@ def test_airflows_defaults_and_other_tasks_retries_are_left_alone():
         a >> notify
     assert dag.task_dict["a"].retries == RETRY_BUDGET
     assert dag.task_dict["m"].partial_kwargs["retries"] == RETRY_BUDGET
+    # tries the policy never sees (dead before their code ran) back off, a minute apart at most
+    assert dag.task_dict["a"].retry_exponential_backoff == 2.0
+    assert dag.task_dict["m"].partial_kwargs["max_retry_delay"] == timedelta(minutes=1)
     assert type(dag.task_dict["a"].retry_policy).__name__ == "FailoverRetryPolicy"
     assert dag.task_dict["notify"].retries == 2
 
