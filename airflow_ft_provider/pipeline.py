@@ -17,7 +17,6 @@ one. Edges to and from other tasks (sensors, notifications) are untouched.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from datetime import timedelta
 from types import TracebackType
 from typing import Any
 
@@ -50,6 +49,7 @@ from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions.naming import check_name
 from airflow_ft_provider.recovery.failure_facts import StageClassification
 from airflow_ft_provider.recovery.layered_restarts import (
+    UNSEEN_TRY_RETRY,
     own_retry_settings,
     pipeline_restart_config,
     where_set,
@@ -300,16 +300,14 @@ class FailoverPipeline:
             )
 
     def _install_retry_policy(self, tasks_by_id: dict[str, Any]) -> None:
-        """The restart strategy, not Airflow's retry count, decides when to stop (a budget no strategy
-        reaches: a policy cannot grant more tries than ``retries``). Tries it never saw (killed; dead
-        before their code ran, e.g. on a full disk) wait 1 s, doubling, a minute at most (not 1 s: 49
-        such tries in 90 s)."""
+        """The restart strategy, not Airflow's retry count, decides when to stop: a policy cannot grant
+        more tries than ``retries``, so stages get a budget no strategy will reach. Airflow's own delay
+        only applies to the tries the policy never saw (``UNSEEN_TRY_RETRY``)."""
         from airflow_ft_provider.recovery.retry_policy import FailoverRetryPolicy
 
-        policy, backoff = FailoverRetryPolicy(), {"retry_exponential_backoff": 2.0}
-        delays = {"retry_delay": timedelta(seconds=1), "max_retry_delay": timedelta(minutes=1)}
+        settings = {"retry_policy": FailoverRetryPolicy(), "retries": RETRY_BUDGET, **UNSEEN_TRY_RETRY}
         for stage in self.stages:
-            set_arguments(tasks_by_id[stage], retry_policy=policy, retries=RETRY_BUDGET, **backoff, **delays)
+            set_arguments(tasks_by_id[stage], **settings)
 
     def _declare_assets(self, tasks_by_id: dict[str, Any]) -> None:
         """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled

@@ -72,9 +72,7 @@ class PostgresServer:
         """Start the server: a new cluster the first time; after :meth:`shut_down`, the same one again."""
         if self.data_dir is None:
             self._init_cluster()
-        assert self.data_dir is not None and self.log_path is not None
-        root = self.data_dir.parent
-        return self._launch(root, timeout)
+        return self._launch(timeout)
 
     def _init_cluster(self) -> None:
         # Directly under /tmp when running as root: the session's own temp directories (and maybe
@@ -104,8 +102,9 @@ class PostgresServer:
             **self._as_owner(),
         )
 
-    def _launch(self, root: Path, timeout: float) -> PostgresServer:
+    def _launch(self, timeout: float) -> PostgresServer:
         assert self.data_dir is not None and self.log_path is not None
+        root = self.data_dir.parent
         settings = {
             "listen_addresses": "127.0.0.1",
             "port": str(self.port),

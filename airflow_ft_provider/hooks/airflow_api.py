@@ -69,8 +69,9 @@ def api_path(*segments: str | int) -> str:
 def api_unavailable(exc: BaseException) -> bool:
     """Whether ``exc`` says the API server could not be reached or answer (an outage, after retries),
     as opposed to a refusal that trying again later will not change (a 4xx)."""
-    unreachable = isinstance(exc, AirflowApiUnreachable | AirflowApiOutcomeUnknown)
-    return unreachable or (isinstance(exc, AirflowApiError) and exc.retryable)
+    if isinstance(exc, AirflowApiUnreachable | AirflowApiOutcomeUnknown):
+        return True
+    return isinstance(exc, AirflowApiError) and exc.retryable
 
 
 def _retryable(exc: BaseException) -> bool:

@@ -101,15 +101,14 @@ class TryGate:
             if core_task in restarted:  # this try was listed to end: the clear already stopped it
                 return Superseded(f"{core_task} was cleared by the restart it finished"), state
         previous, ended_as = self._last_try_that_ran(core_task, try_number, state)
-        if previous >= 1 and not state.accounts_for(core_task, previous):
-            if ended_as in FAILED_TRY_STATES:
-                log.warning("%s try %d: %s; applying region failover now", core_task, previous, KILLED_CAUSE)
-                decision = self.failures.handle(
-                    task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task], labels=KILLED
-                )
-                if decision.outcome is Outcome.RESTART:
-                    restarted.update(decision.tasks)
-                state = self.journal.load()
+        if ended_as in FAILED_TRY_STATES:
+            log.warning("%s try %d: %s; applying region failover now", core_task, previous, KILLED_CAUSE)
+            decision = self.failures.handle(
+                task_id, map_index, previous, KILLED_CAUSE, keep_running=[core_task], labels=KILLED
+            )
+            if decision.outcome is Outcome.RESTART:
+                restarted.update(decision.tasks)
+            state = self.journal.load()
         producers = restarted & self.pipeline.upstream_tasks(core_task)
         return (self._restart_after(core_task, producers) if producers else None), state
 
@@ -117,7 +116,7 @@ class TryGate:
         """The newest earlier try the journal does not account for, and the state it ended in, skipping
         the tries that never started: while the API server is down a worker cannot start a try, Airflow
         fails it without a record (tries 2-5 of a try 1 lost then), and such a try is no failure of the
-        stage. (0, None) when there is none to look at."""
+        stage. No state (None) when every earlier try is accounted for or never started."""
         airflow_task, airflow_index = self.pipeline.airflow_key(core_task)
         previous = try_number - 1
         while previous >= 1 and not state.accounts_for(core_task, previous):

@@ -64,6 +64,15 @@ def when(text):
     return datetime.fromisoformat(text).timestamp()
 
 
+def ledger_entries(deployment, run_id):
+    """What a slow write's ledger says (on the Spark host's disk): ``try:pid:end time`` per Spark task
+    that computed it, sorted; the ledger is removed once read."""
+    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
+    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
+    ledger.unlink(missing_ok=True)
+    return computed
+
+
 def journal_events(store, dag_id, run_id):
     return RecoveryJournal(store, RunRef(dag_id, run_id)).events()
 
@@ -126,9 +135,7 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
         run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=300)
     finally:
         airflow.start_worker(lost, wait=False)  # up again while the next scenario starts
-    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))  # the Spark host's disk
-    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
-    ledger.unlink(missing_ok=True)
+    computed = ledger_entries(deployment, run_id)
     assert len(killed) >= 3 and run["state"] == "success", story
     assert try_numbers(tis.values()) == {"W": 2}, story
     survivor = next(w for w in airflow.workers if w is not lost).address
@@ -170,9 +177,7 @@ def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_its_tasks_not_a_rest
         took = time.monotonic() - started
     finally:
         standalone.start_worker(lost)  # the machine is back for the scenarios after this one
-    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
-    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
-    ledger.unlink(missing_ok=True)
+    computed = ledger_entries(deployment, run_id)
     print(f"\n[a Spark worker lost] the 40 s write took {took:.0f} s from its start; no Airflow retry")
     assert len(killed) >= 2 and run["state"] == "success", story  # the worker and its executor
     assert try_numbers(tis.values()) == {"V": 1}, story  # Spark re-ran the lost task; Airflow nothing

@@ -8,15 +8,14 @@ no decision is taken twice; it prints what the loss cost. The README's failure t
 
 from __future__ import annotations
 
-import os
 import subprocess
 import time
 
 import pytest
 
 from ft_harness.airflow_rest import try_numbers
-from tests.cluster.dags.ft_cluster_scenarios import LEDGERS, WORKER_SLOTS
-from tests.cluster.test_distributed_failures import journal_events, tries, trigger, when
+from tests.cluster.dags.ft_cluster_scenarios import WORKER_SLOTS
+from tests.cluster.test_distributed_failures import journal_events, ledger_entries, tries, trigger, when
 from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)
     expected,
     finish,
@@ -88,9 +87,7 @@ def test_the_spark_master_lost_during_a_write_and_a_submission_costs_the_wait_fo
         standalone.start_master()  # takes back the workers and the Connect server's application
     back = time.time()
     run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
-    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
-    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
-    ledger.unlink(missing_ok=True)
+    computed = ledger_entries(deployment, run_id)
     assert run["state"] == "success", story
     assert try_numbers(tis.values()) == {"M": 1, "N": 1}, story  # no Airflow retry
     # M's write went on without a master (its executors answer to their driver): each Spark task once
@@ -122,9 +119,7 @@ def test_postgres_down_for_a_minute_costs_a_killed_try_not_its_spark_work(deploy
     back = time.time()
     exited = airflow.restart_exited()  # what the deployment's supervisor (systemd, Kubernetes) does
     run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
-    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
-    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
-    ledger.unlink(missing_ok=True)
+    computed = ledger_entries(deployment, run_id)
     # The schedulers, the DAG processor and the triggerer exit without their database; the API server
     # and the Celery workers wait for it
     assert {"scheduler", "scheduler-2"} <= set(exited), exited
@@ -160,9 +155,7 @@ def test_the_api_server_down_for_a_minute_costs_tries_that_never_start_not_the_w
     back = time.time()
     exited = airflow.restart_exited()
     run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
-    ledger = deployment.spark_host.path(os.path.join(LEDGERS, run_id))
-    computed = sorted(ledger.read_text().split()) if ledger.exists() else []
-    ledger.unlink(missing_ok=True)
+    computed = ledger_entries(deployment, run_id)
     assert exited == [], exited  # no other component needs the API server to stay up
     assert run["state"] == "success", story
     # A's try 1 is killed by its supervisor (its heartbeats fail); the tries Airflow queues meanwhile
