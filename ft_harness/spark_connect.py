@@ -50,8 +50,10 @@ class SparkConnectServer:
         log_dir: Path | None = None,
         conf: dict[str, str] | None = None,
         host: SparkHost | None = None,
+        env: dict[str, str] | None = None,
     ) -> None:
         self.master = master
+        self.env = dict(env or {})  # beside spark_environment(), e.g. PYSPARK_PYTHON
         self.host = host  # None: this machine (a driver sharing the Airflow side's disk)
         self.port = port or _free_port()
         # A log folder of its own (none given) is removed by stop(): nothing is left behind in /tmp.
@@ -94,7 +96,7 @@ class SparkConnectServer:
         command.append("spark-internal")
         self.log_dir.mkdir(parents=True, exist_ok=True)
         self.process = start_spark_process(
-            command, env=spark_environment(), log=self.log.open("ab"), host=self.host
+            command, env={**spark_environment(), **self.env}, log=self.log.open("ab"), host=self.host
         )
         self._ready = False
         return self

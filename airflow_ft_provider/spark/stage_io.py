@@ -45,6 +45,7 @@ from .spec import (
     StageSpec,
     StoreCredentials,
 )
+from .stream_start import start_query
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -242,7 +243,7 @@ class StageIO:
             .trigger(processingTime="0 seconds")  # fed chunk by chunk until the feeder is done
         )
         try:
-            query = writer.start()
+            query = start_query(writer.start)
         except Exception as err:
             if "output mode" not in str(err).lower():
                 raise

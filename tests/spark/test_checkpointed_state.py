@@ -21,7 +21,7 @@ from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.pipeline import FailoverPipeline
 from airflow_ft_provider.spark.stage_io import StageIOError
 from tests.spark.apps import checkpointed as apps
-from tests.spark.test_checkpointed_stage import RUN_ID, run, run_to_success
+from tests.spark.test_checkpointed_stage import RUN_ID, run
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]
 BATCH_3 = [{"task": "stage", "mode": "batch", "batch": 3}]
@@ -93,7 +93,7 @@ def test_an_aggregation_resumes_with_its_rocksdb_state_from_a_changelog_checkpoi
     assert [f.path for f in latest.files if f.path.startswith("out/")] == [
         f.path for f in latest.files if f.path.startswith(f"out/totals/b{latest.checkpoint_id:010d}/")
     ]  # complete mode: the newest batch is the whole result
-    pushed, _ = run_to_success(dag, "stage", 2)
+    pushed = run(dag, "stage", 2)
     assert pushed["totals"]["checkpoint"]["why"] == "resume"
     expected = sorted(
         (k, sum(i for i in range(apps.ROWS) if i % 13 == k), sum(1 for i in range(apps.ROWS) if i % 13 == k))
@@ -110,7 +110,7 @@ def test_drop_duplicates_keeps_each_key_once_across_a_resume(make_dag):
     run(dag, "numbers", 1)
     with pytest.raises(Exception, match="injected failure inside micro-batch 3"):
         run(dag, "stage", 1, BATCH_3)
-    pushed, _ = run_to_success(dag, "stage", 2)
+    pushed = run(dag, "stage", 2)
     assert pushed["keys"]["checkpoint"]["why"] == "resume"
     assert rows(dag, "keys") == [(k,) for k in range(13)]
 
@@ -135,7 +135,7 @@ def test_under_a_slow_operator_micro_batches_shrink_and_checkpoints_stay_near_th
     keys = {"execution.checkpointing.interval": "2 s", "execution.checkpointing.interval-volume": "1 mb"}
     dag = make_dag("ft_state_slow", apps.slow_squares, "squares", **keys)
     run(dag, "numbers", 1)
-    pushed, _ = run_to_success(dag, "stage", 1)
+    pushed = run(dag, "stage", 1)
     between = pushed["squares"]["checkpoint"]["seconds_between_checkpoints"]
     assert len(between) >= 3, between  # at least four micro-batches
     assert max(between) <= 2 * 2.0, between  # seed 004's aim: bounded by about the interval
