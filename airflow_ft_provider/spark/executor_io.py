@@ -12,7 +12,7 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from .partition_source import SOURCE_NAME, access_options, objects_option, s3_filesystem, source_with
+from .partition_source import SOURCE_NAME, access_options, read_objects, s3_filesystem, source_with
 from .spec import CREDENTIAL_ENV_VARS, InputPartition, StoreAccess, StoreCredentials
 from .written import WRITTEN_RECORD, parse_written
 
@@ -30,7 +30,8 @@ def credentials_from_env() -> StoreCredentials | None:
 
 
 class ExecutorIO:
-    """The ``ft_partition`` source registered on one session, with the try's credentials."""
+    """The executors' reads (``read_objects``) and writes (the ``ft_partition`` source, registered on
+    the session) of one try, with its credentials."""
 
     def __init__(
         self, spark: SparkSession, access: StoreAccess, credentials: StoreCredentials | None
@@ -43,8 +44,7 @@ class ExecutorIO:
     def read(self, partitions: list[InputPartition]) -> DataFrame:
         """The partitions' objects, one Spark partition each, verified by the executor that reads it."""
         objects = [stored for partition in partitions for stored in partition.objects]
-        reader = self.spark.read.format(SOURCE_NAME)
-        return reader.options(**self.options, files=objects_option(objects)).load()
+        return read_objects(self.spark, objects, self.options, self.credentials)
 
     def write(self, df: DataFrame, location: str, codec: str) -> int:
         """Write ``df`` under the attempt prefix ``location`` (``s3://``); the rows the executors wrote."""

@@ -1,8 +1,9 @@
-"""Result partitions read and written by Spark's executors themselves (pyspark's Python Data Source API).
+"""Result partitions read and written by Spark's executors themselves: writes through pyspark's Python
+Data Source API, reads through ``mapInArrow``.
 
     spark.dataSource.register(PartitionSource)
     df.write.format("ft_partition").mode("append").options(**access, target=...).save()
-    spark.read.format("ft_partition").options(**access, files=...).load()
+    df = read_objects(spark, manifest_objects, access, credentials)
 
 **Writes.** Each Spark task writes one Parquet object under the try's attempt prefix, named after its
 partition and task attempt (``part-00003-a1-<uuid>.parquet``), and hashes the bytes as they stream to
@@ -14,35 +15,32 @@ list, so they never add rows; the store's garbage collection removes them with t
 
 **Reads.** One Spark partition per object the manifest lists: the executor reads the object, checks its
 size and checksum against the manifest's entry, then decodes it. A changed object fails the read with
-``PartitionDataCorrupt``, naming the object: Spark never reads unverified bytes.
+``PartitionDataCorrupt``, naming the object: Spark never reads unverified bytes. Reads need no commit,
+so they are a plain ``mapInArrow`` over the objects' numbers rather than a data source: Spark starts a
+data source's planning in Python processes of the driver, afresh for every session (they are keyed by
+the session's artifact UUID and kept until the server stops), and every stage try is a session.
 
-The Airflow worker handles only the kilobytes around this (the manifest, ``_ft_written.json``); the data
-flows between the executors and S3. Stdlib, pyarrow and pyspark only: this module is shipped to the
-Spark driver and executors (``execution/submit.runtime_zip``).
+The Airflow worker handles only the kilobytes around this (the manifest, ``_ft_written.json``, the
+footer that gives a read its schema); the data flows between the executors and S3. Stdlib, pyarrow
+and pyspark only: this module is shipped to the Spark driver and executors
+(``execution/submit.runtime_zip``).
 
 **Credentials** come from the executors' own environment (an instance role, ``AWS_*`` variables, a
-profile: pyarrow's default chain), unless ``source_with(credentials)`` gives a key pair, for deployments
-without one. The pair is never an option (options are part of the plan Spark's UI and event log show):
-it is a class attribute of the registered source, which Spark pickles by value into the Python commands
-it sends its executors.
+profile: pyarrow's default chain), unless a key pair is given, for deployments without one. The pair
+is never an option (options are part of the plan Spark's UI and event log show): it is a class
+attribute of the registered source (``source_with``), or a field of ``ReadObjects``, which Spark
+pickles by value into the Python commands it sends its executors.
 """
 
 from __future__ import annotations
 
 import io
-import json
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceArrowWriter,
-    DataSourceReader,
-    InputPartition,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 
 from .checksums import DEFAULT_CHECKSUM, new_hasher
 from .spec import StoreAccess, StoreCredentials, StoredObject
@@ -51,17 +49,19 @@ from .written import WRITTEN_RECORD, WrittenFile, encode_written
 if TYPE_CHECKING:
     import pyarrow as pa
     from pyarrow.fs import S3FileSystem
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 SOURCE_NAME = "ft_partition"
+EMPTY_SCHEMA = "value STRING"  # the schema of an input without objects
 
 __all__ = [
     "SOURCE_NAME",
     "PartitionDataCorrupt",
     "PartitionSource",
+    "ReadObjects",
     "access_options",
-    "objects_option",
-    "parse_objects",
+    "read_objects",
     "read_verified",
     "source_with",
 ]
@@ -76,13 +76,6 @@ class TaskCommit(WriterCommitMessage):
     """What one task attempt tells the driver: its object (None for an empty Spark partition)."""
 
     written: WrittenFile | None
-
-
-@dataclass(frozen=True)
-class ObjectPartition(InputPartition):
-    """The Spark partition of one object."""
-
-    stored: StoredObject
 
 
 def s3_filesystem(options: Mapping[str, str], credentials: StoreCredentials | None = None) -> S3FileSystem:
@@ -210,46 +203,56 @@ class PartitionWriter(DataSourceArrowWriter):
                     pass
 
 
-class PartitionReader(DataSourceReader):
-    def __init__(self, options: Mapping[str, str], credentials: StoreCredentials | None) -> None:
-        self.options = dict(options)
-        self.credentials = credentials
-        self.objects = parse_objects(self.options["files"])
+@dataclass(frozen=True)
+class ReadObjects:
+    """What each reading Spark task runs: the objects of its numbers (one per task), verified. Its
+    fields are pickled by value into the executors' command, the credentials too: no option, no plan
+    and no log shows them."""
 
-    def partitions(self) -> Sequence[InputPartition]:
-        return [ObjectPartition(stored) for stored in self.objects]
+    objects: tuple[StoredObject, ...]
+    options: Mapping[str, str]
+    credentials: StoreCredentials | None = field(default=None, repr=False)
+    __name__ = "read_partition_objects"  # how Spark names the step in plans and its UI
 
-    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow.parquet as pq
 
-        assert isinstance(partition, ObjectPartition)
-        data = read_verified(s3_filesystem(self.options, self.credentials), partition.stored)
-        yield from pq.read_table(io.BytesIO(data)).to_batches()
+        filesystem = None
+        for batch in batches:
+            for number in batch.column(0).to_pylist():
+                filesystem = filesystem or s3_filesystem(self.options, self.credentials)
+                data = read_verified(filesystem, self.objects[number])
+                yield from pq.read_table(io.BytesIO(data)).to_batches()
+
+
+def read_objects(
+    spark: SparkSession,
+    objects: Sequence[StoredObject],
+    options: Mapping[str, str],
+    credentials: StoreCredentials | None = None,
+) -> DataFrame:
+    """The objects' rows, one Spark partition per object, each verified by the executor that reads it.
+    The schema is the first object's, from its Parquet footer (a ranged read by the driver)."""
+    import pyarrow.parquet as pq
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    if not objects:
+        return spark.createDataFrame([], EMPTY_SCHEMA)
+    with s3_filesystem(options, credentials).open_input_file(objects[0].key) as handle:
+        schema = from_arrow_schema(pq.read_schema(handle))
+    count = len(objects)
+    numbers = spark.range(0, count, 1, count)  # Spark partition i holds the one number i
+    return numbers.mapInArrow(ReadObjects(tuple(objects), dict(options), credentials), schema)
 
 
 class PartitionSource(DataSource):
-    """``ft_partition``: the objects of committed partitions (read), an attempt's objects (write)."""
+    """``ft_partition``: a try's objects under its attempt prefix (write only)."""
 
     credentials: ClassVar[StoreCredentials | None] = None  # set by source_with (a class made per try)
 
     @classmethod
     def name(cls) -> str:
         return SOURCE_NAME
-
-    def schema(self) -> StructType | str:
-        """The first object's schema, from its Parquet footer (a ranged read, run by the driver)."""
-        import pyarrow.parquet as pq
-        from pyspark.sql.pandas.types import from_arrow_schema
-
-        objects = parse_objects(self.options["files"])
-        if not objects:
-            return self.options.get("empty_schema") or "value STRING"
-        filesystem = s3_filesystem(self.options, self.credentials)
-        with filesystem.open_input_file(objects[0].key) as handle:
-            return from_arrow_schema(pq.read_schema(handle))
-
-    def reader(self, schema: StructType) -> DataSourceReader:
-        return PartitionReader(self.options, self.credentials)
 
     def writer(self, schema: StructType, overwrite: bool) -> PartitionWriter:
         return PartitionWriter(self.options, self.credentials, schema)
@@ -280,18 +283,6 @@ def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
             f"bytes with {stored.checksum}; the partition is corrupt (failover rebuilds it)"
         )
     return data
-
-
-def objects_option(objects: Sequence[StoredObject]) -> str:
-    """The ``files`` option of a read: the objects, as JSON."""
-    return json.dumps([asdict(o) for o in objects])
-
-
-def parse_objects(text: str) -> list[StoredObject]:
-    entries = json.loads(text)
-    if not isinstance(entries, list):
-        raise ValueError(f"the files option of {SOURCE_NAME} must be a JSON list, got {text[:100]!r}")
-    return [StoredObject(str(e["key"]), int(e["size"]), str(e["checksum"])) for e in entries]
 
 
 def _bucket_and_prefix(target: str) -> tuple[str, str]:

@@ -1,6 +1,7 @@
-"""Writes or reads partition objects through the ft_partition source, in a local Spark whose tasks may
-fail once (local[2,2]), or on the cluster ``master`` given (mode ``slow_write``: each Spark task's
-batches take a while and are noted in ``ledger``, so that a test can kill its executor mid-write).
+"""Writes partition objects through the ft_partition source, or reads them as the executors do
+(``read_objects``), in a local Spark whose tasks may fail once (local[2,2]), or on the cluster
+``master`` given (mode ``slow_write``: each Spark task's batches take a while and are noted in
+``ledger``, so that a test can kill its executor mid-write).
 Usage: partition_source_probe.py write|slow_write|read ARGS_JSON; prints one JSON line."""
 
 import json
@@ -12,11 +13,10 @@ from pyspark.sql import SparkSession
 from airflow_ft_provider.spark.partition_source import (
     PartitionSource,
     PartitionWriter,
-    objects_option,
-    parse_objects,
+    read_objects,
     source_with,
 )
-from airflow_ft_provider.spark.spec import StoreCredentials
+from airflow_ft_provider.spark.spec import StoreCredentials, StoredObject
 
 mode, args = sys.argv[1], json.loads(sys.argv[2])
 spark = (
@@ -74,11 +74,7 @@ elif mode == "slow_write":
     frame.write.format("ft_partition").mode("append").options(**access, target=args["target"]).save()
     print(json.dumps({"written": True}))
 else:
-    spark.dataSource.register(source_with(StoreCredentials(**given) if given else None))
-    frame = (
-        spark.read.format("ft_partition")
-        .options(**access, files=objects_option(parse_objects(args["files"])))
-        .load()
-    )
+    objects = [StoredObject(e["key"], e["size"], e["checksum"]) for e in json.loads(args["files"])]
+    frame = read_objects(spark, objects, access, StoreCredentials(**given) if given else None)
     rows = frame.selectExpr("count(*) AS n", "count(DISTINCT id) AS ids", "sum(doubled) AS total").first()
     print(json.dumps({"rows": rows.n, "ids": rows.ids, "total": rows.total}))
