@@ -98,13 +98,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--faulty", type=int, default=5, help="runs 0 .. N-1 fail clean[run number] once")
+    parser.add_argument(
+        "--python-daemon",
+        action="store_true",
+        help="leave spark.python.use.daemon on in the Connect server (Spark's default): its Python "
+        "processes then grow with every session and twenty runs exhaust this machine's memory",
+    )
     args = parser.parse_args()
+    connect_conf = {} if args.python_daemon else {"spark.python.use.daemon": "false"}
     assert args.faulty <= min(args.runs, SHARDS)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # stop the deployment on a kill too
     moto = start_moto_server()
     counted = PausableProxy("127.0.0.1", int(moto.url.rsplit(":", 1)[1]))
     try:
-        with ReferenceDeployment([DAGS], s3=dataclasses.replace(moto, url=counted.url)) as deployment:
+        with ReferenceDeployment(
+            [DAGS], s3=dataclasses.replace(moto, url=counted.url), connect_conf=connect_conf
+        ) as deployment:
             print(f"deployment up in {deployment.started_in:.0f} s", flush=True)
             airflow = deployment.airflow
             airflow.wait_for_dags([DAG], timeout=300)
@@ -138,6 +147,7 @@ def main() -> None:
         stop_moto_server(moto)
     latencies = [f["failure_to_region_queued_s"] for f in per_failure.values()]
     results = {
+        "connect_conf": connect_conf,
         "runs": args.runs,
         "tasks": args.runs * 3 * SHARDS,
         "faulty_runs": args.faulty,

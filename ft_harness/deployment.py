@@ -57,6 +57,7 @@ class ReferenceDeployment:
 
     :param s3: an S3 endpoint to use (default: a moto server of its own).
     :param env: extra environment for every Airflow component.
+    :param connect_conf: Spark settings of the Spark Connect server beside ``CONNECT_CONF``.
     """
 
     def __init__(
@@ -68,8 +69,10 @@ class ReferenceDeployment:
         airflow_workers: int = 2,
         spark_workers: int = 2,
         env: Mapping[str, str] | None = None,
+        connect_conf: Mapping[str, str] | None = None,
     ) -> None:
         self.dags = list(dags)
+        self.connect_conf = {**CONNECT_CONF, **(connect_conf or {})}
         self.folder = Path(folder or tempfile.mkdtemp(prefix="ft-deployment-"))
         self.airflow_workers = airflow_workers
         self.spark_workers = spark_workers
@@ -109,7 +112,10 @@ class ReferenceDeployment:
             )
             self.spark = self.standalone.start()
             self.connect = SparkConnectServer(
-                master=self.spark.url, log_dir=self.folder / "spark", conf=CONNECT_CONF, host=self.spark_host
+                master=self.spark.url,
+                log_dir=self.folder / "spark",
+                conf=self.connect_conf,
+                host=self.spark_host,
             )
             self.connect.launch()
             # Checkpointed stages feed their input from, and keep their checkpoints on, the worker's disk:
