@@ -104,16 +104,21 @@ def test_the_spark_master_lost_during_a_write_and_a_submission_costs_the_wait_fo
     )
 
 
-def test_postgres_down_for_a_minute_costs_a_killed_try_not_its_spark_work(deployment, store):
-    #   P --p--> Q    P: a 40 s write in the Connect server; PostgreSQL (the metadata database) shut down
-    #   10 s into it, as an operator's restart does, and started again 60 s later
+def test_postgres_down_past_the_heartbeat_tolerance_costs_the_running_try_and_its_spark_work(
+    deployment, store
+):
+    #   P --p--> Q    P: a 90 s write in the Connect server; PostgreSQL (the metadata database) shut down
+    #   10 s into it, as an operator's restart does, and started again 75 s later. The try's supervisor
+    #   SIGTERMs it after 3 failed heartbeats, 30-55 s into the outage (each heartbeat is retried with
+    #   backoff), in the middle of the write: a kill the stage cannot tell from a user's, so it stops its
+    #   Spark work, and the next try computes it again.
     airflow, postgres = deployment.airflow, deployment.postgres
     dag_id, run_id = trigger(airflow, "ft_cluster_database_loss")
     wait_for(lambda: "writing ['p']" in airflow.task_log(dag_id, run_id, "P", 1), what="P writing")
     time.sleep(10)
     postgres.shut_down()
     try:
-        time.sleep(60)
+        time.sleep(75)
     finally:
         postgres.start()
     back = time.time()
@@ -125,18 +130,23 @@ def test_postgres_down_for_a_minute_costs_a_killed_try_not_its_spark_work(deploy
     assert {"scheduler", "scheduler-2"} <= set(exited), exited
     assert not {"api-server", *(w.name for w in airflow.workers)} & set(exited), exited
     assert run["state"] == "success", story
-    # P's try 1 is killed by its own supervisor after three failed heartbeats; its Spark work goes on in
-    # the server, and try 2 commits it without Spark: computed once
+    # P's try 1 is SIGTERMed by its own supervisor after three failed heartbeats, mid-write: its Spark
+    # work is stopped with it (no Spark task of try 1 finished), and try 2 computes the partition once
     assert try_numbers(tis.values()) == {"P": 2, "Q": 1}, story
-    assert [entry.split(":")[0] for entry in computed] == ["1", "1"], computed
-    said = "P: try 1's Spark work completed after its worker died: output committed, Spark not started"
-    assert said in airflow.task_log(dag_id, run_id, "P", 2)
-    assert [e["task"] for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"] == ["P"]
+    assert [entry.split(":")[0] for entry in computed] == ["2", "2"], computed
+    workers = "".join(log.read_text(errors="replace") for log in airflow.log_dir.glob("worker-*.log"))
+    assert "Too many failed heartbeats; terminating process" in workers
+    assert "try 1's Spark work ended without completing p" in airflow.task_log(dag_id, run_id, "P", 2)
+    # One decision at most: try 1 logs its failover decision as it dies, and its journal record is not
+    # always written (seen: none, with try 2 started by Airflow's retry; an open question, README)
+    decisions = [e["task"] for e in journal_events(store, dag_id, run_id) if e["kind"] == "failover"]
+    assert decisions in ([], ["P"]), decisions
+    assert "restarting 2 region(s) [P]; [Q]" in airflow.task_log(dag_id, run_id, "P", 1)
     assert values(store, dag_id, run_id, "q") == expected(1)
     committed = when(tis[("P", -1)]["end_date"])
     print(
-        f"\n[PostgreSQL down 60 s] restarted by the supervisor: {', '.join(exited)}; P's output committed "
-        f"by try 2 {committed - back:.0f} s after the database was back; computed once"
+        f"\n[PostgreSQL down 75 s] restarted by the supervisor: {', '.join(exited)}; P's output committed "
+        f"by try 2 {committed - back:.0f} s after the database was back; try 1's Spark work lost with it"
     )
 
 

@@ -140,11 +140,12 @@ with DAG("ft_cluster_master_loss", **COMMON):
         stage("M", outputs=["m"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
         stage("N", inputs=["m"], outputs=["n"], spark_conn_id="spark_submit")
 
-#   P --p--> Q        P: a 40 s write; PostgreSQL (the metadata database) is shut down 10 s into it and
-# started again 30 s later
+#   P --p--> Q        P: a 90 s write; PostgreSQL (the metadata database) is shut down 10 s into it and
+# started again 75 s later. The write outlasts the try's supervisor, which kills the try 30-55 s into
+# the outage (3 failed heartbeats, each retried with backoff).
 with DAG("ft_cluster_database_loss", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(5)):
-        stage("P", outputs=["p"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
+        stage("P", outputs=["p"], application_args=["slow_write=90", f"ledger={LEDGERS}"])
         stage("Q", inputs=["p"], outputs=["q"])
 
 #   A --a--> B        A: a 40 s write; the API server (REST API, UI and the tasks' execution API) is
