@@ -18,6 +18,14 @@ def totals(spark, io):
     io.write_stream("totals", totals.withColumnRenamed("sum(id)", "total"), output_mode="complete")
 
 
+def expected_totals():
+    """What ``totals`` writes, as sorted (k, total, count) rows."""
+    return sorted(
+        (k, sum(i for i in range(ROWS) if i % 13 == k), sum(1 for i in range(ROWS) if i % 13 == k))
+        for k in range(13)
+    )
+
+
 def distinct_keys(spark, io):
     """dropDuplicates across micro-batches (append: each key once, in the batch that first saw it)."""
     io.write_stream("keys", io.read_stream("numbers").select("k").dropDuplicates(["k"]))
