@@ -255,8 +255,8 @@ class LiveAirflow:
                 "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.base_url}/execution/",
                 # The scenarios, the demo, chaos and benchmarks inject faults through a run's ft_faults.
                 "AIRFLOW__FT_PROVIDER__ALLOW_FAULT_INJECTION": "True",
-                # Task processes fork from executor workers that already hold the Spark Connect client.
-                "AIRFLOW__CORE__LAZY_LOAD_PLUGINS": "False",
+                # Airflow's defaults otherwise ([core] lazy_load_plugins = True): task processes fork
+                # from executor workers that already hold the Spark Connect client all the same.
                 "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": "True",
                 # SQLite: in WAL mode (set by the bootstrap), default 5 s busy timeout. A longer timeout
                 # makes things worse: under load the API server can stall on the DB lock until the

@@ -7,9 +7,11 @@ S3 data files for its partition store (~0.5 CPU-s). Airflow forks every task pro
 (LocalExecutor worker, Celery pool process), so what is loaded there before the fork costs nothing
 per try.
 
-With ``[core] lazy_load_plugins = False`` Airflow imports plugins when each component starts; this
-provider's plugin module calls :func:`preload_if_configured`, which loads both when
-``[ft_provider] preload_stage_clients`` is on, in the components that fork task processes. Only
+Every Airflow command reads the providers' metadata before it runs (``providers_configuration_loaded``),
+whatever ``[core] lazy_load_plugins`` says; this provider's ``get_provider_info`` calls
+:func:`preload_if_configured`, which loads both when ``[ft_provider] preload_stage_clients`` is on, in
+the commands that fork task processes (plugins are no such door: with Airflow's default
+``lazy_load_plugins = True`` a worker never imports them before it forks). Only
 modules and parsed data are loaded: no Spark session, gRPC channel, S3 connection or thread exists
 before the fork (gRPC channels and connection pools must not cross a fork).
 """
@@ -38,11 +40,14 @@ def forks_task_processes(argv: list[str]) -> bool:
 def preload_if_configured(argv: list[str] | None = None) -> bool:
     """Load the stage clients now if ``[ft_provider] preload_stage_clients`` is on and this process
     forks task processes; True if they are loaded."""
-    from airflow.configuration import conf
-
-    if not conf.getboolean("ft_provider", CONFIG_KEY, fallback=True):
-        return preloaded()
     if not forks_task_processes(sys.argv if argv is None else argv):
+        return preloaded()
+    try:
+        from airflow.configuration import conf
+    except ImportError:  # asked while ``import airflow`` builds its configuration: Airflow asks again
+        log.debug("stage clients: the configuration is not built yet")
+        return preloaded()
+    if not conf.getboolean("ft_provider", CONFIG_KEY, fallback=True):
         return preloaded()
     if preloaded():
         return True

@@ -11,12 +11,7 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
-from airflow_ft_provider.execution.preload import preload_if_configured
 from airflow_ft_provider.operators.spark_stage import FAILOVER_UI_PREFIX
-
-# Loaded by every component when [core] lazy_load_plugins is off: the one moment before a worker forks
-# task processes (execution/preload.py).
-preload_if_configured()
 
 ICON = "data:image/svg+xml;utf8," + (
     "<svg xmlns='http://www.w3.org/2000/svg' viewBox='0 0 24 24' fill='none' "

@@ -91,14 +91,15 @@ def rows_in_footers(location: str) -> int | None:
     """The rows of the Parquet files under a local output location, read from their footers in this
     process (a Spark job costs about a second for the many small files of a stream's micro-batches);
     None where they cannot be read here (not a local path, no pyarrow, a file pyarrow cannot open)."""
-    if not location.startswith("file://"):
+    root = location.removeprefix("file://")
+    if not location.startswith("file://") or not os.path.isdir(root):  # elsewhere: not on this disk
         return None
     try:
         import pyarrow.parquet as pq
     except ImportError:
         return None
     total = 0
-    for folder, dirs, names in os.walk(location.removeprefix("file://")):
+    for folder, dirs, names in os.walk(root):
         dirs[:] = [d for d in dirs if not d.startswith(("_", "."))]  # as Spark's reader skips them
         for name in names:
             if name.startswith(("_", ".")):

@@ -316,7 +316,10 @@ class StageIO:
             observer.observed.write.mode("error").option("compression", _codec(output)).parquet(
                 output.location
             )
-            rows = self.spark.read.parquet(output.location).count()  # answered from Parquet footers
+            counted = rows_in_footers(output.location)  # staged: this disk is Spark's (no Spark job)
+            if counted is None:  # not readable here: Spark counts (from the same footers, as a job)
+                counted = self.spark.read.parquet(output.location).count()
+            rows = counted
             content = observer.checksum(rows)
         if self._in_process is not None:
             self._in_process.rows[name] = rows

@@ -102,7 +102,8 @@ def test_seed002_failed_consumer_restarts_alone(live_airflow, runs, store):
     assert values(store, dag_id, run_id, "d") == expected(2)
     first_try = log_of(live_airflow, dag_id, run_id, "C", 1)
     assert "restarting 1 region(s) [C]" in first_try
-    # The live fixture preloads the Spark Connect client in the executor: no stage try imports it.
+    # With Airflow's defaults ([core] lazy_load_plugins = True), the scheduler preloaded the Spark
+    # Connect client before its executor's workers forked: no stage try imports it.
     assert "Spark Connect client: preloaded in the worker" in log_of(live_airflow, dag_id, run_id, "D", 1)
 
 

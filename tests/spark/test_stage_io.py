@@ -52,6 +52,9 @@ def test_stage_io_reads_declared_inputs_writes_outputs_and_refuses_misuse(tmp_pa
     results = dict(line.split(" ", 2)[1:] for line in run.stdout.splitlines() if line.startswith("RESULT "))
     assert results["rows_in"] == "4"
     assert results["map_index"] == "1"
+    # The write's rows come from the Parquet footers on this disk, and its checksum from the write's
+    # own observed metrics: no Spark job beyond what the same plain Parquet write runs.
+    assert results["write_jobs"] == results["plain_write_jobs"], results
     assert "did not declare" in results["undeclared"] and "'customers'" in results["undeclared"]
     assert "writes output 'totals' twice" in results["twice"]
 

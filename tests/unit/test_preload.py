@@ -1,8 +1,9 @@
-"""[ft_provider] preload_stage_clients: the plugin module loads the Spark Connect client and botocore's
-S3 data unless switched off (on by default).
+"""[ft_provider] preload_stage_clients: the scheduler and a Celery worker load the Spark Connect client
+and botocore's S3 data when they start, with Airflow's defaults, unless switched off (on by default).
 
-Each case is a fresh interpreter that imports the plugin module as Airflow does at start with
-``[core] lazy_load_plugins = False``; a task process forked from it inherits what it imported.
+Each case is a fresh interpreter that loads the providers' configuration as every Airflow command does
+before it runs (``providers_configuration_loaded``; ``[core] lazy_load_plugins`` at its default, so no
+plugin is imported); a task process forked from it inherits what it loaded.
 """
 
 from __future__ import annotations
@@ -16,7 +17,10 @@ import pytest
 PROBE = """
 import os, sys
 sys.argv = ["/venv/bin/airflow", "scheduler"]  # as in the scheduler, whose executor workers fork tasks
-import airflow_ft_provider.plugins.failover_ui
+import airflow  # the scheduler's first step: Airflow reads the providers' metadata while it starts
+from airflow.providers_manager import ProvidersManager
+ProvidersManager().initialize_providers_configuration()  # what the scheduler command does next
+assert "airflow_ft_provider.plugins.failover_ui" not in sys.modules  # no plugin was the door
 from airflow_ft_provider.execution.preload import preloaded
 child = os.fork()
 if child == 0:  # what a forked task process finds, and what its first S3 client has to parse
@@ -41,7 +45,8 @@ os.waitpid(child, 0)
 
 @pytest.mark.parametrize(("setting", "loaded"), [("False", False), ("True", True), (None, True)])
 def test_the_clients_are_loaded_before_the_fork_unless_switched_off(setting, loaded, tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS"}
+    unset = ("AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS", "AIRFLOW__CORE__LAZY_LOAD_PLUGINS")
+    env = {k: v for k, v in os.environ.items() if k not in unset}
     env["AIRFLOW_HOME"] = str(tmp_path)  # a fresh airflow.cfg: the provider's defaults, not this machine's
     if setting is not None:  # None: the default, on
         env["AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS"] = setting

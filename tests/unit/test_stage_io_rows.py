@@ -1,5 +1,5 @@
-"""A checkpointed stage counts its output rows from the Parquet footers, in its own process: the
-files Spark would read (hidden and '_' names skipped), no Spark job."""
+"""A stage on the staged path (batch or checkpointed) counts its output rows from the Parquet footers, in
+its own process: the files Spark would read (hidden and '_' names skipped), no Spark job."""
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -20,5 +20,6 @@ def test_rows_come_from_the_footers_of_the_files_spark_would_read(tmp_path):
 
 def test_where_footers_cannot_be_read_here_spark_counts(tmp_path):
     assert _rows_in_footers("s3a://bucket/prefix/attempt/") is None
+    assert _rows_in_footers((tmp_path / "on-the-spark-host-only").as_uri()) is None  # not 0 rows
     (tmp_path / "part-00000.parquet").write_bytes(b"not parquet")
     assert _rows_in_footers(tmp_path.as_uri()) is None
