@@ -45,6 +45,7 @@ from ft_harness.live_airflow import LiveAirflow  # noqa: E402  (the type of Benc
 
 APPS = REPO / "bench" / "recovery"
 sys.path.insert(0, str(APPS))
+from critical_path import critical_path, summed, table  # noqa: E402
 from dags import BRANCHES, stages  # noqa: E402
 
 FAILING, LOST = f"b{BRANCHES}_s3", f"b{BRANCHES}_s2"
@@ -109,6 +110,19 @@ class Bench:
             "total_stage_s": round(sum(sum(s) for s in seconds.values()), 1),
             "runs": run_ids,
         }
+
+    def critical_path(self, dag_id: str, run_id: str):
+        """The run's critical path (bench/recovery/critical_path.py); the single application is one
+        task whose log has no try phases: all of it is its Spark."""
+        run = self.api.get_dag_run(dag_id, run_id)
+        tries = {ti["task_id"]: ti for ti in self.api.task_instances(dag_id, run_id)}
+        upstream = dict(stages()) if dag_id != "bench_recovery_single_app" else {}
+        return critical_path(
+            run["start_date"],
+            tries,
+            upstream,
+            lambda task, try_number: self.api.task_log(dag_id, run_id, task, try_number),
+        )
 
     # -- the alternatives ---------------------------------------------------------------------------
     def single_run(self, dag_id: str, name: str, conf: dict, **kw) -> dict:
@@ -313,16 +327,24 @@ def failure_free(bench: Bench, output: Path) -> None:
             walls[label].append(row["wall_s"])
     medians = {label: sorted(w)[1] for label, w in walls.items()}
     single = medians["one Spark application"]
+    paths = {  # the median round's critical path of each way
+        label: bench.critical_path(dag_id, f"ff{walls[label].index(medians[label])}__{bench.stamp}")
+        for label, dag_id in dags.items()
+    }
     result = {
         "walls_s": walls,
         "median_s": medians,
         "ratio_to_single_app": {k: round(v / single, 2) for k, v in medians.items()},
+        "critical_path_s": {label: summed(path) for label, path in paths.items()},
+        "critical_path_stages": {label: [s.task for s in path] for label, path in paths.items()},
     }
     for label, median in medians.items():
         print(
             f"  {label:28} median {median:6.1f} s  ({', '.join(f'{w:.1f}' for w in walls[label])})  "
             f"x{median / single:.2f} the single application"
         )
+    for label, path in paths.items():
+        print(table(label, path))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2))
     print(f"written to {output}")

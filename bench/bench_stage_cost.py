@@ -2,12 +2,13 @@
 
 A trivial stage (one row out) end to end -- task start to task end, as Airflow records it: the task
 process, resolving inputs, the Spark work, the commit to S3 -- minus a no-op Python task's duration in
-the same Airflow (what Airflow itself costs per task). The Spark Connect client is preloaded in the
-executor's workers (``[ft_provider] preload_stage_clients``, as the live fixture does) unless
---no-preload. The three DAGs (bench/stage_cost/dags.py) run
-one at a time, alternating, --runs times each; the medians are printed and written to
-bench/results/stage_cost.json. The task processes' CPU time is not in Airflow's record: the figure is
-wall time.
+the same Airflow (what Airflow itself costs per task). Airflow runs with its defaults ([core]
+lazy_load_plugins = True included); the scheduler preloads the Spark Connect client before its
+executor's workers fork (``[ft_provider] preload_stage_clients``, on by default) unless --no-preload.
+The three DAGs (bench/stage_cost/dags.py) run one at a time, alternating, --runs times each; the
+medians are printed and written to bench/results/stage_cost.json, with each stage's phases as its log
+says them (``stage_try/phases.py``; "outside_try" is the task's time its try did not see). The task
+processes' CPU time is not in Airflow's record: the figures are wall time.
 
     python bench/bench_stage_cost.py --runs 7
 """
@@ -24,6 +25,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from airflow_ft_provider.stage_try.phases import PHASES, parse_summary  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
 
 DAGS = {
@@ -64,6 +66,7 @@ def main() -> None:
         client = airflow.client
         airflow.wait_for_dags([dag for dag, _ in DAGS.values()], timeout=180)
         seconds: dict[str, list[float]] = {name: [] for name in DAGS}
+        phases: dict[str, list[dict[str, float]]] = {"connect": [], "submit": []}
         for n in range(args.runs + 1):  # the first round warms up (imports, caches, the server's JIT)
             for name, (dag_id, task_id) in DAGS.items():
                 run_id = client.trigger_dag_run(dag_id, run_id=f"cost_{name}_{n}")["dag_run_id"]
@@ -71,6 +74,9 @@ def main() -> None:
                 assert final["state"] == "success", airflow.describe_run(dag_id, run_id)
                 if n:
                     seconds[name].append(task_seconds(client, dag_id, run_id, task_id))
+                    if name in phases:  # where the stage's task spent its time, by its own log
+                        said = parse_summary(client.task_log(dag_id, run_id, task_id, 1)) or {}
+                        phases[name].append({**said, "outside_try": seconds[name][-1] - said.get("total", 0)})
         medians = {name: statistics.median(values) for name, values in seconds.items()}
         result = {
             "runs": args.runs,
@@ -83,6 +89,13 @@ def main() -> None:
                 "connect": round(medians["connect"] - medians["noop"], 2),
                 "submit": round(medians["submit"] - medians["noop"], 2),
             },
+            "phase_medians_s": {
+                name: {
+                    phase: round(statistics.median(p.get(phase, 0.0) for p in found), 3)
+                    for phase in (*PHASES, "total", "outside_try")
+                }
+                for name, found in phases.items()
+            },
         }
         print(f"no-op Python task:            {medians['noop']:.2f} s (median of {args.runs})")
         print(
@@ -93,6 +106,11 @@ def main() -> None:
             f"trivial stage, spark-submit:  {medians['submit']:.2f} s -> fixed cost "
             f"{result['fixed_cost_s']['submit']:.2f} s"
         )
+        for name, medians_by_phase in result["phase_medians_s"].items():
+            print(
+                f"  {name} phases (medians, s): "
+                + ", ".join(f"{k} {v:.3f}" for k, v in medians_by_phase.items())
+            )
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))
         print(f"written to {args.output}")

@@ -214,20 +214,23 @@ class SparkStageOperator(BaseOperator):
         from airflow_ft_provider.recovery.retry_policy import record_failure_without_retry
         from airflow_ft_provider.stage_try.attempt import StageTry
         from airflow_ft_provider.stage_try.entries import PARTITIONS_XCOM_KEY, as_xcom
+        from airflow_ft_provider.stage_try.phases import TryPhases
         from airflow_ft_provider.stage_try.scope import TryScope
 
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         self.application = self.resolved_application()
+        phases = TryPhases()
         if self.pipeline.store_url:
-            self._wait_for_restart_time(context, map_index, resumed=event is not None)
+            with phases.phase("gate"):  # a deferral leaves here: the resumed try starts a new clock
+                self._wait_for_restart_time(context, map_index, resumed=event is not None)
         scope = TryScope.of(
             self, context["run_id"], map_index, ti.try_number, context.get("task_state_store")
         )
         faults = faults_for(
             context, scope.task, graph=self.description.graph, store=scope.store, run=scope.run, log=self.log
         )
-        attempt = StageTry(scope, faults)
+        attempt = StageTry(scope, faults, phases)
         self._attempt = attempt
         try:
             committed = as_xcom(attempt.run())
@@ -235,6 +238,8 @@ class SparkStageOperator(BaseOperator):
             if self.pipeline.store_url:
                 record_failure_without_retry(context, failure)
             raise
+        finally:
+            self.log.info("%s", phases.summary())
         ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
         return committed
 

@@ -88,10 +88,11 @@ class PartitionAvailability(StoreObjects):
 
         def check(ref: PartitionRef) -> UnavailablePartition | None:
             loc = self._blocking(ref)
-            if loc.manifest_key not in listing:
+            listed = listing.get(loc.manifest_key)
+            if listed is None:
                 return UnavailablePartition(ref.partition_id, Unavailable.MISSING_MANIFEST)
             try:
-                manifest = self._manifest(loc)
+                manifest = self._manifest(loc, listed.etag)
             except PartitionNotFound as exc:
                 return UnavailablePartition(ref.partition_id, exc.reason, exc.detail)
             manifests[ref.partition_id] = manifest

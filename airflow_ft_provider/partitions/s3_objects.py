@@ -15,6 +15,7 @@ import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import TYPE_CHECKING, Any
 
 from ..failover.clock import Clock
@@ -28,17 +29,9 @@ from .errors import (
     error_code,
     s3_errors,
 )
-from .manifest import (
-    MAX_MANIFEST_BYTES,
-    InvalidManifest,
-    Manifest,
-)
-from .naming import (
-    MANIFEST_NAME,
-    PartitionRef,
-    RunRef,
-    StoreLayout,
-)
+from .manifest import MAX_MANIFEST_BYTES, InvalidManifest, Manifest
+from .manifest_cache import MANIFESTS, ManifestKey, store_name
+from .naming import MANIFEST_NAME, PartitionRef, RunRef, StoreLayout
 
 if TYPE_CHECKING:
     from boto3.s3.transfer import TransferConfig
@@ -200,7 +193,11 @@ class StoreObjects:
         an invalid manifest (which the next commit replaces) rather than failing the caller."""
         return self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(key, oversized="truncate")
 
-    def _manifest(self, loc: _Location) -> Manifest:
+    def _manifest(self, loc: _Location, listed_etag: str | None = None) -> Manifest:
+        """With the ETag a listing just gave, a manifest read before comes from ``manifest_cache.py``."""
+        cache_key = partial(ManifestKey, store_name(self.client, self.bucket), loc.manifest_key)
+        if listed_etag is not None and (cached := MANIFESTS.get(cache_key(listed_etag))) is not None:
+            return cached
         raw = self._manifest_bytes(loc.manifest_key)
         if raw is None:
             raise PartitionNotFound(
@@ -210,11 +207,14 @@ class StoreObjects:
                 run=str(loc.ref.run),
             )
         try:
-            return Manifest.from_json(raw.value, expected=loc.ref, kind=loc.kind)
+            manifest = Manifest.from_json(raw.value, expected=loc.ref, kind=loc.kind)
         except InvalidManifest as exc:
             raise PartitionNotFound(
                 loc.ref.partition_id, Unavailable.INVALID_MANIFEST, str(exc), run=str(loc.ref.run)
             ) from None
+        if etag := bare_etag(raw.etag):  # the GET's own ETag names the content parsed
+            MANIFESTS.put(cache_key(etag), manifest)
+        return manifest
 
     # -- objects beside partitions (journal, markers, fault injection): keys inside the store only --
     def _inside_store(self, key: str) -> str:

@@ -145,6 +145,8 @@ class FinishedWorkAdoption:
 
     def try_adopt(self) -> Committed | None:
         """The committed entries when an earlier try's output was committed for this try."""
+        if self.scope.try_number == 1:  # no earlier try left work behind: no records to read
+            return None
         return self._adopt_finished() or self._adopt_running()
 
     def _adopt_finished(self) -> Committed | None:

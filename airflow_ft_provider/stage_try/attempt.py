@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from functools import partial
 from pathlib import Path
 
@@ -16,6 +16,7 @@ from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption, wait_fo
 from airflow_ft_provider.stage_try.checkpointed import CheckpointedTry
 from airflow_ft_provider.stage_try.commit import commit_outputs, release_consumed
 from airflow_ft_provider.stage_try.entries import Committed
+from airflow_ft_provider.stage_try.phases import TryPhases
 from airflow_ft_provider.stage_try.plan import TryPlan, plan_try
 from airflow_ft_provider.stage_try.reuse import OutputReuse
 from airflow_ft_provider.stage_try.run_mode import PlainRun, RunMode
@@ -26,9 +27,10 @@ class StageTry:
     """The work of one try: only after the application succeeds are its outputs committed; a failure
     commits nothing."""
 
-    def __init__(self, scope: TryScope, faults: TryFaults) -> None:
+    def __init__(self, scope: TryScope, faults: TryFaults, phases: TryPhases | None = None) -> None:
         self.scope = scope
         self.faults = faults
+        self.phases = phases or TryPhases()
         self.reuse = OutputReuse(scope)
         url = partial(connect_url, scope.spark_conn_id) if wait_for_running_work() else lambda: None
         self.adoption = FinishedWorkAdoption(scope, self.reuse, connect_url=url)
@@ -37,7 +39,8 @@ class StageTry:
     def run(self) -> Committed:
         self.faults.before_work()
         # An earlier try's output instead of Spark work: committed and unchanged, or finished and killed
-        earlier = self.reuse.try_reuse() or self.adoption.try_adopt()
+        with self.phases.phase("reuse"):
+            earlier = self.reuse.try_reuse() or self.adoption.try_adopt()
         return earlier if earlier is not None else self._compute()
 
     def kill(self) -> None:
@@ -49,18 +52,24 @@ class StageTry:
         mode: RunMode = (
             CheckpointedTry(self.scope, config, kill=self.kill) if config else PlainRun(self.scope.log)
         )
-        with mode.workdir() as workdir:
+        phase = self.phases.phase
+        with mode.workdir() as workdir, ExitStack() as stack:
             placement = self._placement(workdir, mode.processed)
-            with self._backend(workdir) as backend:
-                checkpoint = mode.spec(fail_in_batch=self.faults.fail_in_batch)
+            with phase("session"):
+                backend = stack.enter_context(self._backend(workdir))
+            checkpoint = mode.spec(fail_in_batch=self.faults.fail_in_batch)
+            with phase("inputs"):
                 plan = plan_try(
                     self.scope, placement, backend, checkpoint=checkpoint, lineage=self.reuse.lineage
                 )
+            with phase("spark"):
                 written = self._run_spark(plan, backend, workdir)
+            with phase("commit"):
                 committed = commit_outputs(self.scope, plan, written, mode.finish())
-                self.adoption.forget()
+            self.adoption.forget()
+            with phase("release"):
                 release_consumed(self.scope, plan, backend)
-                return committed
+            return committed
 
     def _run_spark(self, plan: TryPlan, backend: StageBackend, workdir: Path) -> Mapping[str, WrittenOutput]:
         """The application, with this try's work recorded for a later try should this one be killed."""

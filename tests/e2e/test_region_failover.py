@@ -19,6 +19,7 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.stage_try.phases import parse_summary
 from ft_harness.airflow_rest import try_numbers
 from ft_harness.scenario_runs import SCENARIOS
 
@@ -104,7 +105,11 @@ def test_seed002_failed_consumer_restarts_alone(live_airflow, runs, store):
     assert "restarting 1 region(s) [C]" in first_try
     # With Airflow's defaults ([core] lazy_load_plugins = True), the scheduler preloaded the Spark
     # Connect client before its executor's workers forked: no stage try imports it.
-    assert "Spark Connect client: preloaded in the worker" in log_of(live_airflow, dag_id, run_id, "D", 1)
+    d_log = log_of(live_airflow, dag_id, run_id, "D", 1)
+    assert "Spark Connect client: preloaded in the worker" in d_log
+    phases = parse_summary(d_log)  # where D's try spent its time, said once at its end
+    assert phases is not None and {"gate", "reuse", "inputs", "session", "spark", "commit"} <= set(phases)
+    assert 0 < phases["spark"] < phases["total"], phases
 
 
 def test_seed002_retry_reads_its_input_from_the_task_local_cache(live_airflow, runs):

@@ -93,3 +93,20 @@ def test_changed_inputs_another_host_or_a_live_owner_mean_running_spark(store, k
     assert workdir.exists()
     with pytest.raises(PartitionNotFound):
         store.manifest(RUN.parse("totals"))  # nothing was committed
+
+
+def test_a_first_try_reads_no_records(store, tmp_path):
+    # No earlier try can have left work behind: the first try asks the task state store nothing (each
+    # read is a request to the API server, on every stage's first try).
+    class Counting(StateStore):
+        reads = 0
+
+        def get(self, key, default=None):
+            Counting.reads += 1
+            return super().get(key, default)
+
+    state = Counting()
+    assert adoption(store, state, 1, tmp_path).try_adopt() is None
+    assert Counting.reads == 0
+    assert adoption(store, state, 2, tmp_path).try_adopt() is None
+    assert Counting.reads == 2  # a later try looks for finished, then running work

@@ -134,6 +134,28 @@ def test_availability_of_many_partitions_costs_a_listing_and_one_get_per_manifes
     assert calls.count("HeadObject") == 0 and len(calls) == 13
 
 
+def test_a_check_again_reads_only_the_manifests_that_changed(store, tmp_path):
+    # The failover page lists a run on every load: a manifest read before under the same ETag comes from
+    # the process's cache; one a later try rewrote is read again, so a re-commit is never hidden.
+    for i in range(6):
+        commit_version(store, PartitionRef("etl", RUN_ID, "load", i), tmp_path, 1, count=2)
+    wanted = [f"load[{i}]" for i in range(6)]
+    first = store.check_availability("etl", RUN_ID, wanted)
+    calls = []
+    store.client.meta.events.register("before-call.s3", lambda model, **kw: calls.append(model.name))
+    again = store.check_availability("etl", RUN_ID, wanted)
+    assert calls == ["ListObjectsV2"]
+    assert again.available == first.available == set(wanted) and again.manifests == first.manifests
+
+    commit_version(store, PartitionRef("etl", RUN_ID, "load", 2), tmp_path / "v2", 2, count=3, try_number=2)
+    calls.clear()
+    third = store.check_availability("etl", RUN_ID, wanted)
+    assert calls == ["ListObjectsV2", "GetObject"]  # only load[2]'s new manifest
+    assert third.manifests["load[2]"].producer.try_number == 2
+    assert len(third.manifests["load[2]"].files) == 3
+    assert third.manifests["load[0]"] == first.manifests["load[0]"]
+
+
 def test_check_graph_reports_pipelined_results_as_unavailable(store, tmp_path):
     #   src --pipelined--> mid --blocking--> sink
     graph = StageGraph()
