@@ -1,10 +1,11 @@
 """Where a failure-free run's wall time goes: its critical path, stage by stage (issue 45).
 
 The path is walked back from the task that ended last, each time to the upstream task that ended last
-(the one it waited for). Per stage on it: the scheduling gap (from what it waited for, the upstream's
-end or the run's start, to its own start: Airflow's scheduler loop, executor slot and task start-up
-before the task is "running"), the try's phases as its log says them (``stage_try/phases.py``), and
-the rest of the task's recorded time (task process start-up and teardown, DAG file parse, XComs).
+(the one it waited for). Per stage on it: the wait for the scheduler to queue it (from what it waited
+for, the upstream's end or the run's start, to ``queued_when``: Airflow's scheduler loop, and a free
+slot under ``max_active_tasks``), its start (queued to running: the executor picking it up and starting
+its task process), the try's phases as its log says them (``stage_try/phases.py``), and the rest of the
+task's recorded time (task process start-up and teardown, DAG file parse, XComs).
 """
 
 from __future__ import annotations
@@ -19,7 +20,8 @@ from airflow_ft_provider.stage_try.phases import PHASES, parse_summary
 @dataclass(frozen=True)
 class StageOnPath:
     task: str
-    gap_s: float
+    queue_s: float
+    start_s: float
     task_s: float
     phases: Mapping[str, float]
 
@@ -46,10 +48,12 @@ def critical_path(
         t = tries[task]
         before = upstream.get(task)
         waited_for = _at(tries[before]["end_date"]) if before else _at(run_start)
+        queued = _at(t["queued_when"]) if t.get("queued_when") else waited_for
         path.append(
             StageOnPath(
                 task,
-                gap_s=_at(t["start_date"]) - waited_for,
+                queue_s=queued - waited_for,
+                start_s=_at(t["start_date"]) - queued,
                 task_s=_at(t["end_date"]) - _at(t["start_date"]),
                 phases=parse_summary(log(task, t["try_number"])) or {},
             )
@@ -59,8 +63,8 @@ def critical_path(
 
 
 def summed(path: list[StageOnPath]) -> dict[str, float]:
-    """The path's totals per column: gap, each phase, outside the try, task."""
-    totals = {"gap": sum(s.gap_s for s in path)}
+    """The path's totals per column: queue, start, each phase, outside the try, task."""
+    totals = {"queue": sum(s.queue_s for s in path), "start": sum(s.start_s for s in path)}
     for phase in PHASES:
         totals[phase] = sum(s.phases.get(phase, 0.0) for s in path)
     totals["outside_try"] = sum(s.outside_try_s for s in path)
@@ -70,13 +74,13 @@ def summed(path: list[StageOnPath]) -> dict[str, float]:
 
 def table(label: str, path: list[StageOnPath]) -> str:
     """The path as printed lines: one per stage, then the totals."""
-    columns = ["gap", *PHASES, "outside_try", "task"]
+    columns = ["queue", "start", *PHASES, "outside_try", "task"]
     lines = [
         f"  {label}: critical path, seconds",
         "    " + f"{'stage':10}" + "".join(f"{c:>12}" for c in columns),
     ]
     for s in path:
-        values = [s.gap_s, *(s.phases.get(p, 0.0) for p in PHASES), s.outside_try_s, s.task_s]
+        values = [s.queue_s, s.start_s, *(s.phases.get(p, 0.0) for p in PHASES), s.outside_try_s, s.task_s]
         lines.append("    " + f"{s.task:10}" + "".join(f"{v:12.2f}" for v in values))
     totals = summed(path)
     lines.append("    " + f"{'total':10}" + "".join(f"{totals[c]:12.2f}" for c in columns))
