@@ -19,6 +19,8 @@ ft.failures[.<kind>]                   counter  failures by label: user_code, in
                                                 timeout, killed, injected_fault
 ft.failures.not_recoverable            counter  failures that failed their task at once
 ft.restarting_time                     timer    Flink's restartingTime: failure to the restarted try's start
+ft.stage.phase.<phase>                 timer    a stage try's time in each phase: gate, reuse, session,
+                                                inputs, spark, commit, release (stage_try/phases.py)
 ft.partitions.committed                counter  partitions committed
 ft.partitions.committed_bytes          counter  their bytes
 ft.partitions.rebuilt                  counter  committed partitions a decision had found lost
@@ -114,6 +116,12 @@ def decided(decision: FailoverDecision, *, dag_id: str) -> None:
 def restarting(seconds: float, *, dag_id: str, task_id: str) -> None:
     """The time from a failure to its task's restarted try starting work (Flink: restartingTime)."""
     _timing("ft.restarting_time", seconds, {"dag_id": dag_id, "task_id": task_id})
+
+
+def try_phases(seconds: Mapping[str, float], *, dag_id: str, task_id: str) -> None:
+    """Where a stage try's time went, phase by phase (the phase in the name too, for plain StatsD)."""
+    for phase, spent in seconds.items():
+        _timing(f"ft.stage.phase.{phase}", spent, {"dag_id": dag_id, "task_id": task_id, "phase": phase})
 
 
 def committed(*, dag_id: str, task_id: str, result: str, size: int, rebuilt: bool) -> None:

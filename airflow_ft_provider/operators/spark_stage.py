@@ -210,6 +210,7 @@ class SparkStageOperator(BaseOperator):
         # Imported here: a DAG parse needs none of a try's machinery (bench/bench_parse_cost.py).
         from airflow.sdk.exceptions import AirflowFailException
 
+        from airflow_ft_provider import metrics
         from airflow_ft_provider.faults import faults_for
         from airflow_ft_provider.recovery.retry_policy import record_failure_without_retry
         from airflow_ft_provider.stage_try.attempt import StageTry
@@ -240,6 +241,7 @@ class SparkStageOperator(BaseOperator):
             raise
         finally:
             self.log.info("%s", phases.summary())
+            metrics.try_phases(phases.seconds, dag_id=scope.stage.dag_id, task_id=scope.task)
         ti.xcom_push(key=PARTITIONS_XCOM_KEY, value=committed)
         return committed
 

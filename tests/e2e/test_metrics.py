@@ -75,6 +75,11 @@ def test_restarts_failures_partitions_and_checkpoints_reach_statsd(
     rebuilt = of(metrics, "ft.partitions.rebuilt", SEED)
     assert {m.tags.get("result") for m in rebuilt} >= {"b"}, seen
     assert sum(m.value for m in of(metrics, "ft.partitions.committed_bytes", SEED)) > 0, seen
+    # where each try's time went: every stage try that ran Spark times its phases
+    spark_phases = of(metrics, "ft.stage.phase.spark", SEED)
+    assert {m.tags.get("task_id") for m in spark_phases} >= {"A", "B", "C", "D"}, seen
+    assert all(m.kind == "ms" and m.value > 0 and m.tags.get("phase") == "spark" for m in spark_phases), seen
+    assert of(metrics, "ft.stage.phase.commit", SEED) and of(metrics, "ft.stage.phase.gate", SEED), seen
 
     # the code bug: a decision that restarts nothing, labelled
     seen = [m for m in metrics if m.tags.get("dag_id") == BUG and ".ft." in m.name]
