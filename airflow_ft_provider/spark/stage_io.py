@@ -265,10 +265,7 @@ class StageIO:
         progress = [p for p in query.recentProgress if p is not None]
         read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
         batches = [int(p.batchId) for p in progress]
-        rows = rows_in_footers(location)
-        if rows is None:  # not readable here: Spark counts (from the same footers, as a job)
-            rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
-        rows += carried_rows(location)  # batches a restored checkpoint left in the store
+        rows = self._rows_written(location) + carried_rows(location)  # + what a restored checkpoint left
         stream = {"batches": batches, "input_rows": read_rows, "batch_seconds": durations}
         if self._in_process is not None:
             self._in_process.rows[name] = rows
@@ -316,10 +313,7 @@ class StageIO:
             observer.observed.write.mode("error").option("compression", _codec(output)).parquet(
                 output.location
             )
-            counted = rows_in_footers(output.location)  # staged: this disk is Spark's (no Spark job)
-            if counted is None:  # not readable here: Spark counts (from the same footers, as a job)
-                counted = self.spark.read.parquet(output.location).count()
-            rows = counted
+            rows = self._rows_written(output.location)
             content = observer.checksum(rows)
         if self._in_process is not None:
             self._in_process.rows[name] = rows
@@ -328,6 +322,14 @@ class StageIO:
             self._write_marker(
                 output.location, {"result": name, "rows": rows, "format": output.format, "content": content}
             )
+
+    def _rows_written(self, location: str) -> int:
+        """The rows of a local output: from the Parquet footers on this disk (staged: it is Spark's), no
+        Spark job; where they cannot be read here, Spark counts them (from the same footers, as a job)."""
+        rows = rows_in_footers(location)
+        if rows is None:
+            rows = self.spark.read.option("recursiveFileLookup", "true").parquet(location).count()
+        return rows
 
     def _fail_before_write(self) -> bool:
         if self._in_process is not None:
