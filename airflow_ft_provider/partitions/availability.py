@@ -20,7 +20,8 @@ from .naming import (
     PartitionRef,
     RunRef,
 )
-from .s3_objects import MiB, StoreObjects
+from .s3_objects import StoreObjects
+from .transfers import MiB
 
 if TYPE_CHECKING:
     from ..failover.graph import StageGraph
@@ -57,8 +58,11 @@ class AvailabilityReport:
         return set(self.unavailable)
 
 
-class PartitionAvailability(StoreObjects):
+class PartitionAvailability:
     """Availability protocol: one listing plus one GET per manifest, ``deep`` reads every byte."""
+
+    def __init__(self, objects: StoreObjects) -> None:
+        self.objects = objects
 
     def check_availability(
         self,
@@ -83,22 +87,22 @@ class PartitionAvailability(StoreObjects):
             unavailable[pid] = UnavailablePartition(
                 pid, Unavailable.PIPELINED, "pipelined partitions are not kept after a failure"
             )
-        listing = self._list(self.layout.blocking_prefix(run)) if refs else {}
+        listing = self.objects._list(self.objects.layout.blocking_prefix(run)) if refs else {}
         manifests: dict[str, Manifest] = {}
 
         def check(ref: PartitionRef) -> UnavailablePartition | None:
-            loc = self._blocking(ref)
+            loc = self.objects._blocking(ref)
             listed = listing.get(loc.manifest_key)
             if listed is None:
                 return UnavailablePartition(ref.partition_id, Unavailable.MISSING_MANIFEST)
             try:
-                manifest = self._manifest(loc, listed.etag)
+                manifest = self.objects._manifest(loc, listed.etag)
             except PartitionNotFound as exc:
                 return UnavailablePartition(ref.partition_id, exc.reason, exc.detail)
             manifests[ref.partition_id] = manifest
             for entry in manifest.files:
                 key = loc.prefix + entry.key
-                info = listing.get(key) or self._head(key)  # a HEAD only if written after the listing
+                info = listing.get(key) or self.objects._head(key)  # a HEAD only if written after the listing
                 if info is None:
                     return UnavailablePartition(
                         ref.partition_id, Unavailable.MISSING_OBJECT, f"{entry.key} is gone"
@@ -124,7 +128,7 @@ class PartitionAvailability(StoreObjects):
                         )
             return None
 
-        with ThreadPoolExecutor(max_workers=self.max_workers, thread_name_prefix="ft-check") as pool:
+        with ThreadPoolExecutor(max_workers=self.objects.max_workers, thread_name_prefix="ft-check") as pool:
             for ref, problem in zip(refs, pool.map(check, refs), strict=True):
                 if problem is not None:
                     unavailable[ref.partition_id] = problem
@@ -145,8 +149,8 @@ class PartitionAvailability(StoreObjects):
 
     def _remote_checksum(self, key: str, expected: str) -> str | None:
         hasher = new_hasher(expected)
-        with self._s3_errors("GetObject", key):
-            body = self._open(key)
+        with self.objects._s3_errors("GetObject", key):
+            body = self.objects._open(key)
             if body is None:
                 return None
             with body:

@@ -37,7 +37,7 @@ from .naming import (
     check_relative_path,
 )
 from .provenance import UNKNOWN, Provenance
-from .s3_objects import _Location
+from .s3_objects import StoreObjects, _Location
 from .upload import AttemptUploads, StoredCopy, source_files
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,12 @@ def new_attempt_id(try_number: int) -> str:
     return f"t{try_number}-{uuid.uuid4().hex[:16]}"
 
 
-class PartitionCommits(AttemptUploads):
+class PartitionCommits:
     """Commit protocol: ``commit`` (local files) and ``commit_uploaded`` (files another writer put)."""
+
+    def __init__(self, objects: StoreObjects) -> None:
+        self.objects = objects
+        self.uploads = AttemptUploads(objects)
 
     def commit(
         self,
@@ -75,7 +79,7 @@ class PartitionCommits(AttemptUploads):
         In a directory, names starting with '_' or '.' (``_SUCCESS``, ``.crc``, ``_temporary``) are
         skipped, as Spark and Hadoop do. Raises StaleCommitError when a newer try already committed.
         """
-        loc = self._location(ref, execution_id)
+        loc = self.objects._location(ref, execution_id)
         return self._commit(
             loc, source, producer, format, compression, row_count, copy_from or {}, provenance
         )
@@ -104,25 +108,25 @@ class PartitionCommits(AttemptUploads):
         manifest = self._publish_attempt(
             loc,
             attempt_id,
-            lambda: self._upload(files, loc.prefix, attempt_id),
+            lambda: self.uploads._upload(files, loc.prefix, attempt_id),
             producer,
             fmt,
             compression,
             row_count,
             provenance,
         )
-        if self.cache is not None:
+        if self.objects.cache is not None:
             for file, entry in zip(files, manifest.files, strict=True):
                 if file.on_disk:
-                    self.cache.add(file.path, self.bucket, loc.prefix + entry.key)
-            self.cache.trim()
+                    self.objects.cache.add(file.path, self.objects.bucket, loc.prefix + entry.key)
+            self.objects.cache.trim()
         return manifest
 
     def attempt_location(self, ref: PartitionRef, attempt_id: str, *, execution_id: str | None = None) -> str:
         """``s3://`` prefix where a writer that talks to S3 itself (Spark with s3a) puts an attempt's
         files; with ``execution_id``, of the pipelined (scratch) partition of that execution."""
-        prefix = self._location(ref, execution_id).prefix
-        return f"s3://{self.bucket}/{prefix}{attempt_dir(check_name('attempt id', attempt_id))}"
+        prefix = self.objects._location(ref, execution_id).prefix
+        return f"s3://{self.objects.bucket}/{prefix}{attempt_dir(check_name('attempt id', attempt_id))}"
 
     def commit_uploaded(
         self,
@@ -147,7 +151,7 @@ class PartitionCommits(AttemptUploads):
         Hadoop does. Same fencing as commit(). A file name readers would reject is a ValueError before
         anything is published or deleted.
         """
-        loc = self._location(ref, execution_id)
+        loc = self.objects._location(ref, execution_id)
         attempt_prefix = loc.prefix + attempt_dir(attempt_id)
         if recorded:
             files = self._written_record(attempt_prefix)
@@ -184,17 +188,19 @@ class PartitionCommits(AttemptUploads):
         """Remove what a writer put under an attempt that is never committed (its try failed), and its
         unfinished multipart uploads: no manifest names it, so no reader saw it. Best effort: orphan
         clean-up removes whatever is left."""
-        prefix = self._location(ref, execution_id).prefix + attempt_dir(check_name("attempt id", attempt_id))
-        self._delete_quietly(prefix)
+        prefix = self.objects._location(ref, execution_id).prefix + attempt_dir(
+            check_name("attempt id", attempt_id)
+        )
+        self.objects._delete_quietly(prefix)
         try:
-            self._abort_uploads(prefix, older_than=None)
+            self.objects._abort_uploads(prefix, older_than=None)
         except Exception as exc:  # noqa: BLE001 - the try's own failure matters more
-            log.warning("could not abort uploads under s3://%s/%s: %s", self.bucket, prefix, exc)
+            log.warning("could not abort uploads under s3://%s/%s: %s", self.objects.bucket, prefix, exc)
 
     def recorded_rows(self, ref: PartitionRef, attempt_id: str) -> int | None:
         """The rows of an attempt the executors wrote, once Spark's driver recorded it (the job
         committed); None while there is no record (still running, failed, or never started)."""
-        prefix = self._location(ref, None).prefix + attempt_dir(check_name("attempt id", attempt_id))
+        prefix = self.objects._location(ref, None).prefix + attempt_dir(check_name("attempt id", attempt_id))
         files = self._read_written_record(prefix)
         return None if files is None else sum(f.rows for f in files)
 
@@ -203,9 +209,9 @@ class PartitionCommits(AttemptUploads):
         if files is None:
             key = attempt_prefix + WRITTEN_RECORD
             raise PartitionStoreError(
-                f"no s3://{self.bucket}/{key}: Spark did not finish the write (its driver records the "
-                "committed task attempts' files there last)",
-                bucket=self.bucket,
+                f"no s3://{self.objects.bucket}/{key}: Spark did not finish the write (its driver "
+                "records the committed task attempts' files there last)",
+                bucket=self.objects.bucket,
                 key=key,
                 code=None,
                 operation="commit_uploaded",
@@ -215,26 +221,26 @@ class PartitionCommits(AttemptUploads):
     def _read_written_record(self, attempt_prefix: str) -> list[WrittenFile] | None:
         """The executors' record under ``attempt_prefix`` (one GET), None if there is none yet."""
         key = attempt_prefix + WRITTEN_RECORD
-        data = self.read_object(key)
+        data = self.objects.read_object(key)
         if data is None:
             return None
         try:  # stored JSON: the limits every reader of the bucket applies, then the record's own checks
             return written_files(load_json(data, max_bytes=MAX_RECORD_BYTES))
         except ValueError as exc:
-            raise ValueError(f"s3://{self.bucket}/{key}: {exc}; nothing was published") from None
+            raise ValueError(f"s3://{self.objects.bucket}/{key}: {exc}; nothing was published") from None
 
     def _recorded_entries(
         self, attempt_prefix: str, attempt_id: str, files: list[WrittenFile]
     ) -> list[FileEntry]:
-        listed = self._list(attempt_prefix)
+        listed = self.objects._list(attempt_prefix)
         for written in files:
             found = listed.get(attempt_prefix + written.key)
             if found is None or found.size != written.size:
                 raise PartitionStoreError(
-                    f"s3://{self.bucket}/{attempt_prefix}{written.key} is "
+                    f"s3://{self.objects.bucket}/{attempt_prefix}{written.key} is "
                     f"{'missing' if found is None else f'{found.size} bytes'}; the executors recorded "
                     f"{written.size} bytes: nothing was published",
-                    bucket=self.bucket,
+                    bucket=self.objects.bucket,
                     key=attempt_prefix + written.key,
                     code=None,
                     operation="commit_uploaded",
@@ -245,9 +251,9 @@ class PartitionCommits(AttemptUploads):
 
     def _uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
         """The data objects of an attempt, each name checked with the rule manifests are read with."""
-        with self._s3_errors("ListObjectsV2", attempt_prefix):
-            pages = self.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.bucket, Prefix=attempt_prefix
+        with self.objects._s3_errors("ListObjectsV2", attempt_prefix):
+            pages = self.objects.client.get_paginator("list_objects_v2").paginate(
+                Bucket=self.objects.bucket, Prefix=attempt_prefix
             )
             objects = [o for page in pages for o in page.get("Contents", ())]
         data = []
@@ -259,9 +265,9 @@ class PartitionCommits(AttemptUploads):
                 check_relative_path("file name", name)
             except ValueError as exc:
                 raise ValueError(
-                    f"cannot publish s3://{self.bucket}/{obj['Key']}: {exc}. Readers would reject the "
-                    "partition, so nothing was published; make the writer name its files that way (or delete "
-                    "this object) and commit again"
+                    f"cannot publish s3://{self.objects.bucket}/{obj['Key']}: {exc}. Readers would reject "
+                    "the partition, so nothing was published; make the writer name its files that way (or "
+                    "delete this object) and commit again"
                 ) from None
             data.append(obj)
         return data
@@ -273,9 +279,9 @@ class PartitionCommits(AttemptUploads):
         entries = []
         for obj in objects:
             name = obj["Key"][len(attempt_prefix) :]
-            hasher = new_hasher(self.checksum)
-            with self._s3_errors("GetObject", obj["Key"]):
-                body = self.client.get_object(Bucket=self.bucket, Key=obj["Key"])["Body"]
+            hasher = new_hasher(self.objects.checksum)
+            with self.objects._s3_errors("GetObject", obj["Key"]):
+                body = self.objects.client.get_object(Bucket=self.objects.bucket, Key=obj["Key"])["Body"]
 
                 def read_chunk(body: Any = body) -> bytes:
                     return body.read(1 << 20)
@@ -284,13 +290,16 @@ class PartitionCommits(AttemptUploads):
                     hasher.update(chunk)
             entries.append(
                 FileEntry(
-                    attempt_dir(attempt_id) + name, obj["Size"], f"{self.checksum}:{hasher.hexdigest()}"
+                    attempt_dir(attempt_id) + name,
+                    obj["Size"],
+                    f"{self.objects.checksum}:{hasher.hexdigest()}",
                 )
             )
         if not entries:
             raise PartitionStoreError(
-                f"no data files under s3://{self.bucket}/{attempt_prefix}; the writer produced nothing",
-                bucket=self.bucket,
+                f"no data files under s3://{self.objects.bucket}/{attempt_prefix}; "
+                "the writer produced nothing",
+                bucket=self.objects.bucket,
                 key=attempt_prefix,
                 code=None,
                 operation="commit_uploaded",
@@ -311,12 +320,14 @@ class PartitionCommits(AttemptUploads):
         """Write (or checksum) an attempt's files, then publish its manifest; a failure before the
         manifest PUT removes the attempt's data, a stale try's too."""
         attempt_prefix = loc.prefix + attempt_dir(attempt_id)
-        self.require_conditional_writes()  # before any data goes up: the manifest PUT needs it
+        self.objects.require_conditional_writes()  # before any data goes up: the manifest PUT needs it
         publishing = False
         try:
             entries = write_files()
             if any(entry.etag is None for entry in entries):  # not taken from a LIST of the attempt yet
-                listed = self._list(attempt_prefix)  # the ETags readers that leave the bytes to Spark compare
+                listed = self.objects._list(
+                    attempt_prefix
+                )  # the ETags readers that leave the bytes to Spark compare
                 entries = with_etags(entries, {k: o.etag for k, o in listed.items()}, loc.prefix)
             manifest = Manifest(
                 pipeline=loc.ref.pipeline,
@@ -330,20 +341,20 @@ class PartitionCommits(AttemptUploads):
                 format=fmt,
                 compression=compression,
                 row_count=row_count,
-                created_at=round(self._clock.now(), 3),  # what the manifest keeps (ms)
+                created_at=round(self.objects._clock.now(), 3),  # what the manifest keeps (ms)
                 provenance=provenance,
             )
             publishing = True
             self._publish(loc, manifest)
-            self._step("after_manifest_put", attempt_id=attempt_id)
+            self.objects._step("after_manifest_put", attempt_id=attempt_id)
         except StaleCommitError:
-            self._delete_quietly(attempt_prefix)
+            self.objects._delete_quietly(attempt_prefix)
             raise
         except BaseException:
             # If the manifest PUT itself failed, S3 may still have applied it (a lost response);
             # then the data is live, so leave it to cleanup_orphans, which checks the manifest.
             if not publishing:
-                self._delete_quietly(attempt_prefix)
+                self.objects._delete_quietly(attempt_prefix)
             raise
         log.info(
             "committed partition %s (%s, %d files, %d bytes, attempt %s)",
@@ -375,7 +386,7 @@ class PartitionCommits(AttemptUploads):
                             existing.producer.try_number,
                             existing.attempt_id,
                         )
-            self._step(
+            self.objects._step(
                 "before_manifest_put",
                 attempt_id=manifest.attempt_id,
                 round=rounds,
@@ -384,6 +395,6 @@ class PartitionCommits(AttemptUploads):
             return data
 
         # An oversized object at the manifest key is invalid like any other: read its head, replace it.
-        self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).update_raw(
+        self.objects.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).update_raw(
             loc.manifest_key, change, oversized="truncate"
         )

@@ -26,7 +26,8 @@ from .naming import (
     PartitionRef,
     attempt_dir,
 )
-from .s3_objects import StoreObjects, _Location, _Transfers
+from .s3_objects import StoreObjects, _Location
+from .transfers import Transfers
 
 if TYPE_CHECKING:
     pass
@@ -101,8 +102,11 @@ def _inside(root: Path, name: str) -> Path:
     return path
 
 
-class PartitionReads(StoreObjects):
+class PartitionReads:
     """Read protocol: ``fetch`` (local files, optionally cached) and ``remote_files`` (``s3://`` URIs)."""
+
+    def __init__(self, objects: StoreObjects) -> None:
+        self.objects = objects
 
     def remote_files(
         self, ref: PartitionRef, *, execution_id: str | None = None
@@ -112,9 +116,9 @@ class PartitionReads(StoreObjects):
         the manifest recorded at commit (any rewrite, even to the same size, changes the ETag). An
         object the manifest has no ETag for (older manifests) is read once and its checksum compared.
         Raises PartitionNotFound like fetch()."""
-        loc = self._location(ref, execution_id)
-        manifest = self._manifest(loc)
-        listed = self._list(loc.prefix + attempt_dir(manifest.attempt_id))
+        loc = self.objects._location(ref, execution_id)
+        manifest = self.objects._manifest(loc)
+        listed = self.objects._list(loc.prefix + attempt_dir(manifest.attempt_id))
         for entry in manifest.files:
             key = loc.prefix + entry.key
             found = listed.get(key)
@@ -122,14 +126,14 @@ class PartitionReads(StoreObjects):
                 raise PartitionNotFound(
                     ref.partition_id,
                     Unavailable.MISSING_OBJECT,
-                    f"s3://{self.bucket}/{key} is gone",
+                    f"s3://{self.objects.bucket}/{key} is gone",
                     run=str(ref.run),
                 )
             if found.size != entry.size:
                 raise PartitionNotFound(
                     ref.partition_id,
                     Unavailable.SIZE_MISMATCH,
-                    f"s3://{self.bucket}/{key} has {found.size} bytes, the manifest {entry.size}",
+                    f"s3://{self.objects.bucket}/{key} has {found.size} bytes, the manifest {entry.size}",
                     run=str(ref.run),
                 )
             if entry.etag is not None:
@@ -144,16 +148,16 @@ class PartitionReads(StoreObjects):
             raise PartitionNotFound(
                 ref.partition_id,
                 Unavailable.CHECKSUM_MISMATCH,
-                f"s3://{self.bucket}/{key}: {problem}",
+                f"s3://{self.objects.bucket}/{key}: {problem}",
                 run=str(ref.run),
             )
-        return manifest, [f"s3://{self.bucket}/{loc.prefix}{entry.key}" for entry in manifest.files]
+        return manifest, [f"s3://{self.objects.bucket}/{loc.prefix}{entry.key}" for entry in manifest.files]
 
     def _stored_checksum(self, key: str, checksum: str) -> str:
         """The checksum (with the algorithm of ``checksum``) of an object's bytes, read from S3."""
         hasher = new_hasher(checksum)
-        with self._s3_errors("GetObject", key):
-            body = self.client.get_object(Bucket=self.bucket, Key=key)["Body"]
+        with self.objects._s3_errors("GetObject", key):
+            body = self.objects.client.get_object(Bucket=self.objects.bucket, Key=key)["Body"]
             for chunk in iter(lambda: body.read(1 << 20), b""):
                 hasher.update(chunk)
         return f"{checksum.partition(':')[0]}:{hasher.hexdigest()}"
@@ -175,15 +179,15 @@ class PartitionReads(StoreObjects):
         Raises PartitionNotFound when the partition is missing or fails its integrity check. With
         ``execution_id``: the pipelined partition that region execution wrote.
         """
-        loc = self._location(ref, execution_id)
-        return self._fetch(loc, self._manifest(loc), dest, verify, skip)
+        loc = self.objects._location(ref, execution_id)
+        return self._fetch(loc, self.objects._manifest(loc), dest, verify, skip)
 
     def _fetch(
         self, loc: _Location, manifest: Manifest, dest: Any, verify: bool, skip: Collection[str] = ()
     ) -> FetchedPartition:
         from boto3.s3.transfer import create_transfer_manager
 
-        if dest is None and self.cache is None:
+        if dest is None and self.objects.cache is None:
             raise ValueError("fetch needs dest= (a directory) when the store has no local cache")
         dest_dir = Path(dest) if dest is not None else None
         # Checked before anything is written: every file lands inside dest (names are validated, but
@@ -195,13 +199,13 @@ class PartitionReads(StoreObjects):
         hits = 0
         for i, entry in enumerate(wanted):
             key = loc.prefix + entry.key
-            if self.cache is not None:
-                cached = self.cache.lookup(self.bucket, key, entry)
+            if self.objects.cache is not None:
+                cached = self.objects.cache.lookup(self.objects.bucket, key, entry)
                 if cached is not None:
                     paths[i] = cached
                     hits += 1
                     continue
-                temp = self.cache.temp_path(self.bucket, key)
+                temp = self.objects.cache.temp_path(self.objects.bucket, key)
             else:
                 final = targets[i]
                 final.parent.mkdir(parents=True, exist_ok=True)
@@ -211,13 +215,18 @@ class PartitionReads(StoreObjects):
         writers = [_HashingWriter(temp, entry.checksum if verify else None) for _, entry, _, temp in todo]
         try:
             if todo:
-                transfers = _Transfers(create_transfer_manager(self.client, self.transfer_config))
+                transfers = Transfers(
+                    create_transfer_manager(self.objects.client, self.objects.transfer_config)
+                )
                 with transfers.manager:
                     for n, (_, entry, key, _) in enumerate(todo):
                         # A write-only target makes s3transfer hand over the bytes in order, so they
                         # are checksummed as they arrive instead of being read back from disk.
                         transfers.manager.download(
-                            self.bucket, key, writers[n], subscribers=[transfers.subscriber(n, entry.size)]
+                            self.objects.bucket,
+                            key,
+                            writers[n],
+                            subscribers=[transfers.subscriber(n, entry.size)],
                         )
                     for _ in todo:
                         n, future = transfers.done.get()
@@ -229,8 +238,8 @@ class PartitionReads(StoreObjects):
                                 loc.ref.partition_id, problem[0], problem[1], run=str(loc.ref.run)
                             )
             for i, _, key, temp in todo:
-                if self.cache is not None:
-                    paths[i] = self.cache.install(temp, self.bucket, key)
+                if self.objects.cache is not None:
+                    paths[i] = self.objects.cache.install(temp, self.objects.bucket, key)
                 else:
                     paths[i] = targets[i]
                     os.replace(temp, targets[i])
@@ -238,10 +247,10 @@ class PartitionReads(StoreObjects):
             for writer, (_, _, _, temp) in zip(writers, todo, strict=True):
                 writer.close()
                 temp.unlink(missing_ok=True)
-        if todo and self.cache is not None:
-            self.cache.trim()  # bounded: what was just added may push older files out
+        if todo and self.objects.cache is not None:
+            self.objects.cache.trim()  # bounded: what was just added may push older files out
 
-        if dest_dir is not None and self.cache is not None:
+        if dest_dir is not None and self.objects.cache is not None:
             for i, target in enumerate(targets):
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.unlink(missing_ok=True)
@@ -255,7 +264,7 @@ class PartitionReads(StoreObjects):
     def _download_result(self, loc: _Location, key: str, future: Any) -> None:
         from botocore.exceptions import ClientError
 
-        with self._s3_errors("GetObject", key):
+        with self.objects._s3_errors("GetObject", key):
             try:
                 future.result()
             except ClientError as exc:
@@ -266,5 +275,5 @@ class PartitionReads(StoreObjects):
                     reason, what = Unavailable.SIZE_MISMATCH, "is shorter than the manifest says"
                 else:
                     raise
-                detail = f"s3://{self.bucket}/{key} {what}"
+                detail = f"s3://{self.objects.bucket}/{key} {what}"
                 raise PartitionNotFound(loc.ref.partition_id, reason, detail, run=str(loc.ref.run)) from None

@@ -99,8 +99,11 @@ def _parse_lease(data: bytes, *, fallback: str) -> Lease:
         return Lease(fallback, None, 0.0, None)
 
 
-class ConsumerLeases(StoreObjects):
+class ConsumerLeases:
     """Lease protocol: register / unregister / list consumers; release and registration exclude each other."""
+
+    def __init__(self, objects: StoreObjects) -> None:
+        self.objects = objects
 
     def register_consumer(
         self,
@@ -120,11 +123,11 @@ class ConsumerLeases(StoreObjects):
         pids = None if partitions is None else tuple(sorted({run.parse(p).partition_id for p in partitions}))
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ValueError(f"lease ttl must be None (until unregistered) or seconds > 0, got {ttl!r}")
-        now = self._clock.now()
+        now = self.objects._clock.now()
         lease = Lease(consumer, pids, now, None if ttl is None else now + ttl)
         self._refuse_if_releasing(run, consumer, pids)
-        key = self.layout.lease_key(run, consumer)
-        self._put_json(
+        key = self.objects.layout.lease_key(run, consumer)
+        self.objects._put_json(
             key,
             {
                 "consumer": consumer,
@@ -138,21 +141,23 @@ class ConsumerLeases(StoreObjects):
         try:
             self._refuse_if_releasing(run, consumer, pids)
         except ConsumerRegistrationRefused:
-            self._delete_keys([key])
+            self.objects._delete_keys([key])
             raise
         return lease
 
     def unregister_consumer(self, pipeline: str, run_id: str, consumer: str) -> None:
         run = RunRef(pipeline, run_id)
-        self._delete_keys([self.layout.lease_key(run, consumer)])
+        self.objects._delete_keys([self.objects.layout.lease_key(run, consumer)])
 
     def consumers(self, pipeline: str, run_id: str, *, include_expired: bool = False) -> list[Lease]:
         run = RunRef(pipeline, run_id)
-        prefix = self.layout.leases_prefix(run)
-        now = self._clock.now()
+        prefix = self.objects.layout.leases_prefix(run)
+        now = self.objects._clock.now()
         leases = []
-        for key in sorted(self._list(prefix)):
-            raw = self.json_objects.get_bytes(key, oversized="truncate")  # too big: invalid, so blocking
+        for key in sorted(self.objects._list(prefix)):
+            raw = self.objects.json_objects.get_bytes(
+                key, oversized="truncate"
+            )  # too big: invalid, so blocking
             if raw is None:
                 continue
             lease = _parse_lease(raw.value, fallback=_decode_lease_name(key[len(prefix) :]))
@@ -168,9 +173,9 @@ class ConsumerLeases(StoreObjects):
             raise ReleaseRefused(str(run), blocking, None if pids is None else list(pids))
 
     def _refuse_if_releasing(self, run: RunRef, consumer: str, pids: tuple[str, ...] | None) -> None:
-        store = self.json_objects
+        store = self.objects.json_objects
         for marker in ("released", "releasing"):
-            key = self.layout.marker_key(run, marker)
+            key = self.objects.layout.marker_key(run, marker)
             raw = store.get_bytes(key, oversized="truncate")
             if raw is None:
                 continue
@@ -178,6 +183,7 @@ class ConsumerLeases(StoreObjects):
             if marker == "released" or released is None or pids is None or set(released) & set(pids):
                 raise ConsumerRegistrationRefused(
                     f"consumer {consumer!r} cannot register on run {run}: its partitions "
-                    f"{'were' if marker == 'released' else 'are being'} released (s3://{self.bucket}/{key}); "
+                    f"{'were' if marker == 'released' else 'are being'} released "
+                    f"(s3://{self.objects.bucket}/{key}); "
                     "re-run the producers (a new run) instead"
                 )

@@ -23,6 +23,7 @@ from .naming import (
     RunRef,
     check_name,
 )
+from .s3_objects import StoreObjects
 from .sweep import RetentionOutcome, RunStates, SweepLimits, SweepReport
 
 log = logging.getLogger(__name__)
@@ -65,11 +66,19 @@ class OrphanReport:
     kept_in_flight: tuple[str, ...] = ()  # attempt prefixes younger than the grace period
 
 
-class PartitionRetention(ConsumerLeases):
+class PartitionRetention:
     """Retention protocol: what may be deleted, and when; never what a lease or a manifest still needs."""
 
-    retention: float
-    orphan_grace: float
+    def __init__(
+        self, objects: StoreObjects, leases: ConsumerLeases, *, retention: float, orphan_grace: float
+    ) -> None:
+        for name, value in (("retention", retention), ("orphan_grace", orphan_grace)):
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
+                raise ValueError(f"{name} must be a number of seconds ≥ 0, got {value!r}")
+        self.objects = objects
+        self.leases = leases
+        self.retention = float(retention)
+        self.orphan_grace = float(orphan_grace)
 
     def release_run(
         self,
@@ -85,35 +94,46 @@ class PartitionRetention(ConsumerLeases):
         """
         run = RunRef(pipeline, run_id)
         pids = None if partitions is None else tuple(sorted({run.parse(p).partition_id for p in partitions}))
-        self._refuse_if_leased(run, pids)
-        marker = self.layout.marker_key(run, "releasing")
-        self._put_json(
+        self.leases._refuse_if_leased(run, pids)
+        marker = self.objects.layout.marker_key(run, "releasing")
+        self.objects._put_json(
             marker,
-            {"partitions": None if pids is None else list(pids), "at": self._clock.now(), "reason": reason},
+            {
+                "partitions": None if pids is None else list(pids),
+                "at": self.objects._clock.now(),
+                "reason": reason,
+            },
         )
         try:
-            self._refuse_if_leased(run, pids)
+            self.leases._refuse_if_leased(run, pids)
         except ReleaseRefused:
-            self._delete_keys([marker])
+            self.objects._delete_keys([marker])
             raise
-        run_prefix = self.layout.run_prefix(run)
+        run_prefix = self.objects.layout.run_prefix(run)
         if pids is None:
-            keys = [k for k in self._list(run_prefix) if k != marker]
-            self._abort_uploads(run_prefix, older_than=None)
+            keys = [k for k in self.objects._list(run_prefix) if k != marker]
+            self.objects._abort_uploads(run_prefix, older_than=None)
         else:
-            keys = [k for pid in pids for k in self._list(self.layout.partition_prefix(run.parse(pid)))]
-        self._delete_keys(keys)
+            keys = [
+                k
+                for pid in pids
+                for k in self.objects._list(self.objects.layout.partition_prefix(run.parse(pid)))
+            ]
+        self.objects._delete_keys(keys)
         if pids is None:
-            self._put_json(
-                self.layout.marker_key(run, "released"), {"at": self._clock.now(), "reason": reason}
+            self.objects._put_json(
+                self.objects.layout.marker_key(run, "released"),
+                {"at": self.objects._clock.now(), "reason": reason},
             )
-        self._delete_keys([marker])
-        if self.cache is not None:
+        self.objects._delete_keys([marker])
+        if self.objects.cache is not None:
             if pids is None:
-                self.cache.evict(self.bucket, run_prefix)
+                self.objects.cache.evict(self.objects.bucket, run_prefix)
             else:
                 for pid in pids:
-                    self.cache.evict(self.bucket, self.layout.partition_prefix(run.parse(pid)))
+                    self.objects.cache.evict(
+                        self.objects.bucket, self.objects.layout.partition_prefix(run.parse(pid))
+                    )
         log.info(
             "released %s of run %s (%d objects): %s",
             "all partitions" if pids is None else list(pids),
@@ -127,8 +147,8 @@ class PartitionRetention(ConsumerLeases):
         """The pipelines (DAG ids) that have data in this store; folders that are not valid names are
         not ours."""
         names = []
-        for prefix in self._list_prefixes(self.layout.prefix):
-            name = prefix[len(self.layout.prefix) :].rstrip("/")
+        for prefix in self.objects._list_prefixes(self.objects.layout.prefix):
+            name = prefix[len(self.objects.layout.prefix) :].rstrip("/")
             try:
                 names.append(check_name("pipeline (DAG id)", name))
             except ValueError:
@@ -137,8 +157,12 @@ class PartitionRetention(ConsumerLeases):
 
     def release_scratch(self, pipeline: str, run_id: str, execution_id: str) -> int:
         """Delete the pipelined partitions of one region execution (they are never read again)."""
-        keys = list(self._list(self.layout.scratch_execution_prefix(RunRef(pipeline, run_id), execution_id)))
-        self._delete_keys(keys)
+        keys = list(
+            self.objects._list(
+                self.objects.layout.scratch_execution_prefix(RunRef(pipeline, run_id), execution_id)
+            )
+        )
+        self.objects._delete_keys(keys)
         return len(keys)
 
     def mark_run_ended(self, pipeline: str, run_id: str, *, succeeded: bool, at: float | None = None) -> None:
@@ -146,9 +170,9 @@ class PartitionRetention(ConsumerLeases):
         acts on it). A run that is cleared and ends again is marked again. The marker keeps this store's
         retention (a pipeline's own, when it sets one), so any later sweep or ``gc`` honours it."""
         run = RunRef(pipeline, run_id)
-        at = self._clock.now() if at is None else at
-        self._put_json(
-            self.layout.marker_key(run, "ended"),
+        at = self.objects._clock.now() if at is None else at
+        self.objects._put_json(
+            self.objects.layout.marker_key(run, "ended"),
             {"at": at, "succeeded": succeeded, "retention": self.retention},
         )
 
@@ -162,10 +186,13 @@ class PartitionRetention(ConsumerLeases):
         the two ends counts. A run ``states`` reports active (cleared after it ended) is never released.
         """
         outcomes = []
-        now = self._clock.now()
+        now = self.objects._clock.now()
         released = 0
-        for run in self.runs(pipeline):
-            markers = {k.rsplit("/", 1)[-1]: k for k in self._list(self.layout.run_prefix(run) + "_run/")}
+        for run in self.objects.runs(pipeline):
+            markers = {
+                k.rsplit("/", 1)[-1]: k
+                for k in self.objects._list(self.objects.layout.run_prefix(run) + "_run/")
+            }
             if "released.json" in markers:
                 outcomes.append(self._expire_released_marker(run, markers["released.json"], now))
                 continue
@@ -213,8 +240,8 @@ class PartitionRetention(ConsumerLeases):
         unless it was swept less than ``limits.every`` ago (then None). ``states`` is asked (the
         orchestrator's view, None if it has none) only when the sweep runs."""
         limits = limits or SweepLimits()
-        key = self.layout.pipeline_prefix(pipeline) + SWEEP_MARKER
-        now = self._clock.now()
+        key = self.objects.layout.pipeline_prefix(pipeline) + SWEEP_MARKER
+        now = self.objects._clock.now()
         try:
             last = self._marker_time(key)
         except ValueError:
@@ -223,7 +250,7 @@ class PartitionRetention(ConsumerLeases):
             return None
         # Claimed before the work, so concurrent run ends of one pipeline do not all sweep (two that read
         # the marker at the same moment may; releasing a run twice is harmless).
-        self._put_json(key, {"at": now})
+        self.objects._put_json(key, {"at": now})
         seen = states() if states is not None else None
         report = SweepReport(
             pipeline, tuple(self.release_expired_runs(pipeline, states=seen, limit=limits.max_releases))
@@ -241,7 +268,7 @@ class PartitionRetention(ConsumerLeases):
             return RetentionOutcome(run, False, ALREADY_RELEASED)
         if released_at is None or now - released_at < self.retention:
             return RetentionOutcome(run, False, ALREADY_RELEASED)
-        self._delete_keys([key])
+        self.objects._delete_keys([key])
         log.info("removed the release marker of run %s (released %.0f s ago)", run, now - released_at)
         return RetentionOutcome(run, False, RELEASED_MARKER_EXPIRED)
 
@@ -252,7 +279,7 @@ class PartitionRetention(ConsumerLeases):
     def _end_marker(self, key: str) -> tuple[float | None, float | None]:
         """``at`` and the recorded ``retention`` (None: the store's) of a marker, read once; (None, None)
         if it is gone; ValueError naming the key if invalid."""
-        raw = self.json_objects.get_bytes(key, oversized="truncate")
+        raw = self.objects.json_objects.get_bytes(key, oversized="truncate")
         if raw is None:
             return None, None
         try:
@@ -265,8 +292,8 @@ class PartitionRetention(ConsumerLeases):
             return _finite(doc.get("at"), "at"), None if retention is None else float(retention)
         except ValueError as exc:
             raise ValueError(
-                f"run marker s3://{self.bucket}/{key} is invalid ({exc}); not releasing the run: write "
-                '{"at": <seconds since the epoch>} there, or delete it and mark the run ended again'
+                f"run marker s3://{self.objects.bucket}/{key} is invalid ({exc}); not releasing the run: "
+                'write {"at": <seconds since the epoch>} there, or delete it and mark the run ended again'
             ) from None
 
     def cleanup_orphans(self, pipeline: str, run_id: str, *, grace: float | None = None) -> OrphanReport:
@@ -278,12 +305,12 @@ class PartitionRetention(ConsumerLeases):
         """
         run = RunRef(pipeline, run_id)
         grace = self.orphan_grace if grace is None else grace
-        cutoff = self._clock.now() - grace
-        run_prefix = self.layout.run_prefix(run)
+        cutoff = self.objects._clock.now() - grace
+        run_prefix = self.objects.layout.run_prefix(run)
         # partition prefix -> {attempt id -> (keys, newest mtime)}; and partition prefixes with a manifest
         attempts: dict[str, dict[str, tuple[list[str], float]]] = {}
         manifests: set[str] = set()
-        for key, info in self._list(run_prefix).items():
+        for key, info in self.objects._list(run_prefix).items():
             rest = key[len(run_prefix) :]
             parts = rest.split("/")
             if parts[0] == "blocking" and len(parts) >= 4:
@@ -311,16 +338,16 @@ class PartitionRetention(ConsumerLeases):
                     doomed.extend(keys)
                 else:
                     kept.append(f"{partition_prefix}{ATTEMPTS_DIR}/{attempt_id}/")
-        self._delete_keys(doomed)
+        self.objects._delete_keys(doomed)
         # An upload into an attempt that is still in flight belongs to that commit (S3's Initiated
         # time alone would do, but S3-compatible stores do not all report it faithfully).
-        aborted = self._abort_uploads(run_prefix, older_than=cutoff, keep_prefixes=tuple(kept))
+        aborted = self.objects._abort_uploads(run_prefix, older_than=cutoff, keep_prefixes=tuple(kept))
         if doomed:
             log.info("deleted %d orphaned objects of run %s", len(doomed), run)
         return OrphanReport(run, tuple(sorted(doomed)), tuple(aborted), tuple(sorted(kept)))
 
     def _current_attempt(self, partition_prefix: str) -> str | None:
-        raw = self._manifest_bytes(partition_prefix + MANIFEST_NAME)
+        raw = self.objects._manifest_bytes(partition_prefix + MANIFEST_NAME)
         if raw is None:
             return None
         try:

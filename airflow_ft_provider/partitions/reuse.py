@@ -23,6 +23,7 @@ from .errors import MISSING_CODES, PartitionNotFound, error_code
 from .fetch import PartitionReads
 from .manifest import FileEntry, Manifest, Producer
 from .naming import PartitionRef, RunRef, attempt_dir
+from .s3_objects import StoreObjects
 
 log = logging.getLogger(__name__)
 
@@ -35,21 +36,30 @@ class _SourceGone(Exception):
     """An object of the earlier run's partition vanished while being copied (that run was released)."""
 
 
-class PartitionReuse(PartitionCommits, PartitionReads):
+class PartitionReuse:
+    """Reuse protocol: an earlier try's or run's committed output published again, unchanged."""
+
+    def __init__(self, objects: StoreObjects, commits: PartitionCommits, reads: PartitionReads) -> None:
+        self.objects = objects
+        self.commits = commits
+        self.reads = reads
+
     def reuse_output(self, ref: PartitionRef, producer: Producer, *, lineage: str) -> Manifest | None:
         """Publish blocking partition ``ref`` again for ``producer`` if it was computed with ``lineage``
         by the same task and every file is there unchanged (one GET, one LIST); None, writing nothing,
         otherwise. Raises StaleCommitError when a newer try committed it meanwhile."""
         try:
-            current, _ = self.remote_files(ref)
+            current, _ = self.reads.remote_files(ref)
         except PartitionNotFound as exc:
             log.info("not reusing %s: %s", ref, exc)
             return None
         made_by = (current.producer.task_id, current.producer.map_index)
         if current.provenance.lineage != lineage or made_by != (producer.task_id, producer.map_index):
             return None
-        reused = dataclasses.replace(current, producer=producer, created_at=round(self._clock.now(), 3))
-        self._publish(self._blocking(ref), reused)
+        reused = dataclasses.replace(
+            current, producer=producer, created_at=round(self.objects._clock.now(), 3)
+        )
+        self.commits._publish(self.objects._blocking(ref), reused)
         log.info(
             "reused partition %s (attempt %s of try %d) for try %d",
             ref,
@@ -68,12 +78,14 @@ class PartitionReuse(PartitionCommits, PartitionReads):
         if not refs:
             return {}
         current = refs[0].run
-        candidates = sorted((r for r in self.runs(current.pipeline) if r != current), key=lambda r: r.run_id)
+        candidates = sorted(
+            (r for r in self.objects.runs(current.pipeline) if r != current), key=lambda r: r.run_id
+        )
         found: dict[str, Manifest] = {}
         for ref in refs:
             for run in reversed(candidates[-MAX_EARLIER_RUNS:]):
                 try:
-                    manifest = self.manifest(run.partition(ref.result, ref.map_index))
+                    manifest = self.objects.manifest(run.partition(ref.result, ref.map_index))
                 except PartitionNotFound:
                     continue
                 made_by = (manifest.producer.task_id, manifest.producer.map_index)
@@ -92,21 +104,21 @@ class PartitionReuse(PartitionCommits, PartitionReads):
         run's manifest of the same partition), copied inside S3 into a new attempt, and its row count and
         provenance; None, with nothing published, when one of its files is gone. Raises
         StaleCommitError when a newer try committed ``ref`` meanwhile."""
-        source_prefix = self.layout.partition_prefix(
+        source_prefix = self.objects.layout.partition_prefix(
             RunRef(source.pipeline, source.run_id).partition(source.result, source.map_index)
         )
-        loc = self._blocking(ref)
+        loc = self.objects._blocking(ref)
         attempt_id = new_attempt_id(producer.try_number)
 
         def copy(entry: FileEntry) -> FileEntry:
             key = attempt_dir(attempt_id) + entry.name
-            with self._s3_errors("CopyObject", loc.prefix + key):
+            with self.objects._s3_errors("CopyObject", loc.prefix + key):
                 try:
-                    self.client.copy(
-                        {"Bucket": self.bucket, "Key": source_prefix + entry.key},
-                        self.bucket,
+                    self.objects.client.copy(
+                        {"Bucket": self.objects.bucket, "Key": source_prefix + entry.key},
+                        self.objects.bucket,
                         loc.prefix + key,
-                        Config=self.transfer_config,
+                        Config=self.objects.transfer_config,
                     )
                 except ClientError as exc:
                     if error_code(exc) in MISSING_CODES:
@@ -119,7 +131,7 @@ class PartitionReuse(PartitionCommits, PartitionReads):
                 return list(pool.map(copy, source.files))
 
         try:
-            manifest = self._publish_attempt(
+            manifest = self.commits._publish_attempt(
                 loc,
                 attempt_id,
                 copy_all,

@@ -1,8 +1,9 @@
 """What every protocol of the partition store stands on: the S3 client, error translation, listing,
 deleting, reading manifests, and a small public API for JSON objects kept beside partitions.
 
-The store (``store.S3PartitionStore``) is this plus one mixin per protocol (commit, fetch,
-availability, consumer leases, retention); each mixin reaches S3 only through these methods, which
+The store (``store.S3PartitionStore``) is a façade over one of these and one component per protocol
+(commits, reads, reuse, availability, consumer leases, retention), each holding it; every component
+reaches S3 only through these methods, which
 turn botocore errors into ``PartitionStoreError``s that name bucket, key and operation.
 """
 
@@ -11,10 +12,9 @@ from __future__ import annotations
 import json
 import logging
 import os
-import queue
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
@@ -38,20 +38,6 @@ if TYPE_CHECKING:
 
 
 log = logging.getLogger(__name__)
-
-
-MiB = 1 << 20
-
-
-def default_transfer_config() -> TransferConfig:
-    """Multipart above 64 MiB in 32 MiB parts, 8 parallel requests (boto3's transfer manager).
-
-    Spark's part files are mostly tens of MB and a partition's files go up in parallel anyway; below
-    64 MiB a multipart upload only adds two requests and a server-side assembly per file (4 x 40 MB
-    committed to moto: 1.33 s with a 32 MiB threshold, 0.91 s with 64 MiB)."""
-    from boto3.s3.transfer import TransferConfig
-
-    return TransferConfig(multipart_threshold=64 * MiB, multipart_chunksize=32 * MiB, max_concurrency=8)
 
 
 StepHook = Callable[[str, Mapping[str, Any]], None]
@@ -82,44 +68,42 @@ def bare_etag(value: object) -> str | None:
     return value.strip('"') if isinstance(value, str) and value.strip('"') else None
 
 
-@dataclass
-class _Transfers:
-    """Runs boto3 transfers in parallel and hands each finished one back to the calling thread."""
-
-    manager: Any
-    done: queue.Queue[Any] = field(default_factory=queue.Queue)
-
-    def subscriber(self, tag: Any, size: int | None = None) -> Any:
-        from s3transfer.subscribers import BaseSubscriber
-
-        outer = self
-
-        class _Subscriber(BaseSubscriber):
-            def on_queued(self, future: Any, **kwargs: Any) -> None:
-                if size is not None:
-                    future.meta.provide_transfer_size(size)  # known from the manifest: skip a HEAD
-
-            def on_done(self, future: Any, **kwargs: Any) -> None:
-                outer.done.put((tag, future))
-
-        return _Subscriber()
-
-
 class StoreObjects:
-    """The S3 access the store's protocols share (configured by ``S3PartitionStore.__init__``)."""
+    """The S3 access the store's protocols share: one per store, each protocol holds it."""
 
-    layout: StoreLayout
-    credentials: str
-    allow_unconditional_writes: bool
-    cache: LocalPartitionCache | None
-    checksum: str
-    transfer_config: TransferConfig
-    max_workers: int
-    _client_or_factory: Any
-    _client: Any
-    _client_lock: threading.Lock
-    _clock: Clock
-    _on_step: StepHook | None
+    def __init__(
+        self,
+        client: Any,
+        layout: StoreLayout,
+        *,
+        cache: LocalPartitionCache | None,
+        checksum: str,
+        transfer_config: TransferConfig,
+        clock: Clock,
+        on_step: StepHook | None,
+        max_workers: int,
+        credentials: str,
+        allow_unconditional_writes: bool,
+    ) -> None:
+        if not isinstance(allow_unconditional_writes, bool):
+            raise ValueError(
+                f"allow_unconditional_writes must be True or False, got {allow_unconditional_writes!r}"
+            )
+        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
+            raise ValueError(f"max_workers must be an integer ≥ 1, got {max_workers!r}")
+        self.layout = layout
+        self.credentials = credentials  # whose credentials the client uses, named in error hints
+        # Unsafe: go on when the endpoint ignores If-None-Match / If-Match (see require_conditional_writes).
+        self.allow_unconditional_writes = allow_unconditional_writes
+        self.cache = cache
+        self.checksum = checksum
+        self.transfer_config = transfer_config
+        self.max_workers = max_workers
+        self._client_or_factory = client
+        self._client: Any = None
+        self._client_lock = threading.Lock()
+        self._clock = clock
+        self._on_step = on_step
 
     @property
     def bucket(self) -> str:

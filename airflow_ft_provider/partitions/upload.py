@@ -15,7 +15,8 @@ from typing import Any
 from .errors import MISSING_CODES, PartitionStoreError, error_code
 from .manifest import FileEntry, file_checksum
 from .naming import attempt_dir, check_relative_path
-from .s3_objects import StoreObjects, _Transfers
+from .s3_objects import StoreObjects
+from .transfers import Transfers
 
 
 @dataclass(frozen=True)
@@ -87,7 +88,12 @@ def _missing(future: Any) -> bool:
     return False
 
 
-class AttemptUploads(StoreObjects):
+class AttemptUploads:
+    """Uploads of an attempt's files, in parallel, each hashed as it goes up."""
+
+    def __init__(self, objects: StoreObjects) -> None:
+        self.objects = objects
+
     def _upload(self, files: list[SourceFile], prefix: str, attempt_id: str) -> list[FileEntry]:
         """Every file under ``prefix`` + the attempt's directory, in parallel; their manifest entries."""
         from boto3.s3.transfer import create_transfer_manager
@@ -96,9 +102,10 @@ class AttemptUploads(StoreObjects):
         sizes = [f.path.stat().st_size if f.on_disk else _stored(f).size for f in files]
         with ThreadPoolExecutor(max_workers=2, thread_name_prefix="ft-hash") as hashers:
             checksums = [
-                hashers.submit(file_checksum, f.path, self.checksum) if f.on_disk else None for f in files
+                hashers.submit(file_checksum, f.path, self.objects.checksum) if f.on_disk else None
+                for f in files
             ]
-            transfers = _Transfers(create_transfer_manager(self.client, self.transfer_config))
+            transfers = Transfers(create_transfer_manager(self.objects.client, self.objects.transfer_config))
             with transfers.manager:
                 copies = {i: f.stored for i, f in enumerate(files)}
                 for i, file in enumerate(files):
@@ -113,11 +120,11 @@ class AttemptUploads(StoreObjects):
                         copies[i] = None
                         self._transfer(transfers, i, files[i], None, prefix + keys[i], sizes[i])
                         continue
-                    with self._s3_errors("PutObject", prefix + keys[i]):
+                    with self.objects._s3_errors("PutObject", prefix + keys[i]):
                         future.result()
                     uploaded += 1
-                    self._step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
-            self._step("files_uploaded", total=len(files))
+                    self.objects._step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
+            self.objects._step("files_uploaded", total=len(files))
             entries = [
                 FileEntry(keys[i], sizes[i], checksum.result() if checksum else _stored(files[i]).checksum)
                 for i, checksum in enumerate(checksums)
@@ -134,7 +141,7 @@ class AttemptUploads(StoreObjects):
             f"{name} of this output is only in the store, as {stored.key}, and that object is gone "
             "(deleted by hand, or by a lifecycle rule): nothing was published; clear the task to "
             "compute the stage again",
-            bucket=self.bucket,
+            bucket=self.objects.bucket,
             key=stored.key,
             code="NoSuchKey",
             operation="CopyObject",
@@ -142,7 +149,7 @@ class AttemptUploads(StoreObjects):
 
     def _transfer(
         self,
-        transfers: _Transfers,
+        transfers: Transfers,
         tag: int,
         file: SourceFile,
         stored: StoredCopy | None,
@@ -151,14 +158,14 @@ class AttemptUploads(StoreObjects):
     ) -> None:
         if stored is not None:  # the same bytes are in the store: copied inside S3
             transfers.manager.copy(
-                {"Bucket": self.bucket, "Key": self._inside_store(stored.key)},
-                self.bucket,
+                {"Bucket": self.objects.bucket, "Key": self.objects._inside_store(stored.key)},
+                self.objects.bucket,
                 key,
                 subscribers=[transfers.subscriber(tag, size)],
             )
         else:
             transfers.manager.upload(
-                str(file.path), self.bucket, key, subscribers=[transfers.subscriber(tag)]
+                str(file.path), self.objects.bucket, key, subscribers=[transfers.subscriber(tag)]
             )
 
 
