@@ -21,7 +21,7 @@ from typing import Any
 from airflow_ft_provider import __version__
 from airflow_ft_provider.failover.durations import format_duration
 from airflow_ft_provider.failover.failover_strategies import FAILOVER_STRATEGY_KEY
-from airflow_ft_provider.failover.restart_config import BATCH_PIPELINE_DEFAULTS, OPTIONS, TYPE_KEY
+from airflow_ft_provider.failover.restart_options import BATCH_PIPELINE_DEFAULTS, OPTIONS, TYPE_KEY
 from airflow_ft_provider.partitions.conditional import ALLOW_UNCONDITIONAL_KEY
 from airflow_ft_provider.partitions.manifest import CHECKSUM_ALGORITHMS, DEFAULT_CHECKSUM
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION

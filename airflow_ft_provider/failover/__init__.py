@@ -5,6 +5,7 @@ Nothing here imports Airflow, Spark or boto3; the adapters in the rest of the pa
 
 from .clock import Clock, ManualClock, SystemClock
 from .durations import format_duration, parse_duration
+from .exponential_delay import ExponentialDelayRestartStrategy
 from .failover_strategies import (
     FAILOVER_STRATEGY_KEY,
     FailoverStrategy,
@@ -18,7 +19,6 @@ from .regions import pipelined_regions
 from .restart_config import KNOWN_KEYS as RESTART_STRATEGY_KEYS
 from .restart_config import DeprecatedConfigKeyWarning, load_restart_strategy, restart_strategy_type
 from .restart_strategies import (
-    ExponentialDelayRestartStrategy,
     FailureRateRestartStrategy,
     FixedDelayRestartStrategy,
     NoRestartStrategy,

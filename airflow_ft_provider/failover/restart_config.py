@@ -14,159 +14,28 @@ import random
 import sys
 import warnings
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from functools import partial
 
 from .clock import Clock, SystemClock
 from .durations import parse_duration, whole_millis
+from .exponential_delay import ExponentialDelayRestartStrategy
 from .key_hint import unknown_key_hint
+from .restart_options import (
+    DEPRECATED_TYPE_KEY,
+    EXPONENTIAL_DELAY_PREFIX,
+    KEY_PREFIX,
+    KNOWN_KEYS,
+    OPTIONS,
+    TYPE_ALIASES,
+    TYPE_KEY,
+    Option,
+)
 from .restart_strategies import (
-    ExponentialDelayRestartStrategy,
     FailureRateRestartStrategy,
     FixedDelayRestartStrategy,
     NoRestartStrategy,
     RestartStrategy,
 )
-
-TYPE_KEY = "restart-strategy.type"
-# Flink: RestartStrategyOptions.RESTART_STRATEGY =
-#     key("restart-strategy.type").withDeprecatedKeys("restart-strategy")
-DEPRECATED_TYPE_KEY = "restart-strategy"
-_PREFIX = "restart-strategy."
-
-TYPE_ALIASES: dict[str, str] = {
-    "none": "none",
-    "off": "none",
-    "disable": "none",
-    "fixed-delay": "fixed-delay",
-    "fixeddelay": "fixed-delay",
-    "failure-rate": "failure-rate",
-    "failurerate": "failure-rate",
-    "exponential-delay": "exponential-delay",
-    "exponentialdelay": "exponential-delay",
-}
-
-
-@dataclass(frozen=True)
-class Option:
-    key: str
-    default: object
-    kind: str  # "int", "float" or "duration"
-    valid: Callable[[float], bool]
-    requirement: str  # e.g. "≥ 1", shown as "<key> must be <requirement>"
-    description: str
-
-
-def _at_least(bound: float) -> Callable[[float], bool]:
-    return lambda value: value >= bound
-
-
-_FD, _FR, _ED = (
-    "restart-strategy.fixed-delay.",
-    "restart-strategy.failure-rate.",
-    "restart-strategy.exponential-delay.",
-)
-_POSITIVE_DURATION = "a duration ≥ 1 ms"
-
-OPTIONS: dict[str, Option] = {
-    option.key: option
-    for option in (
-        Option(
-            _FD + "attempts",
-            1,
-            "int",
-            _at_least(0),
-            "an integer ≥ 0",
-            "Failures tolerated before the run fails.",
-        ),
-        Option(
-            _FD + "delay",
-            "1 s",
-            "duration",
-            _at_least(0),
-            "a duration ≥ 0",
-            "Delay between a failure and the restart.",
-        ),
-        Option(
-            _FR + "max-failures-per-interval",
-            1,
-            "int",
-            _at_least(1),
-            "an integer ≥ 1",
-            "Failures tolerated inside one failure-rate-interval.",
-        ),
-        Option(
-            _FR + "failure-rate-interval",
-            "1 min",
-            "duration",
-            _at_least(0.001),
-            _POSITIVE_DURATION,
-            "Sliding window over which failures are counted.",
-        ),
-        Option(
-            _FR + "delay",
-            "1 s",
-            "duration",
-            _at_least(0),
-            "a duration ≥ 0",
-            "Delay between a failure and the restart.",
-        ),
-        Option(
-            _ED + "initial-backoff",
-            "1 s",
-            "duration",
-            _at_least(0.001),
-            _POSITIVE_DURATION,
-            "Backoff of the first restart attempt.",
-        ),
-        Option(
-            _ED + "max-backoff",
-            "1 min",
-            "duration",
-            _at_least(0.001),
-            _POSITIVE_DURATION,
-            "Upper bound of the backoff.",
-        ),
-        Option(
-            _ED + "backoff-multiplier",
-            1.5,
-            "float",
-            lambda v: v > 1,
-            "> 1",
-            "Factor applied to the backoff after every attempt.",
-        ),
-        Option(
-            _ED + "reset-backoff-threshold",
-            "1 h",
-            "duration",
-            _at_least(0.001),
-            _POSITIVE_DURATION,
-            "Failure-free time after the scheduled restart that resets backoff and attempt count.",
-        ),
-        Option(
-            _ED + "jitter-factor",
-            0.1,
-            "float",
-            lambda v: 0 <= v <= 1,
-            "between 0 and 1",
-            "Random ± share of the backoff, so that runs do not restart in lockstep.",
-        ),
-        Option(
-            _ED + "attempts-before-reset-backoff",
-            "infinite",
-            "int",
-            _at_least(1),
-            "an integer ≥ 1 (or 'infinite')",
-            "Restart attempts allowed before the run fails.",
-        ),
-    )
-}
-KNOWN_KEYS = (TYPE_KEY, *OPTIONS)
-# Where a batch pipeline's defaults differ from Flink's. Flink's exponential-delay restarts for ever,
-# which suits a streaming job that must come back; a batch pipeline must end. Ten attempts (about two
-# minutes of backoff with the other defaults) ride out a flaky spell; a stage that fails on every try
-# stops. Flink's behaviour is one key away: attempts-before-reset-backoff "infinite".
-BATCH_PIPELINE_DEFAULTS: dict[str, object] = {_ED + "attempts-before-reset-backoff": 10}
 
 
 def _fail(key: str, raw: object, requirement: str, detail: str = "") -> ValueError:
@@ -210,7 +79,7 @@ def _value(config: Mapping[str, object], key: str) -> float:
 
 def _check_keys(config: Mapping[str, object]) -> None:
     for key in config:
-        if isinstance(key, str) and key.startswith(_PREFIX) and key not in KNOWN_KEYS:
+        if isinstance(key, str) and key.startswith(KEY_PREFIX) and key not in KNOWN_KEYS:
             hint = unknown_key_hint(key, KNOWN_KEYS)
             raise ValueError(f"unknown restart-strategy key {key!r} (value {config[key]!r}); {hint}")
 
@@ -334,7 +203,7 @@ def restart_strategy_factory(
             delay=_value(config, "restart-strategy.failure-rate.delay"),
             clock=clock,
         )
-    prefix = _ED
+    prefix = EXPONENTIAL_DELAY_PREFIX
     initial = _value(config, prefix + "initial-backoff")
     maximum = _value(config, prefix + "max-backoff")
     if maximum < initial:

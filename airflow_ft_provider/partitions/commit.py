@@ -14,13 +14,11 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ..safe_json import load_json
-from ..spark.checksums import new_hasher
-from ..spark.written import MAX_RECORD_BYTES, WRITTEN_RECORD, WrittenFile, written_files
+from .deletion import abort_uploads, delete_quietly
 from .errors import (
-    PartitionStoreError,
     StaleCommitError,
 )
+from .external_writes import ExternalWrites
 from .manifest import (
     MAX_MANIFEST_BYTES,
     FileEntry,
@@ -34,7 +32,6 @@ from .naming import (
     PartitionRef,
     attempt_dir,
     check_name,
-    check_relative_path,
 )
 from .provenance import UNKNOWN, Provenance
 from .s3_objects import StoreObjects, _Location
@@ -54,6 +51,7 @@ class PartitionCommits:
     def __init__(self, objects: StoreObjects) -> None:
         self.objects = objects
         self.uploads = AttemptUploads(objects)
+        self.external = ExternalWrites(objects)
 
     def commit(
         self,
@@ -154,7 +152,7 @@ class PartitionCommits:
         loc = self.objects._location(ref, execution_id)
         attempt_prefix = loc.prefix + attempt_dir(attempt_id)
         if recorded:
-            files = self._written_record(attempt_prefix)
+            files = self.external.written_record(attempt_prefix)
             rows = sum(f.rows for f in files)
             if row_count is not None and row_count != rows:
                 raise ValueError(
@@ -163,18 +161,18 @@ class PartitionCommits:
             return self._publish_attempt(
                 loc,
                 attempt_id,
-                lambda: self._recorded_entries(attempt_prefix, attempt_id, files),
+                lambda: self.external.recorded_entries(attempt_prefix, attempt_id, files),
                 producer,
                 format,
                 compression,
                 rows,
                 provenance,
             )
-        objects = self._uploaded_objects(attempt_prefix)
+        objects = self.external.uploaded_objects(attempt_prefix)
         return self._publish_attempt(
             loc,
             attempt_id,
-            lambda: self._checksum_uploaded(loc.prefix, attempt_id, objects),
+            lambda: self.external.checksum_uploaded(loc.prefix, attempt_id, objects),
             producer,
             format,
             compression,
@@ -191,9 +189,9 @@ class PartitionCommits:
         prefix = self.objects._location(ref, execution_id).prefix + attempt_dir(
             check_name("attempt id", attempt_id)
         )
-        self.objects._delete_quietly(prefix)
+        delete_quietly(self.objects, prefix)
         try:
-            self.objects._abort_uploads(prefix, older_than=None)
+            abort_uploads(self.objects, prefix, older_than=None)
         except Exception as exc:  # noqa: BLE001 - the try's own failure matters more
             log.warning("could not abort uploads under s3://%s/%s: %s", self.objects.bucket, prefix, exc)
 
@@ -201,110 +199,8 @@ class PartitionCommits:
         """The rows of an attempt the executors wrote, once Spark's driver recorded it (the job
         committed); None while there is no record (still running, failed, or never started)."""
         prefix = self.objects._location(ref, None).prefix + attempt_dir(check_name("attempt id", attempt_id))
-        files = self._read_written_record(prefix)
+        files = self.external.read_written_record(prefix)
         return None if files is None else sum(f.rows for f in files)
-
-    def _written_record(self, attempt_prefix: str) -> list[WrittenFile]:
-        files = self._read_written_record(attempt_prefix)
-        if files is None:
-            key = attempt_prefix + WRITTEN_RECORD
-            raise PartitionStoreError(
-                f"no s3://{self.objects.bucket}/{key}: Spark did not finish the write (its driver "
-                "records the committed task attempts' files there last)",
-                bucket=self.objects.bucket,
-                key=key,
-                code=None,
-                operation="commit_uploaded",
-            )
-        return files
-
-    def _read_written_record(self, attempt_prefix: str) -> list[WrittenFile] | None:
-        """The executors' record under ``attempt_prefix`` (one GET), None if there is none yet."""
-        key = attempt_prefix + WRITTEN_RECORD
-        data = self.objects.read_object(key)
-        if data is None:
-            return None
-        try:  # stored JSON: the limits every reader of the bucket applies, then the record's own checks
-            return written_files(load_json(data, max_bytes=MAX_RECORD_BYTES))
-        except ValueError as exc:
-            raise ValueError(f"s3://{self.objects.bucket}/{key}: {exc}; nothing was published") from None
-
-    def _recorded_entries(
-        self, attempt_prefix: str, attempt_id: str, files: list[WrittenFile]
-    ) -> list[FileEntry]:
-        listed = self.objects._list(attempt_prefix)
-        for written in files:
-            found = listed.get(attempt_prefix + written.key)
-            if found is None or found.size != written.size:
-                raise PartitionStoreError(
-                    f"s3://{self.objects.bucket}/{attempt_prefix}{written.key} is "
-                    f"{'missing' if found is None else f'{found.size} bytes'}; the executors recorded "
-                    f"{written.size} bytes: nothing was published",
-                    bucket=self.objects.bucket,
-                    key=attempt_prefix + written.key,
-                    code=None,
-                    operation="commit_uploaded",
-                )
-        # The LIST that checked the sizes gives the ETags: the publish lists the attempt no second time
-        etags = {f.key: listed[attempt_prefix + f.key].etag for f in files}
-        return [FileEntry(attempt_dir(attempt_id) + f.key, f.size, f.checksum, etags[f.key]) for f in files]
-
-    def _uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
-        """The data objects of an attempt, each name checked with the rule manifests are read with."""
-        with self.objects._s3_errors("ListObjectsV2", attempt_prefix):
-            pages = self.objects.client.get_paginator("list_objects_v2").paginate(
-                Bucket=self.objects.bucket, Prefix=attempt_prefix
-            )
-            objects = [o for page in pages for o in page.get("Contents", ())]
-        data = []
-        for obj in sorted(objects, key=lambda o: o["Key"]):
-            name = obj["Key"][len(attempt_prefix) :]
-            if "/" in name or name.startswith(("_", ".")):
-                continue
-            try:
-                check_relative_path("file name", name)
-            except ValueError as exc:
-                raise ValueError(
-                    f"cannot publish s3://{self.objects.bucket}/{obj['Key']}: {exc}. Readers would reject "
-                    "the partition, so nothing was published; make the writer name its files that way (or "
-                    "delete this object) and commit again"
-                ) from None
-            data.append(obj)
-        return data
-
-    def _checksum_uploaded(
-        self, prefix: str, attempt_id: str, objects: list[dict[str, Any]]
-    ) -> list[FileEntry]:
-        attempt_prefix = prefix + attempt_dir(attempt_id)
-        entries = []
-        for obj in objects:
-            name = obj["Key"][len(attempt_prefix) :]
-            hasher = new_hasher(self.objects.checksum)
-            with self.objects._s3_errors("GetObject", obj["Key"]):
-                body = self.objects.client.get_object(Bucket=self.objects.bucket, Key=obj["Key"])["Body"]
-
-                def read_chunk(body: Any = body) -> bytes:
-                    return body.read(1 << 20)
-
-                for chunk in iter(read_chunk, b""):
-                    hasher.update(chunk)
-            entries.append(
-                FileEntry(
-                    attempt_dir(attempt_id) + name,
-                    obj["Size"],
-                    f"{self.objects.checksum}:{hasher.hexdigest()}",
-                )
-            )
-        if not entries:
-            raise PartitionStoreError(
-                f"no data files under s3://{self.objects.bucket}/{attempt_prefix}; "
-                "the writer produced nothing",
-                bucket=self.objects.bucket,
-                key=attempt_prefix,
-                code=None,
-                operation="commit_uploaded",
-            )
-        return entries
 
     def _publish_attempt(
         self,
@@ -348,13 +244,13 @@ class PartitionCommits:
             self._publish(loc, manifest)
             self.objects._step("after_manifest_put", attempt_id=attempt_id)
         except StaleCommitError:
-            self.objects._delete_quietly(attempt_prefix)
+            delete_quietly(self.objects, attempt_prefix)
             raise
         except BaseException:
             # If the manifest PUT itself failed, S3 may still have applied it (a lost response);
             # then the data is live, so leave it to cleanup_orphans, which checks the manifest.
             if not publishing:
-                self.objects._delete_quietly(attempt_prefix)
+                delete_quietly(self.objects, attempt_prefix)
             raise
         log.info(
             "committed partition %s (%s, %d files, %d bytes, attempt %s)",

@@ -5,9 +5,9 @@ from __future__ import annotations
 import logging
 import reprlib
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 
 from ..safe_json import is_finite_number, load_json
+from .deletion import abort_uploads
 from .errors import (
     ReleaseRefused,
 )
@@ -24,46 +24,20 @@ from .naming import (
     check_name,
 )
 from .s3_objects import StoreObjects
-from .sweep import RetentionOutcome, RunStates, SweepLimits, SweepReport
+from .sweep import (
+    ALREADY_RELEASED,
+    NOT_ENDED,
+    RELEASED_MARKER_EXPIRED,
+    SWEEP_MARKER,
+    OrphanReport,
+    ReleaseReport,
+    RetentionOutcome,
+    RunStates,
+    SweepLimits,
+    SweepReport,
+)
 
 log = logging.getLogger(__name__)
-
-
-DEFAULT_RETENTION = 7 * 24 * 3600.0
-
-
-DEFAULT_ORPHAN_GRACE = 3600.0
-
-
-# Reasons of release_expired_runs for runs it does not consider (not what a sweep reports as kept).
-NOT_ENDED = "run has not ended (or was not marked)"
-
-
-ALREADY_RELEASED = "already released"
-
-
-# Next to a pipeline's runs: when its last life-cycle sweep started (sweep_expired_runs).
-SWEEP_MARKER = "_sweep.json"
-
-
-# The outcome of a released run whose marker outlived a second retention period and was removed.
-RELEASED_MARKER_EXPIRED = "released; its marker expired and was removed"
-
-
-@dataclass(frozen=True)
-class ReleaseReport:
-    run: RunRef
-    partitions: tuple[str, ...] | None
-    deleted_objects: int
-    reason: str
-
-
-@dataclass(frozen=True)
-class OrphanReport:
-    run: RunRef
-    deleted_keys: tuple[str, ...] = ()
-    aborted_uploads: tuple[str, ...] = ()
-    kept_in_flight: tuple[str, ...] = ()  # attempt prefixes younger than the grace period
 
 
 class PartitionRetention:
@@ -112,7 +86,7 @@ class PartitionRetention:
         run_prefix = self.objects.layout.run_prefix(run)
         if pids is None:
             keys = [k for k in self.objects._list(run_prefix) if k != marker]
-            self.objects._abort_uploads(run_prefix, older_than=None)
+            abort_uploads(self.objects, run_prefix, older_than=None)
         else:
             keys = [
                 k
@@ -341,7 +315,7 @@ class PartitionRetention:
         self.objects._delete_keys(doomed)
         # An upload into an attempt that is still in flight belongs to that commit (S3's Initiated
         # time alone would do, but S3-compatible stores do not all report it faithfully).
-        aborted = self.objects._abort_uploads(run_prefix, older_than=cutoff, keep_prefixes=tuple(kept))
+        aborted = abort_uploads(self.objects, run_prefix, older_than=cutoff, keep_prefixes=tuple(kept))
         if doomed:
             log.info("deleted %d orphaned objects of run %s", len(doomed), run)
         return OrphanReport(run, tuple(sorted(doomed)), tuple(aborted), tuple(sorted(kept)))

@@ -3,8 +3,8 @@ deleting, reading manifests, and a small public API for JSON objects kept beside
 
 The store (``store.S3PartitionStore``) is a façade over one of these and one component per protocol
 (commits, reads, reuse, availability, consumer leases, retention), each holding it; every component
-reaches S3 only through these methods, which
-turn botocore errors into ``PartitionStoreError``s that name bucket, key and operation.
+reaches S3 only through these methods, which turn botocore errors into ``PartitionStoreError``s that
+name bucket, key and operation.
 """
 
 from __future__ import annotations
@@ -342,37 +342,3 @@ class StoreObjects:
                     code=first.get("Code"),
                     operation="DeleteObjects",
                 )
-
-    def _delete_quietly(self, prefix: str) -> None:
-        """Best effort after a failed commit; orphan clean-up removes whatever is left."""
-        try:
-            self._delete_keys(list(self._list(prefix)))
-        except Exception as exc:  # noqa: BLE001 - the original error matters more
-            log.warning(
-                "could not remove data of failed commit under s3://%s/%s: %s", self.bucket, prefix, exc
-            )
-
-    def _abort_uploads(
-        self, prefix: str, *, older_than: float | None, keep_prefixes: tuple[str, ...] = ()
-    ) -> list[str]:
-        aborted = []
-        with self._s3_errors("ListMultipartUploads", prefix):
-            pages = self.client.get_paginator("list_multipart_uploads").paginate(
-                Bucket=self.bucket, Prefix=prefix
-            )
-            uploads = [u for page in pages for u in page.get("Uploads", ())]
-        for upload in uploads:
-            if older_than is not None and upload["Initiated"].timestamp() > older_than:
-                continue
-            if upload["Key"].startswith(keep_prefixes) and keep_prefixes:
-                continue
-            with self._s3_errors("AbortMultipartUpload", upload["Key"]):
-                try:
-                    self.client.abort_multipart_upload(
-                        Bucket=self.bucket, Key=upload["Key"], UploadId=upload["UploadId"]
-                    )
-                except Exception as exc:
-                    if error_code(exc) != "NoSuchUpload":
-                        raise
-            aborted.append(upload["Key"])
-        return aborted

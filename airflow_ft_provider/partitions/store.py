@@ -28,19 +28,19 @@ from .fetch import FetchedPartition, PartitionReads
 from .leases import ConsumerLeases, Lease
 from .manifest import DEFAULT_CHECKSUM, check_algorithm
 from .naming import StoreLayout
-from .retention import (
+from .retention import PartitionRetention
+from .reuse import PartitionReuse
+from .s3_objects import StepHook, StoreObjects
+from .sweep import (
     ALREADY_RELEASED,
     DEFAULT_ORPHAN_GRACE,
     DEFAULT_RETENTION,
     NOT_ENDED,
     RELEASED_MARKER_EXPIRED,
     OrphanReport,
-    PartitionRetention,
     ReleaseReport,
     RetentionOutcome,
 )
-from .reuse import PartitionReuse
-from .s3_objects import StepHook, StoreObjects
 from .transfers import default_transfer_config
 
 if TYPE_CHECKING:

@@ -1,5 +1,6 @@
 """The life cycle that runs itself: a bounded, rate-limited sweep of one pipeline's expired runs
-(``PartitionRetention.sweep_expired_runs``; this module holds its contracts).
+(``PartitionRetention.sweep_expired_runs``; this module holds retention's contracts: its defaults,
+reports and outcomes).
 
 Every run end (``run_end.py``) marks its run ended (succeeded or failed) and then sweeps its pipeline:
 at most once per ``every`` seconds (a marker next to the pipeline's runs says when the last sweep
@@ -79,3 +80,40 @@ class SweepReport:
         return f"swept pipeline {self.pipeline}: released {len(self.released)} runs, kept {len(kept)}" + (
             f" ({why}{more})" if kept else ""
         )
+
+
+DEFAULT_RETENTION = 7 * 24 * 3600.0
+
+
+DEFAULT_ORPHAN_GRACE = 3600.0
+
+
+# Reasons of release_expired_runs for runs it does not consider (not what a sweep reports as kept).
+NOT_ENDED = "run has not ended (or was not marked)"
+
+
+ALREADY_RELEASED = "already released"
+
+
+# Next to a pipeline's runs: when its last life-cycle sweep started (sweep_expired_runs).
+SWEEP_MARKER = "_sweep.json"
+
+
+# The outcome of a released run whose marker outlived a second retention period and was removed.
+RELEASED_MARKER_EXPIRED = "released; its marker expired and was removed"
+
+
+@dataclass(frozen=True)
+class ReleaseReport:
+    run: RunRef
+    partitions: tuple[str, ...] | None
+    deleted_objects: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class OrphanReport:
+    run: RunRef
+    deleted_keys: tuple[str, ...] = ()
+    aborted_uploads: tuple[str, ...] = ()
+    kept_in_flight: tuple[str, ...] = ()  # attempt prefixes younger than the grace period

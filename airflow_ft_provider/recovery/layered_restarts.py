@@ -26,11 +26,8 @@ from airflow_ft_provider.failover import (
     failover_strategy_name,
     load_restart_strategy,
 )
-from airflow_ft_provider.failover.restart_config import (
-    BATCH_PIPELINE_DEFAULTS,
-    DEPRECATED_TYPE_KEY,
-    resolve_deprecated_keys,
-)
+from airflow_ft_provider.failover.restart_config import resolve_deprecated_keys
+from airflow_ft_provider.failover.restart_options import BATCH_PIPELINE_DEFAULTS, DEPRECATED_TYPE_KEY
 
 CLUSTER_SOURCE = "[ft_provider] of airflow.cfg"
 
