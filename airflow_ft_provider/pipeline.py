@@ -20,15 +20,13 @@ from collections.abc import Callable, Mapping
 from types import TracebackType
 from typing import Any
 
-from airflow.sdk import Asset, TaskGroup
+from airflow.sdk import TaskGroup
 
 from airflow_ft_provider._compat import (
     RETRY_BUDGET,
-    add_outlets,
     current_dag,
     given_arguments,
     is_mapped,
-    move_into_group,
     request_dag_callbacks,
     set_arguments,
 )
@@ -37,7 +35,6 @@ from airflow_ft_provider.failover import (
 )
 from airflow_ft_provider.failover.classification import FailureLabels, FailureRules
 from airflow_ft_provider.failover.durations import parse_duration
-from airflow_ft_provider.failover.union_find import UnionFind
 from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.model.description import (
     PipelineDescription,
@@ -47,6 +44,7 @@ from airflow_ft_provider.model.description import (
 from airflow_ft_provider.model.parsed import attach, attached, parsed_description
 from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions.naming import check_name
+from airflow_ft_provider.pipeline_display import declare_assets, group_regions
 from airflow_ft_provider.recovery.failure_facts import StageClassification
 from airflow_ft_provider.recovery.layered_restarts import (
     UNSEEN_TRY_RETRY,
@@ -242,9 +240,11 @@ class FailoverPipeline:
         )
         self.description.check_failover_strategy()
         if self.group_regions:
-            self._group_regions(tasks_by_id)
-        self._declare_assets(tasks_by_id)
+            self.region_groups = group_regions(self.dag, self.graph, self.regions, tasks_by_id)
         if self.store_url:
+            declare_assets(
+                self.dag.dag_id, self.store_url, self.aws_conn_id, self.stages.values(), tasks_by_id
+            )
             self._install_retry_policy(tasks_by_id)
             self._add_run_end_callbacks()
         attach(self.dag, self)  # how this process's tries, retry policies and callbacks find it
@@ -309,33 +309,6 @@ class FailoverPipeline:
         for stage in self.stages:
             set_arguments(tasks_by_id[stage], **settings)
 
-    def _declare_assets(self, tasks_by_id: dict[str, Any]) -> None:
-        """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled
-        on them."""
-        if not self.store_url:
-            return
-        from airflow_ft_provider.partitions.naming import StoreLayout
-
-        layout = StoreLayout.from_url(self.store_url)
-        for stage in self.stages.values():
-            assets = [
-                Asset(
-                    uri=f"s3://{layout.bucket}/{layout.prefix}{self.dag.dag_id}/{output.result}",
-                    # No explicit name: it defaults to the URI, unique per store. A name shared by two
-                    # stores (the same DAG parsed with another bucket) makes Airflow fail the task
-                    # with AirflowInactiveAssetInInletOrOutletException.
-                    group="ft-partitions",
-                    # What the API server reads the run's journal with: the serialized DAG is the one
-                    # place it trusts to name the connection (plugins/trust.py).
-                    extra={"aws_conn_id": self.aws_conn_id},
-                )
-                for output in stage.outputs
-                if output.result_type.is_reconsumable
-            ]
-            if not assets:
-                continue
-            add_outlets(tasks_by_id[stage.task_id], assets)
-
     def _check_explicit_edges(self, tasks_by_id: dict[str, Any]) -> None:
         feeds = {(self.graph.results[c.result].producer, c.stage) for c in self.graph.consumptions}
         for task_id in self.stages:
@@ -348,48 +321,3 @@ class FailoverPipeline:
                         f"({produced or 'it produces none'}); declare the input "
                         f"on {task_id!r} or remove the edge (stage dependencies are derived from partitions)"
                     )
-
-    def _group_regions(self, tasks_by_id: dict[str, Any]) -> None:
-        """One TaskGroup per multi-stage region. A region of map indexes (pointwise pipelines) is
-        shown at stage level: the group holds every stage any of whose tasks share a region."""
-        names = list(self.graph.stages)  # declaration order
-        number = {name: i for i, name in enumerate(names)}
-        stage_of = {
-            task: number[stage.name] for stage in self.graph.stages.values() for task in stage.task_ids
-        }
-        joined = UnionFind(len(names))
-        for region in self.regions:
-            first, *others = sorted({stage_of[t] for t in region})
-            for other in others:
-                joined.union(first, other)
-        groups: dict[int, list[str]] = {}
-        for i, name in enumerate(names):
-            groups.setdefault(joined.find(i), []).append(name)
-        root = self.dag.task_group
-        for members in groups.values():
-            if len(members) < 2:
-                continue
-            group_id = f"region_{members[0]}"
-            if group_id in self.dag.task_dict or group_id in root.children:
-                raise PipelineWiringError(
-                    f"cannot name the failover region of {members}: {group_id!r} is taken"
-                )
-            pipelined = [
-                r.name
-                for r in self.graph.results.values()
-                if r.producer in members and not r.result_type.is_reconsumable
-            ]
-            group = TaskGroup(
-                group_id,
-                dag=self.dag,
-                parent_group=root,
-                prefix_group_id=False,
-                tooltip=(
-                    f"Failover region: {', '.join(members)} restart together "
-                    f"(pipelined: {', '.join(pipelined)})"
-                ),
-                ui_color="#fde9c9",
-            )
-            for member in members:
-                move_into_group(tasks_by_id[member], group)
-            self.region_groups[group_id] = group

@@ -17,7 +17,6 @@ checkpoints list it, and the commit copies it inside S3, as it does the output o
 from __future__ import annotations
 
 import gzip
-import hashlib
 import logging
 import os
 import shutil
@@ -25,9 +24,19 @@ import tempfile
 import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
+from airflow_ft_provider.checkpoints.file_facts import (
+    FileFacts,
+    FileHashes,
+    carried_files,
+    may_stay,
+    noted_in,
+    object_name,
+    output_data,
+    sha256_of,
+)
 from airflow_ft_provider.checkpoints.snapshot import (
     CheckpointFile,
     CheckpointMetadata,
@@ -35,7 +44,7 @@ from airflow_ft_provider.checkpoints.snapshot import (
     files_of_checkpoint,
 )
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore, StoredCopy
-from airflow_ft_provider.spark.carried import BATCH_DIR, CarriedFile, InvalidNote, carried, write_note
+from airflow_ft_provider.spark.carried import CarriedFile, InvalidNote, write_note
 
 log = logging.getLogger(__name__)
 
@@ -56,28 +65,6 @@ class Fence:
     try_number: int
 
 
-@dataclass(frozen=True)
-class _Facts:
-    size: int
-    sha256: str
-    rows: int | None  # an output file's (its Parquet footer); None for Spark's own files
-
-
-@dataclass
-class _Hashes:
-    """What is known of the local files already looked at, by (path, size, mtime): a checkpoint hashes
-    only the files written since the previous one."""
-
-    known: dict[tuple[str, int, int], _Facts] = field(default_factory=dict)
-
-    def of(self, path: Path, *, output: bool = False) -> _Facts:
-        stat = path.stat()
-        key = (str(path), stat.st_size, stat.st_mtime_ns)
-        if key not in self.known:
-            self.known[key] = _Facts(stat.st_size, _sha256(path), _parquet_rows(path) if output else None)
-        return self.known[key]
-
-
 class StoreCheckpoints:
     def __init__(
         self,
@@ -91,7 +78,7 @@ class StoreCheckpoints:
         self.prefix = store.layout.checkpoints_prefix(run, task)
         self.task = task
         self._on_step = on_step  # tests: crash at a step ("objects_uploaded", checkpoint id)
-        self._hashes = _Hashes()
+        self._hashes = FileHashes()
         self._in_store: set[str] = set()  # object names known to be uploaded
 
     # -- reading --------------------------------------------------------------------------------
@@ -136,7 +123,7 @@ class StoreCheckpoints:
         files: list[CheckpointFile] = []
         for path in files_of_checkpoint(task_dir, checkpoint_id):
             relative = path.relative_to(task_dir).as_posix()
-            output = _output_data(relative)
+            output = output_data(relative)
             try:
                 facts = self._hashes.of(path, output=output)
             except FileNotFoundError:
@@ -144,17 +131,17 @@ class StoreCheckpoints:
             files.append(
                 CheckpointFile(relative, facts.size, facts.sha256, compress and not output, facts.rows)
             )
-        missing = {_object_name(f): f for f in files if _object_name(f) not in self._in_store}
+        missing = {object_name(f): f for f in files if object_name(f) not in self._in_store}
         with ThreadPoolExecutor(self.store.max_workers, thread_name_prefix="ft-checkpoint") as pool:
             uploads = {
                 name: pool.submit(self._upload, task_dir / f.path, name, f.compressed, deadline)
                 for name, f in missing.items()
             }
             vanished = {name for name, upload in uploads.items() if not upload.result()}
-        files = [f for f in files if _object_name(f) not in vanished]
+        files = [f for f in files if object_name(f) not in vanished]
         missing = {name: f for name, f in missing.items() if name not in vanished}
         self._in_store.update(missing)
-        files.extend(_carried_files(task_dir, checkpoint_id))  # in the store already, by a restore
+        files.extend(carried_files(task_dir, checkpoint_id))  # in the store already, by a restore
         self._step("objects_uploaded", checkpoint_id)
         if deadline is not None and time.monotonic() > deadline:
             raise CheckpointTimeout(f"checkpoint {checkpoint_id}: its upload outlasted the timeout")
@@ -206,7 +193,7 @@ class StoreCheckpoints:
             except InvalidCheckpoint:
                 continue
             if found is not None:
-                kept.update(_object_name(f) for f in found.files)
+                kept.update(object_name(f) for f in found.files)
         objects = [
             k for k in self.store.list_objects(self.prefix + "objects/") if k.rsplit("/", 1)[1] not in kept
         ]
@@ -229,7 +216,7 @@ class StoreCheckpoints:
             for f in metadata.files
             if f.path.startswith("out/") and not f.compressed and (task_dir / f.path).is_file()
         }
-        for f in _carried_files(task_dir, metadata.checkpoint_id):
+        for f in carried_files(task_dir, metadata.checkpoint_id):
             found[task_dir / f.path] = StoredCopy(self._object_key(f), f.size, f"sha256:{f.sha256}")
         return found
 
@@ -239,14 +226,14 @@ class StoreCheckpoints:
         are downloaded, each checked against its SHA-256 (:class:`InvalidCheckpoint` names a missing or
         damaged one); the output files whose rows are known stay in the store, noted in their batch
         directories (``spark/carried.py``), for the commit to copy inside S3. Returns bytes downloaded."""
-        fetched = [f for f in metadata.files if not _may_stay(f)]
+        fetched = [f for f in metadata.files if not may_stay(f)]
         with ThreadPoolExecutor(self.store.max_workers, thread_name_prefix="ft-restore") as pool:
             for done in [pool.submit(self._download, f, task_dir) for f in fetched]:
                 done.result()
         staying: dict[Path, list[CarriedFile]] = {}
         for f in metadata.files:
-            if _may_stay(f) and f.rows is not None:
-                folder, name = _noted_in(f.path)
+            if may_stay(f) and f.rows is not None:
+                folder, name = noted_in(f.path)
                 staying.setdefault(task_dir / folder, []).append(CarriedFile(name, f.size, f.sha256, f.rows))
         for batch_dir, kept in staying.items():
             write_note(batch_dir, kept)
@@ -264,7 +251,7 @@ class StoreCheckpoints:
             with gzip.open(temp, "rb") as source, open(unpacked, "wb") as sink:
                 shutil.copyfileobj(source, sink, _CHUNK)
             os.replace(unpacked, temp)
-        if _sha256(temp) != file.sha256 or temp.stat().st_size != file.size:
+        if sha256_of(temp) != file.sha256 or temp.stat().st_size != file.size:
             temp.unlink()
             raise InvalidCheckpoint(f"{file.path}: the store's object does not match its SHA-256")
         os.replace(temp, target)
@@ -274,7 +261,7 @@ class StoreCheckpoints:
         store (local recovery may use it), else what is wrong. Files of later batches are removed: Spark
         resumes after the checkpoint."""
         try:
-            noted = {f.path: f.sha256 for f in _carried_files(task_dir, None)}
+            noted = {f.path: f.sha256 for f in carried_files(task_dir, None)}
         except InvalidNote as err:
             return f"a note of output left in the store is damaged ({err})"
         listed = {f.path: f.sha256 for f in metadata.files}
@@ -289,7 +276,7 @@ class StoreCheckpoints:
                 continue
             if not path.is_file():
                 return f"{file.path} is missing"
-            facts = self._hashes.of(path, output=_output_data(file.path))
+            facts = self._hashes.of(path, output=output_data(file.path))
             if (facts.size, facts.sha256) != (file.size, file.sha256):
                 return f"{file.path} differs from the checkpoint's"
         for root in (task_dir / "spark", task_dir / "out"):
@@ -306,18 +293,18 @@ class StoreCheckpoints:
 
     def _remember(self, metadata: CheckpointMetadata, task_dir: Path) -> None:
         """The checkpoint's objects are in the store, and its files here have these hashes."""
-        self._in_store.update(_object_name(f) for f in metadata.files)
+        self._in_store.update(object_name(f) for f in metadata.files)
         for file in metadata.files:
             path = task_dir / file.path
             if not path.is_file():
                 continue  # left in the store (noted)
             stat = path.stat()
-            self._hashes.known[(str(path), stat.st_size, stat.st_mtime_ns)] = _Facts(
+            self._hashes.known[(str(path), stat.st_size, stat.st_mtime_ns)] = FileFacts(
                 file.size, file.sha256, file.rows
             )
 
     def _object_key(self, file: CheckpointFile) -> str:
-        return self.prefix + "objects/" + _object_name(file)
+        return self.prefix + "objects/" + object_name(file)
 
     def _metadata_key(self, checkpoint_id: int) -> str:
         return f"{self.prefix}chk-{checkpoint_id:010d}/{METADATA}"
@@ -325,56 +312,3 @@ class StoreCheckpoints:
     def _step(self, step: str, checkpoint_id: int) -> None:
         if self._on_step is not None:
             self._on_step(step, checkpoint_id)
-
-
-def _output_data(path: str) -> bool:
-    """Whether a checkpoint file is output data (``out/<result>/...``), not the file sink's
-    ``_spark_metadata`` log, which Spark reads, nor a hidden file."""
-    parts = path.split("/")
-    return len(parts) >= 3 and parts[0] == "out" and not parts[2].startswith(("_", "."))
-
-
-def _may_stay(file: CheckpointFile) -> bool:
-    """Whether a restore may leave the file in the store: output data of known rows."""
-    return _output_data(file.path) and not file.compressed and file.rows is not None
-
-
-def _noted_in(path: str) -> tuple[str, str]:
-    """The directory whose note lists an output file (its micro-batch's, or the output's own for the
-    file sink's flat layout), and its name there."""
-    parts = path.split("/")
-    split = 3 if len(parts) >= 4 and BATCH_DIR.match(parts[2]) else 2
-    return "/".join(parts[:split]), "/".join(parts[split:])
-
-
-def _carried_files(task_dir: Path, through: int | None) -> list[CheckpointFile]:
-    """The output files of batches up to ``through`` (all: None) that a restore left in the store."""
-    files = []
-    out = task_dir / "out"
-    for result in sorted(out.iterdir()) if out.is_dir() else ():
-        for path, kept in carried(result, through=through).items():
-            relative = path.relative_to(task_dir).as_posix()
-            files.append(CheckpointFile(relative, kept.size, kept.sha256, False, kept.rows))
-    return files
-
-
-def _parquet_rows(path: Path) -> int | None:
-    """The rows a Parquet file's footer counts; None if it cannot be read (a restore then fetches it)."""
-    try:
-        import pyarrow.parquet as pq
-
-        return int(pq.read_metadata(path).num_rows)
-    except Exception:  # noqa: BLE001 - no pyarrow, or not Parquet: the file is restored as bytes
-        return None
-
-
-def _object_name(file: CheckpointFile) -> str:
-    return file.sha256 + (".gz" if file.compressed else "")
-
-
-def _sha256(path: Path) -> str:
-    hasher = hashlib.sha256()
-    with open(path, "rb", buffering=0) as f:
-        while chunk := f.read(_CHUNK):
-            hasher.update(chunk)
-    return hasher.hexdigest()

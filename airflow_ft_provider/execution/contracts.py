@@ -13,7 +13,7 @@ from typing import Any, Protocol, Self
 
 from airflow_ft_provider.execution.connect_sessions import TrySession
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, StoredCopy
-from airflow_ft_provider.partitions.pipelined import PipelinedHandle
+from airflow_ft_provider.partitions.pipelined_handle import PipelinedHandle
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.spark.spec import (
     InputPartition,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from airflow_ft_provider.execution.contracts import StageBackend
 from airflow_ft_provider.partitions import PartitionNotFound, PartitionRef, Unavailable
-from airflow_ft_provider.partitions.pipelined import PipelinedHandle
+from airflow_ft_provider.partitions.pipelined_handle import PipelinedHandle
 
 
 def check_engine_view(

@@ -15,7 +15,8 @@ from airflow_ft_provider.execution.contracts import DataPlacement, PlannedWrite
 from airflow_ft_provider.execution.submit import local_dir
 from airflow_ft_provider.model.data_path import DataPath, SparkElsewhere
 from airflow_ft_provider.partitions import Manifest, PartitionRef, Producer, S3PartitionStore, StoredCopy
-from airflow_ft_provider.partitions.pipelined import PipelinedHandle, PipelinedPartitions, execution_id
+from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
+from airflow_ft_provider.partitions.pipelined_handle import PipelinedHandle, execution_id
 from airflow_ft_provider.partitions.provenance import UNKNOWN, Provenance
 from airflow_ft_provider.partitions.store import new_attempt_id
 from airflow_ft_provider.spark.spec import InputPartition, StoreAccess, StoreCredentials, StoredObject

@@ -20,103 +20,29 @@ Credentials and tokens are never logged.
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import ssl
 from collections.abc import Collection, Iterable, Sequence
-from dataclasses import dataclass
 from functools import cached_property
 from typing import Any
-from urllib.parse import quote
 
 import httpx
 import tenacity
 from airflow.sdk import BaseHook
 
+from airflow_ft_provider.hooks.api_errors import (
+    AirflowApiError,
+    AirflowApiOutcomeUnknown,
+    AirflowApiUnreachable,
+    RetryableTransportError,
+    api_path,
+    retryable,
+)
+from airflow_ft_provider.hooks.api_server import ApiServer, is_loopback, parse_flag
 from airflow_ft_provider.hooks.task_instances import TaskInstanceRow
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 TOKEN_PATH = "/auth/token"
-_TRUE = {"true", "1", "yes", "on"}
-_FALSE = {"false", "0", "no", "off"}
-
-
-class AirflowApiError(RuntimeError):
-    """The REST API refused or failed a request; the message has the method, path and status."""
-
-    def __init__(self, method: str, path: str, status: int, detail: str, *, retryable: bool = False) -> None:
-        super().__init__(f"Airflow REST API {method} {path} answered {status}: {detail[:500]}")
-        self.status = status
-        self.retryable = retryable
-
-
-class AirflowApiUnreachable(ConnectionError):
-    """The API server of the ``airflow_api`` connection did not answer (after retries)."""
-
-
-class AirflowApiOutcomeUnknown(RuntimeError):
-    """A request that must not be repeated blindly (a clear) reached the server, but its answer was lost
-    (connection dropped, timeout, 5xx): it may or may not have been applied. Read the state to learn which."""
-
-
-def api_path(*segments: str | int) -> str:
-    """``/api/v2/<segment>/...`` with every segment percent-encoded: a run id such as ``a?b#c`` (Airflow
-    allows it when ``[scheduler] allowed_run_id_pattern`` is widened) must name that run, not start a
-    query or a fragment, and a ``/`` in an id must not add a path level."""
-    return "/api/v2/" + "/".join(quote(str(segment), safe="") for segment in segments)
-
-
-def api_unavailable(exc: BaseException) -> bool:
-    """Whether ``exc`` says the API server could not be reached or answer (an outage, after retries),
-    as opposed to a refusal that trying again later will not change (a 4xx)."""
-    if isinstance(exc, AirflowApiUnreachable | AirflowApiOutcomeUnknown):
-        return True
-    return isinstance(exc, AirflowApiError) and exc.retryable
-
-
-def _retryable(exc: BaseException) -> bool:
-    # A request that never left (no connection) is harmless to repeat, whatever its method.
-    if isinstance(exc, (httpx.ConnectError, httpx.ConnectTimeout)):
-        return True
-    return isinstance(exc, httpx.TransportError | AirflowApiError) and getattr(exc, "retryable", False)
-
-
-class _RetryableTransportError(httpx.TransportError):
-    """A transport error of an idempotent request (marked so that tenacity retries it)."""
-
-    retryable = True
-
-
-@dataclass(frozen=True)
-class ApiServer:
-    """Where and as whom: what the hook reads from the connection (``repr`` shows no password)."""
-
-    base_url: str
-    login: str
-    password: str
-    verify: bool | ssl.SSLContext
-
-    def __repr__(self) -> str:
-        return f"ApiServer({self.base_url!r}, login={self.login!r})"
-
-
-def _flag(value: object, *, what: str) -> bool | None:
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, str) and value.strip().lower() in _TRUE | _FALSE:
-        return value.strip().lower() in _TRUE
-    if what:
-        raise ValueError(f"{what} must be true or false, got {value!r}")
-    return None
-
-
-def _is_loopback(host: str) -> bool:
-    try:
-        return (
-            host.lower() in ("localhost", "localhost.") or ipaddress.ip_address(host.strip("[]")).is_loopback
-        )
-    except ValueError:
-        return False
 
 
 class AirflowApiHook(BaseHook):
@@ -182,10 +108,10 @@ class AirflowApiHook(BaseHook):
             host, port = conn.host, conn.port
         if scheme not in ("http", "https"):
             raise ValueError(f"connection {conn_id!r}: scheme {scheme!r} is not http or https")
-        allow_http = _flag(
+        allow_http = parse_flag(
             extra.get("allow_insecure_http", False), what=f"connection {conn_id!r} extra allow_insecure_http"
         )
-        if scheme == "http" and not _is_loopback(host) and not allow_http:
+        if scheme == "http" and not is_loopback(host) and not allow_http:
             raise ValueError(
                 f"connection {conn_id!r} would send the password of {conn.login!r} in clear text over "
                 f"http to {host!r}, which is not a loopback address; use https "
@@ -200,7 +126,7 @@ class AirflowApiHook(BaseHook):
 
     def _verify(self, value: object) -> bool | ssl.SSLContext:
         """``verify`` of the extra: on (default), off, or a CA bundle (file or directory)."""
-        flag = _flag(value, what="")
+        flag = parse_flag(value, what="")
         if flag is True:
             return True
         if flag is False:
@@ -251,7 +177,7 @@ class AirflowApiHook(BaseHook):
             raise  # never sent: tenacity may repeat it
         except httpx.TransportError as err:
             if idempotent:
-                raise _RetryableTransportError(str(err)) from err
+                raise RetryableTransportError(str(err)) from err
             raise AirflowApiOutcomeUnknown(
                 f"Airflow REST API {method} {path}: the answer was lost ({type(err).__name__}: {err}); "
                 "it may or may not have been applied"
@@ -293,7 +219,7 @@ class AirflowApiHook(BaseHook):
         try:
             return self._request(method, path, idempotent=idempotent, accept=accept, **kwargs)
         except httpx.TransportError as err:
-            cause = err.__cause__ if isinstance(err, _RetryableTransportError) and err.__cause__ else err
+            cause = err.__cause__ if isinstance(err, RetryableTransportError) and err.__cause__ else err
             raise AirflowApiUnreachable(
                 f"Airflow REST API at {self.server.base_url} (connection {self.airflow_api_conn_id!r}) is "
                 f"unreachable: {cause}; check host, port and schema of the connection and that the API "
@@ -301,7 +227,7 @@ class AirflowApiHook(BaseHook):
             ) from err
 
     @tenacity.retry(
-        retry=tenacity.retry_if_exception(_retryable),
+        retry=tenacity.retry_if_exception(retryable),
         wait=tenacity.wait_exponential(multiplier=0.5, max=8),
         stop=tenacity.stop_after_attempt(6),
         reraise=True,

@@ -14,7 +14,7 @@ from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.classification import KILLED
 from airflow_ft_provider.failover.decision import Outcome, TryKey
 from airflow_ft_provider.failover.indexed_name import IndexedName
-from airflow_ft_provider.hooks.airflow_api import api_unavailable
+from airflow_ft_provider.hooks.api_errors import api_unavailable
 from airflow_ft_provider.partitions import PartitionNotFound
 from airflow_ft_provider.recovery.clearing import RestApi, RestartClears
 from airflow_ft_provider.recovery.decide import FailureHandler

@@ -258,3 +258,21 @@ def feed_until_done(query: Any, feeder: Feeder, checkpoint: str) -> dict[str, fl
     query.awaitTermination()  # raises the query's failure
     seconds.update(batch_seconds(query.recentProgress))
     return {str(batch): round(s, 3) for batch, s in sorted(seconds.items())}
+
+
+def staged_feeder(
+    input_name: str, uris: list[str], checkpoint_location: str, *, volume: int, target: float
+) -> Feeder:
+    """A feeder of a staged input's files (under the task's ``in/``) into ``feed/<input>/`` beside the
+    checkpoint; ValueError for a file staged anywhere else."""
+    task_dir = os.path.dirname(checkpoint_location.rstrip("/"))
+    staged_root = os.path.join(task_dir, "in")
+    feed_root = os.path.join(task_dir, "feed", input_name)
+    files = []
+    for uri in uris:
+        staged = uri.removeprefix("file://")
+        relative = os.path.relpath(staged, staged_root)
+        if relative.startswith(".."):
+            raise ValueError(f"{staged} is not staged under {staged_root}")
+        files.append(FedFile(staged, os.path.join(feed_root, relative), os.path.getsize(staged)))
+    return Feeder(files, checkpoint_location, volume=volume, target=target, feed_root=feed_root)

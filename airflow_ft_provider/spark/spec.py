@@ -79,6 +79,11 @@ class OutputSpec:
     format: str = "parquet"
     compression: str = "snappy"
 
+    @property
+    def parquet_codec(self) -> str:
+        """The Parquet codec Spark calls what the output declares (``none`` for no compression)."""
+        return "none" if self.compression in ("none", "uncompressed") else self.compression
+
 
 @dataclass(frozen=True)
 class CheckpointSpec:

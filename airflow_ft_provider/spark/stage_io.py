@@ -20,18 +20,17 @@ Spark server as cached global temporary views instead of files.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .carried import carried_rows
 from .content import ContentObserver, rows_in_footers
 from .failure_report import FAILURE_REPORT_CONF, InjectedFailure, injected_in_batch, report_uncaught
-from .feed import FedFile, Feeder, feed_until_done
+from .feed import Feeder, feed_until_done, staged_feeder
+from .in_process import InProcessStage
 from .sink_log import remove_uncommitted
 from .spec import (
     ENV_VAR,
@@ -45,7 +44,15 @@ from .spec import (
     StageSpec,
     StoreCredentials,
 )
+from .stream_sink import (
+    CHANGELOG_CONF,
+    OUTPUT_MODES,
+    ROCKSDB_PROVIDER,
+    STATE_STORE_CONF,
+    latest_batch_writer,
+)
 from .stream_start import start_query
+from .written import write_local_marker
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -55,18 +62,6 @@ if TYPE_CHECKING:
 
 class StageIOError(RuntimeError):
     """The application used its declared inputs or outputs wrongly."""
-
-
-@dataclass
-class InProcessStage:
-    """A stage whose application runs in this process: its spec, and the rows of each output written."""
-
-    spec: StageSpec
-    fail_before_write: bool = False
-    rows: dict[str, int] = field(default_factory=dict)
-    contents: dict[str, str | None] = field(default_factory=dict)  # each output's row checksum, if any
-    streams: dict[str, dict[str, Any]] = field(default_factory=dict)  # a checkpointed output's progress
-    credentials: StoreCredentials | None = field(default=None, repr=False)  # for the executors (if any)
 
 
 _current: InProcessStage | None = None
@@ -162,25 +157,18 @@ class StageIO:
                 f"input {name!r} of stage {self.spec.stage!r} has no data files to stream (a pipelined input "
                 "kept by the Spark Connect server cannot be read incrementally: use read())"
             )
-        task_dir = os.path.dirname(checkpoint.location.removeprefix("file://").rstrip("/"))
-        staged_root = os.path.join(task_dir, "in")
-        feed_root = os.path.join(task_dir, "feed", name)
-        files = []
-        for partition in partitions:
-            for uri in partition.paths:
-                staged = uri.removeprefix("file://")
-                relative = os.path.relpath(staged, staged_root)
-                if relative.startswith(".."):
-                    raise StageIOError(f"input {name!r}: {staged} is not staged under {staged_root}")
-                files.append(FedFile(staged, os.path.join(feed_root, relative), os.path.getsize(staged)))
-        self._feeder = Feeder(
-            files,
-            checkpoint.location.removeprefix("file://"),
-            volume=checkpoint.max_bytes_per_trigger,
-            target=checkpoint.interval_seconds,
-            feed_root=feed_root,
-        )
+        try:
+            self._feeder = staged_feeder(
+                name,
+                [uri for partition in partitions for uri in partition.paths],
+                checkpoint.location.removeprefix("file://"),
+                volume=checkpoint.max_bytes_per_trigger,
+                target=checkpoint.interval_seconds,
+            )
+        except ValueError as err:
+            raise StageIOError(f"input {name!r}: {err}") from None
         self._feeder.resume()
+        feed_root = self._feeder.feed_root
         schema = self.spark.read.parquet(*partitions[0].paths).schema
         os.makedirs(feed_root, exist_ok=True)
         return (
@@ -210,30 +198,17 @@ class StageIO:
         checkpoint = self._checkpoint("write_stream")
         output = self._claim(name)
         location = output.location.rstrip("/")
-        codec = _codec(output)
+        codec = output.parquet_codec
         fail_in = checkpoint.fail_in_batch
         injected = injected_in_batch(fail_in)  # the closure below takes the text, not this module
         complete = output_mode == "complete"
-
-        def write_batch(batch: DataFrame, batch_id: int) -> None:  # runs in the Spark server (Connect)
-            # Pickled by value and run where Airflow is not installed: the standard library only.
-            import os
-            import shutil
-
-            batch.write.mode("overwrite").option("compression", codec).parquet(f"{location}/b{batch_id:010d}")
-            root = location.removeprefix("file://")  # this batch holds the whole result: drop the older
-            for entry in os.listdir(root):
-                if entry.startswith("b") and entry[1:].isdigit() and int(entry[1:]) < batch_id:
-                    shutil.rmtree(os.path.join(root, entry), ignore_errors=True)
-            if fail_in is not None and batch_id == fail_in:  # its output is written, its commit is not
-                raise RuntimeError(injected)
 
         self.spark.conf.set(STATE_STORE_CONF, ROCKSDB_PROVIDER)
         self.spark.conf.set(CHANGELOG_CONF, "true" if checkpoint.changelog else "false")
         feeder = self._feeder
         assert feeder is not None
         if complete:
-            writer = df.writeStream.foreachBatch(write_batch)
+            writer = df.writeStream.foreachBatch(latest_batch_writer(location, codec, fail_in, injected))
         else:
             writer = df.writeStream.format("parquet").option("path", location).option("compression", codec)
             feeder.fail_in = fail_in  # a file that is not Parquet fails the batch's Spark job
@@ -306,11 +281,11 @@ class StageIO:
             rows = self._publish_view(df, output.location[len(VIEW_PREFIX) :])
         elif self.spec.store is not None and output.location.startswith("s3://"):
             observer = ContentObserver(df)
-            rows = self._executor_io().write(observer.observed, output.location, _codec(output))
+            rows = self._executor_io().write(observer.observed, output.location, output.parquet_codec)
             content = observer.checksum(rows)
         else:
             observer = ContentObserver(df)
-            observer.observed.write.mode("error").option("compression", _codec(output)).parquet(
+            observer.observed.write.mode("error").option("compression", output.parquet_codec).parquet(
                 output.location
             )
             rows = self._rows_written(output.location)
@@ -350,25 +325,7 @@ class StageIO:
         if location.startswith("s3://"):
             self._executor_io().put_json(location, OUTPUT_MARKER, content)
             return
-        jvm: Any = self.spark.sparkContext._jvm
-        path = jvm.org.apache.hadoop.fs.Path(location.rstrip("/") + "/" + OUTPUT_MARKER)
-        fs = path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration())
-        stream = fs.create(path, False)
-        try:
-            stream.write(bytearray(json.dumps(content).encode()))
-        finally:
-            stream.close()
-
-
-OUTPUT_MODES = ("append", "complete")
-STATE_STORE_CONF = "spark.sql.streaming.stateStore.providerClass"
-ROCKSDB_PROVIDER = "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider"
-CHANGELOG_CONF = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
-
-
-def _codec(output: OutputSpec) -> str:
-    """The Parquet codec Spark calls what the output declares (``none`` for no compression)."""
-    return "none" if output.compression in ("none", "uncompressed") else output.compression
+        write_local_marker(self.spark, location.rstrip("/") + "/" + OUTPUT_MARKER, content)
 
 
 def load_spec(spark: SparkSession | None = None) -> StageSpec:

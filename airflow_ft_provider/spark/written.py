@@ -12,7 +12,7 @@ import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
-from typing import TypeGuard
+from typing import Any, TypeGuard
 
 WRITTEN_RECORD = "_ft_written.json"
 RECORD_VERSION = 1
@@ -72,3 +72,16 @@ def written_files(doc: object) -> list[WrittenFile]:
 
 def _count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
+
+
+def write_local_marker(spark: Any, path: str, content: dict[str, Any]) -> None:
+    """``content`` as JSON at ``path``, through Hadoop's FileSystem in the driver, so one code path
+    serves every file system Spark's driver reaches (``file://`` staging, ``s3a://``)."""
+    jvm: Any = spark.sparkContext._jvm
+    target = jvm.org.apache.hadoop.fs.Path(path)
+    fs = target.getFileSystem(spark.sparkContext._jsc.hadoopConfiguration())
+    stream = fs.create(target, False)
+    try:
+        stream.write(bytearray(json.dumps(content).encode()))
+    finally:
+        stream.close()

@@ -10,7 +10,8 @@ from pathlib import Path
 from airflow_ft_provider import metrics
 from airflow_ft_provider.execution.contracts import StageBackend, WrittenOutput
 from airflow_ft_provider.partitions import Producer
-from airflow_ft_provider.partitions.pipelined import PipelinedPartitions, execution_id
+from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
+from airflow_ft_provider.partitions.pipelined_handle import execution_id
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.partitions.upload import StoredCopy
 from airflow_ft_provider.stage_try.entries import Committed, PartitionEntry

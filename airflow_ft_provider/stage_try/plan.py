@@ -13,12 +13,8 @@ from airflow_ft_provider.failover.graph import subtask_id
 from airflow_ft_provider.failover.indexed_name import indexed
 from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound, PartitionRef
-from airflow_ft_provider.partitions.pipelined import (
-    EngineLocation,
-    PipelinedHandle,
-    PipelinedPartitions,
-    execution_id,
-)
+from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
+from airflow_ft_provider.partitions.pipelined_handle import EngineLocation, PipelinedHandle, execution_id
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.spark.spec import (
     VIEW_PREFIX,

@@ -14,7 +14,8 @@ from airflow_ft_provider.partitions import (
     StaleCommitError,
     Unavailable,
 )
-from airflow_ft_provider.partitions.pipelined import EngineLocation, PipelinedPartitions, execution_id
+from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
+from airflow_ft_provider.partitions.pipelined_handle import EngineLocation, execution_id
 from ft_harness.partition_files import RUN_ID, read_all, write_files
 
 pytestmark = pytest.mark.s3

@@ -136,7 +136,7 @@ def test_a_consumer_refuses_a_view_whose_rows_changed_since_it_was_published(con
     # recomputation from changed inputs would also do): the consumer's check names it corrupt.
     from airflow_ft_provider.execution.engine_views import check_engine_view
     from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef
-    from airflow_ft_provider.partitions.pipelined import EngineLocation, PipelinedHandle
+    from airflow_ft_provider.partitions.pipelined_handle import EngineLocation, PipelinedHandle
 
     def write_seven(spark, io):
         io.write("kept", spark.range(7))
@@ -204,7 +204,7 @@ class WarnLog(Log):
 def test_views_of_an_ended_run_are_dropped_from_their_server_only(connection, spark_connect):
     from pyspark.sql.connect.session import SparkSession
 
-    from airflow_ft_provider.partitions.pipelined import EngineLocation
+    from airflow_ft_provider.partitions.pipelined_handle import EngineLocation
 
     session = SparkSession.builder.remote(spark_connect.url).create()
     try:
@@ -223,7 +223,7 @@ def test_views_of_an_ended_run_are_dropped_from_their_server_only(connection, sp
 
 
 def test_a_server_that_does_not_answer_took_its_views_with_it(monkeypatch):
-    from airflow_ft_provider.partitions.pipelined import EngineLocation
+    from airflow_ft_provider.partitions.pipelined_handle import EngineLocation
 
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
