@@ -27,6 +27,7 @@ import json
 import logging
 import os
 import sys
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def _store(args: argparse.Namespace) -> S3PartitionStore:
     return PartitionStoreHook(args.aws_conn_id or cluster_store_conn_id(), url=args.store).get_store()
 
 
-def iso_times(event: dict[str, Any]) -> dict[str, Any]:
+def iso_times(event: Mapping[str, object]) -> dict[str, object]:
     """An event with its epoch-second times as ISO-8601 (UTC), for people and ``jq`` alike."""
     from airflow_ft_provider.run_results import iso_time
 
@@ -190,7 +191,7 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
             _show(args, store, description, out)
         else:
             for event in journal.events():
-                print(json.dumps(iso_times(event), sort_keys=True), file=out)
+                print(json.dumps(iso_times(event.to_json()), sort_keys=True), file=out)
     except (
         ValueError,
         AirflowNotFoundException,

@@ -7,7 +7,7 @@ and integrity checks allow: a corrupt or released one is reported as such and ne
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass
 from datetime import date, datetime, timezone
 from decimal import Decimal
@@ -17,6 +17,7 @@ from airflow_ft_provider.failover.durations import representable
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
+from airflow_ft_provider.recovery.journal_events import FailoverRecorded, JournalEvent
 
 
 @dataclass(frozen=True)
@@ -45,31 +46,23 @@ def iso_time(seconds: float) -> str:
     return datetime.fromtimestamp(representable(seconds), tz=timezone.utc).isoformat()
 
 
-def found_lost(events: Iterable[Mapping[str, Any]]) -> set[str]:
+def found_lost(events: Iterable[JournalEvent]) -> set[str]:
     """The partitions a failover decision of the run found lost (its events' ``unavailable``): a later
     commit of one of them rebuilt it; a first commit on a later try rebuilt nothing."""
-    return {
-        partition
-        for e in events
-        if e.get("kind") == "failover"
-        for partition in e.get("unavailable") or ()
-        if isinstance(partition, str)
-    }
+    return {partition for e in events if isinstance(e, FailoverRecorded) for partition in e.unavailable}
 
 
 def list_partitions(
     description: PipelineDescription,
     store: S3PartitionStore,
     run_id: str,
-    events: Iterable[Mapping[str, Any]] = (),
+    events: Iterable[JournalEvent] = (),
 ) -> list[PartitionLine]:
     """Every partition the run's pipeline declares, with what the store says of it now."""
     graph = description.graph
     report = store.check_graph(graph, description.dag_id, run_id)
     events = list(events)  # read twice: the first failure, the partitions found lost
-    failures = [
-        e["time"] for e in events if e.get("kind") == "failover" and isinstance(e.get("time"), (int, float))
-    ]
+    failures = [e.time for e in events if isinstance(e, FailoverRecorded)]
     first_failure = min(failures, default=None)
     lost = found_lost(events)
     lines = []

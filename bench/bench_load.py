@@ -30,6 +30,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from ft_harness.journal_records import stored_events
+
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
@@ -70,7 +72,9 @@ def check_run(
         for i in range(SHARDS)
     }
     assert tries == expected, (run_id, {k: v for k, v in tries.items() if v != expected.get(k)})
-    decisions = [e for e in RecoveryJournal(store, RunRef(DAG, run_id)).events() if e["kind"] == "failover"]
+    decisions = [
+        e for e in stored_events(RecoveryJournal(store, RunRef(DAG, run_id))) if e["kind"] == "failover"
+    ]
     assert [e["task"] for e in decisions] == ([f"clean[{shard}]"] if shard is not None else []), decisions
     for i in range(SHARDS):
         rows = read_table(store, RunRef(DAG, run_id).parse(f"scored[{i}]")).to_pylist()

@@ -346,7 +346,7 @@ def build_report(
     store = infra.store()
     faulty, reference = runs["with faults"], runs["failure-free"]
     run = RunRef(DAG_ID, faulty)
-    events = RecoveryJournal(store, run).events()
+    events = [e.to_json() for e in RecoveryJournal(store, run).events()]
     failovers = [e for e in events if e.get("kind") == "failover"]
     first_failure = min((e["time"] for e in failovers), default=None)
     partitions = run_partitions(api, faulty)

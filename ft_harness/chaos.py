@@ -32,6 +32,7 @@ from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow_rest import try_numbers
+from ft_harness.journal_records import stored_events
 from ft_harness.orders_expected import DAG_ID, actual_outputs, expected_outputs
 
 STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "customer_aggregates")
@@ -156,7 +157,7 @@ def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> 
     if state == "failed":
         refusals = [
             e
-            for e in RecoveryJournal(store, run).events()
+            for e in stored_events(RecoveryJournal(store, run))
             if e.get("kind") == "failover" and not e["restart"]
         ]
         if refusals and refusals[-1]["reason"].startswith("Recovery is suppressed by"):

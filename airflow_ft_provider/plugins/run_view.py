@@ -20,11 +20,19 @@ from airflow_ft_provider.failover.indexed_name import UNMAPPED
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.store import AvailabilityReport
+from airflow_ft_provider.recovery.journal_events import (
+    CHECKPOINT_EVENTS,
+    CheckpointRestored,
+    CheckpointsTaken,
+    FailoverRecorded,
+    JournalEvent,
+    ManualRestart,
+    RestartReconciled,
+    TryEvent,
+)
 
 SUCCESS = "success"
-CHECKPOINT_EVENTS = ("checkpoint", "checkpoints")  # a try's restore point, and its statistics
 # a try that reused its outputs (stage_try/reuse.py), or committed a killed try's (adoption.py)
-EARLIER_OUTPUT_EVENTS = ("reused", "adopted")
 
 
 def region_id(region: Iterable[str]) -> str:
@@ -125,87 +133,118 @@ def _strategy(description: PipelineDescription, state: FailoverState, clock: Clo
     }
 
 
-def _history(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _history(events: Iterable[JournalEvent]) -> list[dict[str, Any]]:
     rows = []
     for event in events:
-        manual = event.get("kind") == "manual"
-        # its reason is the sentence to show; a restore point or an earlier output decides no restart
-        informative = event.get("kind") in (*CHECKPOINT_EVENTS, *EARLIER_OUTPUT_EVENTS)
-        told = manual or informative
-        restart = True if manual else bool(event.get("restart"))
-        decision = "" if informative else "restart" if restart else f"fail: {event.get('reason', '')}"
-        rows.append(
-            {
-                "time": event.get("time"),
-                "kind": event.get("kind", "failover"),
-                "task": event.get("task"),
-                "try_number": event.get("try_number"),
-                "cause": event.get("reason") if told else event.get("cause"),
-                "restart": restart,
-                "decision": decision,
-                "regions": event.get("regions", []),
-                "tasks": event.get("tasks", []),
-                "cleared": event.get("cleared", []),
-                "stopped": event.get("stopped", []),
-                "delay": 0.0 if manual else event.get("delay"),
-                "strategy": event.get("strategy", ""),
-                "strategy_state": event.get("strategy_state"),
-                "reason": event.get("reason", ""),
-                "user": event.get("user"),
-                "labels": _labels(event.get("labels")),
-                "next_try": _next_try(event) if not manual and event.get("restart") else "",
-            }
-        )
+        row = {
+            **_HISTORY_ROW,
+            "time": event.time,
+            "kind": event.to_json()["kind"],
+            "task": event.task or None,
+            "reason": event.reason,
+        }
+        match event:
+            case FailoverRecorded():
+                row |= {
+                    "try_number": event.try_number,
+                    "cause": event.cause,
+                    "restart": event.restart,
+                    "decision": "restart" if event.restart else f"fail: {event.reason}",
+                    "regions": [list(r) for r in event.regions],
+                    "tasks": list(event.tasks),
+                    "cleared": list(event.cleared),
+                    "stopped": list(event.stopped),
+                    "delay": event.delay,
+                    "strategy": event.strategy,
+                    "strategy_state": event.strategy_state,
+                    "labels": _labels(event.labels),
+                    "next_try": _next_try(event) if event.restart else "",
+                }
+            case ManualRestart():  # its reason is the sentence to show
+                row |= {
+                    "cause": event.reason,
+                    "restart": True,
+                    "decision": "restart",
+                    "regions": [list(r) for r in event.regions],
+                    "tasks": list(event.tasks),
+                    "cleared": list(event.cleared),
+                    "delay": 0.0,
+                    "user": event.user,
+                }
+            case TryEvent():  # a restore point or an earlier output: it decides no restart
+                row |= {"try_number": event.try_number, "cause": event.reason, "decision": ""}
+            case RestartReconciled():
+                row |= {"cleared": list(event.cleared), "decision": f"fail: {event.reason}"}
+            case _:
+                row["decision"] = f"fail: {event.reason}"
+        rows.append(row)
     return rows
 
 
-def _next_try(event: Mapping[str, Any]) -> str:
+# A history row's fields, as the page reads them, before the event's own.
+_HISTORY_ROW: dict[str, Any] = {
+    "try_number": None,
+    "cause": None,
+    "restart": False,
+    "decision": "",
+    "regions": [],
+    "tasks": [],
+    "cleared": [],
+    "stopped": [],
+    "delay": None,
+    "strategy": "",
+    "strategy_state": None,
+    "reason": "",
+    "user": None,
+    "labels": "",
+    "next_try": "",
+}
+
+
+def _next_try(event: FailoverRecorded) -> str:
     """``not before 14:02:07 UTC (exponential-delay, attempt 3: 4 s + jitter 300 ms)``."""
-    at, backoff = event.get("restart_at"), event.get("backoff")
-    if not isinstance(at, (int, float)) or isinstance(at, bool) or not math.isfinite(at):
+    at = event.restart_at
+    if at is None or not math.isfinite(at):
         return ""
     moment = datetime.fromtimestamp(representable(at), tz=timezone.utc)
-    delay = event.get("delay")
-    long_wait = isinstance(delay, (int, float)) and delay >= 86_400
+    long_wait = event.delay >= 86_400
     text = "not before " + moment.strftime("%Y-%m-%d %H:%M:%S UTC" if long_wait else "%H:%M:%S UTC")
-    return text + (f" ({backoff})" if isinstance(backoff, str) and backoff else "")
+    return text + (f" ({event.backoff})" if event.backoff else "")
 
 
-def _labels(value: object) -> str:
+def _labels(labels: FailureLabels | None) -> str:
     """A failure's labels as the page shows them: ``user code, UNRESOLVED_COLUMN · not recoverable``."""
-    if not isinstance(value, Mapping):
-        return ""
-    try:
-        labels = FailureLabels.from_dict(value)
-    except ValueError:
+    if labels is None:
         return ""
     return labels.describe() + ("" if labels.recoverable else " · not recoverable")
 
 
-def _checkpoint_rows(events: Iterable[Mapping[str, Any]]) -> list[dict[str, Any]]:
+def _checkpoint_rows(events: Iterable[JournalEvent]) -> list[dict[str, Any]]:
     """Per checkpointed task (seed 003's monitoring): its newest try's statistics and every try's
     restore point."""
     rows: dict[str, dict[str, Any]] = {}
     for event in events:
-        if event.get("kind") not in CHECKPOINT_EVENTS or not isinstance(event.get("task"), str):
+        if not isinstance(event, CHECKPOINT_EVENTS) or not event.task:
             continue
-        row = rows.setdefault(event["task"], {"task": event["task"], "restores": []})
-        if event["kind"] == "checkpoint":
+        row = rows.setdefault(event.task, {"task": event.task, "restores": []})
+        if isinstance(event, CheckpointRestored):
             row["restores"].append(
-                {"try_number": event.get("try_number"), "restored_from": event.get("restored_from"),
-                 "restored_via": event.get("restored_via"), "reason": event.get("reason", "")}
+                {"try_number": event.try_number, "restored_from": event.restored_from,
+                 "restored_via": event.restored_via, "reason": event.reason}
             )  # fmt: skip
             continue
-        total, processed = event.get("total_bytes"), event.get("processed_bytes")
+        assert isinstance(event, CheckpointsTaken)
+        stats = event.statistics
+        total, processed = stats.get("total_bytes"), stats.get("processed_bytes")
         row.update(
-            try_number=event.get("try_number"),
-            succeeded=event.get("succeeded"),
-            completed=event.get("completed"),
-            failed=event.get("failed"),
-            last_completed=event.get("last_completed"),
-            last_duration=event.get("last_duration"),
-            last_size=event.get("last_size"),
-            last_incremental_size=event.get("last_incremental_size"),
+            try_number=event.try_number,
+            succeeded=event.succeeded,
+            completed=stats.get("completed"),
+            failed=stats.get("failed"),
+            last_completed=stats.get("last_completed"),
+            last_duration=stats.get("last_duration"),
+            last_size=stats.get("last_size"),
+            last_incremental_size=stats.get("last_incremental_size"),
             progress=processed / total
             if isinstance(total, int) and total and isinstance(processed, int)
             else None,
@@ -219,7 +258,7 @@ def build_run_view(
     *,
     task_instances: Iterable[Mapping[str, Any]],
     state: FailoverState,
-    events: Iterable[Mapping[str, Any]],
+    events: Iterable[JournalEvent],
     report: AvailabilityReport | None,
     clock: Clock | None = None,
 ) -> dict[str, Any]:

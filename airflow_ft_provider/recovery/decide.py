@@ -20,7 +20,7 @@ from airflow_ft_provider.failover.restart_strategies import StrategyState
 from airflow_ft_provider.hooks.api_errors import api_unavailable
 from airflow_ft_provider.partitions import PartitionNotFound
 from airflow_ft_provider.partitions.errors import Unavailable
-from airflow_ft_provider.recovery.journal_schema import decision_fields
+from airflow_ft_provider.recovery.journal_schema import failover_event
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
 from airflow_ft_provider.recovery.scope import RunScope
@@ -115,16 +115,15 @@ class FailureHandler:
             log.warning("the REST API could not clear the restart set (%s): the run's next try does", err)
             cleared = []
         self.journal.record(
-            {
-                "time": self.clock.now(),
-                "kind": "failover",
-                "task": core_task,
-                **decision_fields(decision),
-                "reason": reason,
-                "cleared": cleared,
-                "stopped": stopped,
-                "strategy_state": after[0],
-            }
+            failover_event(
+                decision,
+                time=self.clock.now(),
+                task=core_task,
+                reason=reason,
+                cleared=cleared,
+                stopped=stopped,
+                strategy_state=after[0],
+            )
         )
         return decision
 

@@ -14,34 +14,22 @@ updates (two regions failing at once) safe: the loser re-reads and decides again
 
 from __future__ import annotations
 
-import json
 import logging
-import reprlib
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from airflow_ft_provider.failover.clock import SystemClock
 from airflow_ft_provider.model.description import MAX_DESCRIPTION_BYTES, PipelineDescription
 from airflow_ft_provider.partitions import ConditionalJsonStore, RunRef, S3PartitionStore
 from airflow_ft_provider.recovery import journal_schema
+from airflow_ft_provider.recovery.journal_events import JournalEvent
 from airflow_ft_provider.recovery.pending import RunState
-from airflow_ft_provider.safe_json import is_finite_number, load_json
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 STORE_XCOM_KEY = "ft_store"
-MAX_EVENT_BYTES = 256 * 1024
-# Fields of recorded events and the JSON types they must have (absent is fine).
-_EVENT_FIELDS: dict[str, tuple[type, ...]] = {
-    **dict.fromkeys(("kind", "task", "failed_task", "cause", "reason", "strategy", "scope", "user"), (str,)),
-    **dict.fromkeys(("delay", "restart_at"), (int, float)),
-    **dict.fromkeys(("restart", "new_attempt"), (bool,)),
-    **dict.fromkeys(("regions", "tasks", "cleared", "stopped", "unavailable"), (list,)),
-    "try_number": (int,),
-    "strategy_state": (dict, type(None)),
-}
 
 
 class DamagedJournal(ValueError):
@@ -171,52 +159,21 @@ class RecoveryJournal:
         except Exception:  # noqa: BLE001
             return frozenset()
 
-    def record(self, event: dict[str, Any]) -> None:
-        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(event.get("time", time.time())))
-        task = str(event.get("task", "run")).replace("[", "-").replace("]", "")
+    def record(self, event: JournalEvent) -> None:
+        stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime(event.time))
+        task = (event.task or "run").replace("[", "-").replace("]", "")
         key = f"{self.events_prefix}{stamp}-{task}-{uuid.uuid4().hex[:8]}.json"
-        self.store.write_object(key, json.dumps(event).encode())
+        self.store.write_object(key, journal_schema.encode_event(event))
 
-    def events(self) -> list[dict[str, Any]]:
+    def events(self) -> list[JournalEvent]:
         """Every recorded event, oldest first. One that does not parse or has fields of the wrong type
-        is listed as ``{"kind": "invalid", "key": …, "reason": …}`` at its object's time, so a damaged
-        event neither hides the others nor breaks the history page or ``airflow-ft history``."""
+        is an ``InvalidEvent`` at its object's time, so a damaged event neither hides the others nor
+        breaks the history page or ``airflow-ft history``."""
         events = []
         for key, info in self.store.list_objects(self.events_prefix).items():
             raw = self.store.json_objects.get_bytes(key, oversized="truncate")
             if raw is not None:
-                events.append(_event(raw.value, key, info.last_modified, self.store.bucket))
-        return sorted(events, key=lambda e: e["time"])
-
-
-def _event(data: bytes, key: str, stored_at: float, bucket: str) -> dict[str, Any]:
-    """One stored event, checked field by field; an invalid one is marked, with the reason and the fix."""
-    try:
-        event = load_json(data, max_bytes=MAX_EVENT_BYTES)
-        if not isinstance(event, dict):
-            raise ValueError(f"expected an object, got {type(event).__name__}")
-        when = event.get("time")
-        if not is_finite_number(when):
-            raise ValueError(f"'time' must be seconds since the epoch, got {reprlib.repr(when)}")
-        for name, kinds in _EVENT_FIELDS.items():
-            value = event.get(name)
-            wrong = not isinstance(value, kinds) or isinstance(value, bool) and bool not in kinds
-            if name in event and wrong:
-                raise ValueError(f"{name!r} has the wrong type: {reprlib.repr(value)}")
-        for name in ("regions", "tasks", "cleared", "stopped", "unavailable"):
-            items = event.get(name, [])
-            inner = (list,) if name == "regions" else (str,)
-            if (
-                not all(isinstance(item, inner) for item in items)
-                or name == "regions"
-                and not all(isinstance(task, str) for region in items for task in region)
-            ):
-                raise ValueError(f"{name!r} has the wrong shape: {reprlib.repr(items)}")
-        return event
-    except ValueError as exc:
-        return {
-            "time": stored_at,
-            "kind": "invalid",
-            "key": key,
-            "reason": f"recovery journal event s3://{bucket}/{key} is invalid ({exc}); delete or repair it",
-        }
+                events.append(
+                    journal_schema.decode_event(raw.value, key, info.last_modified, self.store.bucket)
+                )
+        return sorted(events, key=lambda e: e.time)

@@ -13,6 +13,7 @@ import logging
 
 from airflow_ft_provider.failover.decision import TryKey
 from airflow_ft_provider.recovery.clearing import RestartClears
+from airflow_ft_provider.recovery.journal_events import RestartReconciled
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.scope import RunScope
 
@@ -54,13 +55,12 @@ class PendingClears:
             cleared.extend(done)
             if done:
                 self.journal.record(
-                    {
-                        "time": self.clock.now(),
-                        "kind": "reconciled",
-                        "task": key.task,
-                        "cleared": done,
-                        "reason": f"finished the clears of the restart decided for {key}",
-                    }
+                    RestartReconciled(
+                        time=self.clock.now(),
+                        task=key.task,
+                        cleared=tuple(done),
+                        reason=f"finished the clears of the restart decided for {key}",
+                    )
                 )
         return cleared
 

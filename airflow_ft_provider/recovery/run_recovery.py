@@ -28,10 +28,10 @@ from airflow_ft_provider.recovery.clearing import RestartClears
 from airflow_ft_provider.recovery.decide import FailureHandler
 from airflow_ft_provider.recovery.gate import TryGate
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal_events import ManualRestart, TryEvent
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
 from airflow_ft_provider.recovery.scope import RunScope
-from airflow_ft_provider.recovery.try_events import TryEvent
 from airflow_ft_provider.recovery.try_start import TryStart
 
 
@@ -140,23 +140,22 @@ class RunRecovery:
         self.journal.update(no_waiting)
         cleared = self.clears.clear_started(tasks)
         self.journal.record(
-            {
-                "time": self.clock.now(),
-                "kind": "manual",
-                "task": task,
-                "reason": reason,
-                "regions": [sorted(r) for r in regions],
-                "tasks": sorted(tasks),
-                "cleared": cleared,
-                **({"user": user} if user else {}),
-            }
+            ManualRestart(
+                time=self.clock.now(),
+                task=task,
+                reason=reason,
+                regions=tuple(tuple(sorted(r)) for r in regions),
+                tasks=tuple(sorted(tasks)),
+                cleared=tuple(cleared),
+                user=user or None,
+            )
         )
         return cleared
 
     # -- a stage try's own history ------------------------------------------------------------------
     def record_try(self, event: TryEvent) -> None:
-        """How a try came by its outputs, or where its checkpointed work started (``try_events.py``)."""
-        self.journal.record(event.to_json())
+        """How a try came by its outputs, or where its checkpointed work started (``journal_events.py``)."""
+        self.journal.record(event)
 
     def run_state(self) -> RunState:
         """The run's recovery state: which execution of a region a pipelined input belongs to."""
@@ -169,15 +168,10 @@ class RunRecovery:
     def named_by_manual_restart(self, task: str, *, since: float) -> bool:
         """Whether a manual restart after ``since`` named ``task``'s region: the user asked for it to be
         computed again (the consumer regions it rescheduled may still reuse their outputs)."""
-        for event in self.journal.events():
-            when = event.get("time")
-            if event.get("kind") != "manual" or not isinstance(when, (int, float)) or when <= since:
-                continue
-            named = str(event.get("task"))
-            for region in event.get("regions", []):
-                if task in region and any(t == named or t.startswith(f"{named}[") for t in region):
-                    return True
-        return False
+        return any(
+            isinstance(event, ManualRestart) and event.time > since and event.named(task)
+            for event in self.journal.events()
+        )
 
     def store_pointer(self) -> dict[str, str]:
         """What a try pushes as XCom ``ft_store``: the store's URL and connection name (compared by the

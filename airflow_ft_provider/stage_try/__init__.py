@@ -10,6 +10,7 @@
     release                      commit.py       engine-held inputs, by their last consumer
 
 ``StageTry`` (``attempt.py``) runs them top to bottom. Every journal read and write goes through the
-recovery door (``RunRecovery``, in the scope); the try's own events are typed (``recovery/try_events.py``).
+recovery door (``RunRecovery``, in the scope); the try's own events are typed
+(``recovery/journal_events.py``).
 Kept apart from the operator's declaration: parsing a DAG file imports none of it.
 """

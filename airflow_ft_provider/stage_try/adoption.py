@@ -49,7 +49,7 @@ from airflow_ft_provider.execution.workdir import adopt_abandoned, keep_for_next
 from airflow_ft_provider.hooks.partition_store import config_flag
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound
 from airflow_ft_provider.partitions.provenance import Provenance
-from airflow_ft_provider.recovery.try_events import WorkAdopted
+from airflow_ft_provider.recovery.journal_events import WorkAdopted
 from airflow_ft_provider.spark.content import rows_in_footers
 from airflow_ft_provider.spark.spec import StoreAccess
 from airflow_ft_provider.stage_try.entries import Committed, PartitionEntry
@@ -317,7 +317,7 @@ class FinishedWorkAdoption:
         self.forget()
         self.log.info("%s: %s", scope.task, said)
         metrics.adopted(len(scope.output_refs), dag_id=scope.stage.dag_id, task_id=scope.task, kind=kind)
-        scope.recovery.record_try(WorkAdopted(scope.task, scope.try_number, said))
+        scope.recovery.record_try(WorkAdopted(task=scope.task, try_number=scope.try_number, reason=said))
 
 
 def _staged_rows(location: str) -> int | None:

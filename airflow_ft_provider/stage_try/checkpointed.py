@@ -23,7 +23,7 @@ from airflow_ft_provider.checkpoints.snapshot import (
 )
 from airflow_ft_provider.checkpoints.store_copy import Fence, StoreCheckpoints
 from airflow_ft_provider.checkpoints.uploader import CheckpointUploader
-from airflow_ft_provider.recovery.try_events import CheckpointRestored, CheckpointsTaken
+from airflow_ft_provider.recovery.journal_events import CheckpointRestored, CheckpointsTaken
 from airflow_ft_provider.spark.spec import CheckpointSpec
 from airflow_ft_provider.stage_try.run_mode import RunFinished
 from airflow_ft_provider.stage_try.scope import TryScope
@@ -124,7 +124,13 @@ class CheckpointedTry:
         metrics.checkpoints(stats.as_dict(), dag_id=self.scope.run.pipeline, task_id=self.task)
         try:
             self.scope.recovery.record_try(
-                CheckpointsTaken(self.task, self.try_number, sentence, succeeded, stats.as_dict())
+                CheckpointsTaken(
+                    task=self.task,
+                    try_number=self.try_number,
+                    reason=sentence,
+                    succeeded=succeeded,
+                    statistics=stats.as_dict(),
+                )
             )
         except Exception as err:  # noqa: BLE001 - statistics never fail a try (nor hide its failure)
             self.log.warning("%s: checkpoint statistics not recorded: %s", self.task, err)
@@ -183,11 +189,11 @@ class CheckpointedTry:
             metrics.restored(self.restored_via, dag_id=self.scope.run.pipeline, task_id=self.task)
         self.scope.recovery.record_try(
             CheckpointRestored(
-                self.task,
-                self.try_number,
-                explanation,
-                restored.checkpoint_id if restored else None,
-                self.restored_via,
+                task=self.task,
+                try_number=self.try_number,
+                reason=explanation,
+                restored_from=restored.checkpoint_id if restored else None,
+                restored_via=self.restored_via,
             )
         )
 

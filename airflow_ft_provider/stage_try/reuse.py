@@ -26,7 +26,7 @@ from airflow_ft_provider.execution.stage_identity import stage_identity
 from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions import Manifest, PartitionNotFound
 from airflow_ft_provider.partitions.provenance import lineage_key
-from airflow_ft_provider.recovery.try_events import OutputsReused
+from airflow_ft_provider.recovery.journal_events import OutputsReused
 from airflow_ft_provider.stage_try.entries import Committed, PartitionEntry
 from airflow_ft_provider.stage_try.scope import TryScope
 
@@ -130,4 +130,6 @@ class OutputReuse:
         scope = self.scope
         scope.log.info("%s: %s", scope.task, explanation)
         metrics.reused(len(scope.output_refs), dag_id=scope.stage.dag_id, task_id=scope.task)
-        scope.recovery.record_try(OutputsReused(scope.task, scope.try_number, explanation))
+        scope.recovery.record_try(
+            OutputsReused(task=scope.task, try_number=scope.try_number, reason=explanation)
+        )

@@ -26,6 +26,7 @@ from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow_rest import try_numbers
+from ft_harness.journal_records import stored_events
 from tests.cluster.dags.ft_cluster_scenarios import LEDGERS
 from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)
     expected,
@@ -74,7 +75,7 @@ def ledger_entries(deployment, run_id):
 
 
 def journal_events(store, dag_id, run_id):
-    return RecoveryJournal(store, RunRef(dag_id, run_id)).events()
+    return stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
 
 
 def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment, store):

@@ -20,6 +20,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -84,7 +85,7 @@ def test_demo_recovers_and_reports_what_really_happened(demo, s3_endpoint):
     assert actual["clean_orders"] >= 2 and actual["enrich_orders"] >= 2 and actual["customer_aggregates"] >= 2
 
     # Failures: one report entry per journal event, same task, try, cause and regions.
-    events = [e for e in RecoveryJournal(store, run).events() if e["kind"] == "failover"]
+    events = [e for e in stored_events(RecoveryJournal(store, run)) if e["kind"] == "failover"]
     failures = section(out, "Failures and failover decisions")
     headers = [line for line in failures if re.match(r"\s+#\d+ ", line)]
     assert len(headers) == len(events) >= 2

@@ -21,6 +21,7 @@ from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.stage_try.phases import parse_summary
 from ft_harness.airflow_rest import try_numbers
+from ft_harness.journal_records import stored_events
 from ft_harness.scenario_runs import SCENARIOS
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
@@ -246,7 +247,7 @@ def test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spar
         "try 1 finished its Spark work and was killed before its commit: output committed, Spark not started"
     )
     assert said in retry and "stage D (spark-connect" not in retry, retry[-3000:]
-    history = RecoveryJournal(store, RunRef(dag_id, run_id)).events()
+    history = stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
     assert [(e["task"], e["try_number"]) for e in history if e["kind"] == "adopted"] == [("D", 2)], story
     statsd_listener.wait_for(  # counted, by kind (the metric's tags do not tell runs apart)
         lambda metrics: any(
@@ -272,7 +273,9 @@ def test_killed_task_process_still_restarts_its_region(live_airflow, runs, store
     assert counts["S"] == 1 and counts["T1"] == 2 and counts["T2"] >= 2, story
     assert producer_try(store, dag_id, run_id, "s") == 1
     assert values(store, dag_id, run_id, "u") == expected(3)
-    history = [e for e in RecoveryJournal(store, RunRef(dag_id, run_id)).events() if e["kind"] == "failover"]
+    history = [
+        e for e in stored_events(RecoveryJournal(store, RunRef(dag_id, run_id))) if e["kind"] == "failover"
+    ]
     assert history and "process was killed" in history[0]["cause"]
     # The killed try's Connect session outlived it: the next try that opened one joined it first (its
     # work had finished, so there was nothing to interrupt) - task_state_store carried its session id.
@@ -331,7 +334,7 @@ def test_exponential_delay_grows_and_respects_the_maximum(live_airflow, runs, st
     dag_id, run_id = runs["exponential"]
     assert run["state"] == "failed", story
     assert tis[("F", -1)]["try_number"] == 4, story  # attempts-before-reset-backoff 3: the 4th failure stops
-    events = RecoveryJournal(store, RunRef(dag_id, run_id)).events()
+    events = stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
     restarts = [e for e in events if e["kind"] == "failover" and e["restart"]]
     # The backoffs the strategy drew: 3 s, x2 = 6 s, x2 = 12 s capped at 8 s (exact, in its state)
     assert [e["strategy_state"]["backoff"] for e in restarts] == [3.0, 6.0, 8.0], story
@@ -397,5 +400,5 @@ def test_manual_region_restart_reruns_region_and_consumers_only(live_airflow, ru
     u_log = log_of(live_airflow, dag_id, run_id, "U", u_try)
     said = f"inputs identical to try {u_try - 1}'s: output of try {u_try - 1} reused, Spark not started"
     assert said in u_log and "stage U (spark-connect" not in u_log, u_log[-3000:]
-    history = RecoveryJournal(store, RunRef(dag_id, run_id)).events()
+    history = stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
     assert [(e["task"], e["try_number"]) for e in history if e["kind"] == "reused"] == [("U", u_try)]

@@ -17,6 +17,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -54,7 +55,7 @@ def test_a_producer_that_writes_different_rows_makes_its_consumer_run_again(
     assert after["q"].producer.try_number == 2 and after["q"].attempt_id.startswith("t2-"), story
     q_log = live_airflow.task_log(DAG_ID, run_id, "Q", 2)
     assert "stage Q (spark-connect" in q_log and "reused" not in q_log, q_log[-3000:]
-    assert not [e for e in RecoveryJournal(store, run).events() if e["kind"] == "reused"]
+    assert not [e for e in stored_events(RecoveryJournal(store, run)) if e["kind"] == "reused"]
 
 
 def test_across_runs_a_second_run_copies_what_the_first_computed_from_the_same_rows(
@@ -80,4 +81,4 @@ def test_across_runs_a_second_run_copies_what_the_first_computed_from_the_same_r
     said = f"inputs and code identical to run {runs[0].run_id}'s: its output copied, Spark not started"
     assert said in q_log and "stage Q (spark-connect" not in q_log, q_log[-3000:]
     assert "stage P (spark-connect" in live_airflow.task_log(dag_id, runs[1].run_id, "P", 1)
-    assert [e["kind"] for e in RecoveryJournal(store, runs[1]).events()] == ["reused"]
+    assert [e["kind"] for e in stored_events(RecoveryJournal(store, runs[1]))] == ["reused"]

@@ -19,6 +19,7 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow_rest import try_numbers
+from ft_harness.journal_records import stored_events
 from ft_harness.spark_connect import SparkConnectServer
 from tests.e2e.dags.ft_e2e_common import run_dir
 
@@ -75,7 +76,7 @@ def test_losing_the_connect_server_restarts_only_the_pipelined_region(
     assert store.manifest(run.parse("s")).producer.try_number == 1  # the blocking partition survived
     rows = sorted((r["key"], r["value"]) for r in read_table(store, run.parse("u")).to_pylist())
     assert rows == [(key, key * 10 + 3) for key in range(40)]  # as a failure-free run
-    causes = [e["cause"] for e in RecoveryJournal(store, run).events() if e["kind"] == "failover"]
+    causes = [e["cause"] for e in stored_events(RecoveryJournal(store, run)) if e["kind"] == "failover"]
     assert len(causes) == 2, causes
     assert causes[0].startswith("PartitionNotFound") and "no longer holds view" in causes[0], causes
     assert "PartitionNotFound" not in causes[1], causes  # the running stage lost its server

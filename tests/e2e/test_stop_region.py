@@ -10,6 +10,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -36,7 +37,7 @@ def test_a_code_bug_stops_the_other_tasks_of_its_region_at_once(
     assert tis[("combine", -1)]["state"] in ("failed", "upstream_failed"), story
     assert tis[("combine", -1)]["try_number"] == 0, story  # it never ran
     store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
-    events = RecoveryJournal(store, RunRef(DAG_ID, run_id)).events()
+    events = stored_events(RecoveryJournal(store, RunRef(DAG_ID, run_id)))
     [event] = [e for e in events if e.get("kind") == "failover"]
     assert event["task"] == "shard[0]" and event["restart"] is False, event
     assert event["stopped"] == ["combine", "shard[1]"], event
@@ -77,7 +78,9 @@ def test_with_every_default_a_key_error_fails_within_two_tries_and_a_minute(
     assert tis[("total", -1)]["try_number"] == 0, story  # it never ran
     store = S3PartitionStore(s3_endpoint.client(), e2e_store_url)
     [event] = [
-        e for e in RecoveryJournal(store, RunRef(dag_id, run_id)).events() if e.get("kind") == "failover"
+        e
+        for e in stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
+        if e.get("kind") == "failover"
     ]
     assert event["task"] == "priced[0]" and event["restart"] is False, event
     assert "KeyError" in event["cause"] and "banana" in event["cause"], event

@@ -21,6 +21,7 @@ from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow_rest import try_numbers
+from ft_harness.journal_records import stored_events
 from ft_harness.orders_expected import actual_outputs, expected_outputs
 
 REPO = Path(__file__).resolve().parents[2]
@@ -213,7 +214,7 @@ def test_orders_etl_restarts_the_pipelined_region_only(live_airflow, example_run
     raw = example_store.manifest(RunRef(dag_id, run_id).parse("raw_orders"))
     assert raw.producer.try_number == 1 and raw.row_count == 252  # re-read from S3, not recomputed
     assert actual_outputs(example_store, run_id) == expected_outputs()
-    events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    events = stored_events(RecoveryJournal(example_store, RunRef(dag_id, run_id)))
     assert [e["task"] for e in events] == ["enrich_orders"]
     # the failed task's region, plus its (not yet started) consumer regions, which needed no clearing;
     # clean_orders shares the failed task's region and had already run, so it had to be restarted
@@ -265,7 +266,7 @@ def test_sharded_scoring_restarts_only_the_failed_shard(live_airflow, example_ru
     assert rows(
         example_store, dag_id, run_id, "sensor_totals", ["sensor", "alerts", "total", "shards"]
     ) == sorted((sensor, a, t, len(s)) for sensor, (a, t, s) in expected.items())
-    events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    events = stored_events(RecoveryJournal(example_store, RunRef(dag_id, run_id)))
     assert [e["task"] for e in events] == ["score_shard[1]"]
     assert ["read_shard[1]", "score_shard[1]"] in events[0]["regions"] and ["merge_shards"] in events[0][
         "regions"
@@ -303,7 +304,7 @@ def test_decorated_stages_restart_only_the_failed_shard(live_airflow, example_ru
         for row in read_table(example_store, RunRef(dag_id, run_id).parse(f"cleaned[{i}]")).to_pylist()
     }
     assert shards == {0, 1}
-    [event] = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    [event] = stored_events(RecoveryJournal(example_store, RunRef(dag_id, run_id)))
     assert event["task"] == "clean_events[1]" and ["clean_events[1]", "make_events[1]"] in event["regions"]
 
 
@@ -320,7 +321,7 @@ def test_checkpointed_stage_resumes_from_its_last_completed_micro_batch(
     assert tries == {"make_readings": 1, "scale_readings": 2, "hourly_totals": 1}, story
     restores = [
         (e["try_number"], e["restored_from"], e["reason"])
-        for e in RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+        for e in stored_events(RecoveryJournal(example_store, RunRef(dag_id, run_id)))
         if e["kind"] == "checkpoint"
     ]
     assert [(t, k) for t, k, _ in restores[:2]] == [(1, None), (2, 1)], restores
@@ -354,7 +355,7 @@ def test_restart_strategy_showcase(live_airflow, example_runs, example_store, na
     dag_id, run_id = example_runs[name]
     assert run["state"] == "success", story
     assert tries == {"ingest": 3}, story
-    events = RecoveryJournal(example_store, RunRef(dag_id, run_id)).events()
+    events = stored_events(RecoveryJournal(example_store, RunRef(dag_id, run_id)))
     assert [e["try_number"] for e in events] == [1, 2], events
     assert all(e["restart"] and e["strategy"].startswith(strategy) for e in events), events
     assert [round(float(e["delay"]), 1) for e in events] == delays, events

@@ -19,6 +19,8 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal_schema import event_from_json
+from ft_harness.journal_records import stored_events
 
 PIPELINE = PipelineDescription(
     "ft_cli_errors",
@@ -85,7 +87,7 @@ def test_a_run_without_a_stored_pipeline_is_a_clear_error_naming_the_store(capsy
 def test_history_prints_the_stored_runs_events(capsys, dags):
     store = S3PartitionStore(dags.client(), dags.url)
     RecoveryJournal(store, RunRef("ft_cli_errors", "manual__1")).record(
-        {"time": 1.0, "kind": "manual", "task": "A"}
+        event_from_json({"time": 1.0, "kind": "manual", "task": "A"})
     )
     assert main(["history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1"]) == 0
     [line] = capsys.readouterr().out.splitlines()
@@ -131,17 +133,19 @@ def test_the_command_writes_only_results_to_stdout(dags, tmp_path, monkeypatch):
     store = S3PartitionStore(dags.client(), dags.url)
     journal = RecoveryJournal(store, RunRef("ft_cli_errors", "manual__1"))
     journal.record(
-        {
-            "time": 1764000000.5,
-            "kind": "failover",
-            "task": "B[0]",
-            "try_number": 1,
-            "restart": True,
-            "delay": 1.0,
-            "restart_at": 1764000001.5,
-        }
+        event_from_json(
+            {
+                "time": 1764000000.5,
+                "kind": "failover",
+                "task": "B[0]",
+                "try_number": 1,
+                "restart": True,
+                "delay": 1.0,
+                "restart_at": 1764000001.5,
+            }
+        )
     )
-    journal.record({"time": 1764000009.0, "kind": "manual", "task": "A"})
+    journal.record(event_from_json({"time": 1764000009.0, "kind": "manual", "task": "A"}))
     done = airflow_ft(dags, "history", "--dag-id", "ft_cli_errors", "--run-id", "manual__1")
     assert done.returncode == 0, done.stderr
     assert "Plugin 'ft_failover' already registered" in done.stderr
@@ -169,7 +173,7 @@ def test_a_damaged_recovery_state_stops_a_restart_before_anything_is_cleared(cap
     code, err = run(capsys, "--task", "B[0]")
     assert code == 1 and "Traceback" not in err
     assert f"recovery state s3://{store.bucket}/{journal.state_key} is damaged" in err and "deleted" in err
-    assert store.json_objects.get_bytes(journal.state_key).value == damaged and journal.events() == []
+    assert store.json_objects.get_bytes(journal.state_key).value == damaged and stored_events(journal) == []
 
 
 # -- reading a run's results ------------------------------------------------------------------------------
@@ -211,7 +215,15 @@ def test_partitions_and_show_read_a_runs_results_through_the_stores_checks(capsy
         producer=Producer("A"),
     )
     journal.record(  # C failed on a missing b[0]: the decision found it lost, B[0]'s try 2 rebuilt it
-        {"time": time.time() + 5, "kind": "failover", "task": "C", "try_number": 1, "unavailable": ["b[0]"]}
+        event_from_json(
+            {
+                "time": time.time() + 5,
+                "kind": "failover",
+                "task": "C",
+                "try_number": 1,
+                "unavailable": ["b[0]"],
+            }
+        )
     )
     commit_table(store, run.parse("b[0]"), [{"y": 10}], producer=Producer("B", 0, 2))
 
@@ -245,7 +257,9 @@ def test_partitions_and_show_read_a_runs_results_through_the_stores_checks(capsy
         code, lines, err = results(capsys, "show", partition)
         assert (code, lines) == (1, []) and says in err and "Traceback" not in err, err
     # B[1] failed before it committed anything: its try 2's commit is its first, nothing was rebuilt
-    journal.record({"time": time.time() + 6, "kind": "failover", "task": "B[1]", "try_number": 1})
+    journal.record(
+        event_from_json({"time": time.time() + 6, "kind": "failover", "task": "B[1]", "try_number": 1})
+    )
     commit_table(store, run.parse("b[1]"), [{"y": 11}], producer=Producer("B", 1, 2))
     listed = {
         line["partition"]: (line["state"], line["producer_try"]) for line in results(capsys, "partitions")[1]

@@ -15,6 +15,7 @@ from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption
 from airflow_ft_provider.stage_try.reuse import OutputReuse
+from ft_harness.journal_records import stored_events
 from ft_harness.partition_files import read_all, version_files, write_files
 from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, try_scope
 
@@ -77,7 +78,7 @@ def test_the_next_try_commits_the_killed_trys_output_without_spark(store, killed
         "try 1 finished its Spark work and was killed before its commit: output committed, Spark not started"
     )
     assert any(said in line for line in log.lines), log.lines
-    assert [e["kind"] for e in RecoveryJournal(store, RUN).events()] == ["adopted"]
+    assert [e["kind"] for e in stored_events(RecoveryJournal(store, RUN))] == ["adopted"]
 
 
 def test_changed_inputs_another_host_or_a_live_owner_mean_running_spark(store, killed_try, tmp_path):

@@ -15,8 +15,10 @@ from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions import PartitionNotFound, Producer, RunRef
 from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal_schema import event_from_json
 from airflow_ft_provider.stage_try.reuse import OutputReuse
 from airflow_ft_provider.stage_try.scope import TryScope
+from ft_harness.journal_records import stored_events
 from ft_harness.partition_files import version_files, write_files
 
 pytestmark = pytest.mark.s3
@@ -115,7 +117,7 @@ def test_unchanged_inputs_and_code_reuse_the_output_and_say_so(store, first_run)
     assert (current.producer.try_number, current.attempt_id) == (2, totals.attempt_id)
     said = "inputs identical to try 1's: output of try 1 reused, Spark not started"
     assert any(said in line for line in log.lines), log.lines
-    [event] = [e for e in RecoveryJournal(store, RUN).events() if e["kind"] == "reused"]
+    [event] = [e for e in stored_events(RecoveryJournal(store, RUN)) if e["kind"] == "reused"]
     assert (event["task"], event["try_number"], event["reason"]) == ("down", 2, said)
 
 
@@ -148,10 +150,14 @@ def test_a_manual_restart_recomputes_the_region_it_names_and_lets_its_consumers_
     journal = RecoveryJournal(store, RUN)
     later = totals.created_at + 1
     # restarting up's region reschedules down as a consumer: down may reuse
-    journal.record({"time": later, "kind": "manual", "task": "up", "regions": [["up"], ["down"]]})
+    journal.record(
+        event_from_json({"time": later, "kind": "manual", "task": "up", "regions": [["up"], ["down"]]})
+    )
     assert decision(store, stage, 2).try_reuse() is not None
     # restarting down's own region asks for down to be computed again
-    journal.record({"time": later + 1, "kind": "manual", "task": "down", "regions": [["down"]]})
+    journal.record(
+        event_from_json({"time": later + 1, "kind": "manual", "task": "down", "regions": [["down"]]})
+    )
     log = Log()
     assert decision(store, stage, 3, log=log).try_reuse() is None
     assert any("a manual restart named this region: running Spark" in line for line in log.lines)
@@ -178,7 +184,7 @@ def test_across_runs_copies_an_earlier_runs_output_only_when_asked(store, first_
     assert committed is not None and committed["totals"].reused_from_run == RUN.run_id
     said = f"inputs and code identical to run {RUN.run_id}'s: its output copied, Spark not started"
     assert any(said in line for line in log.lines), log.lines
-    [event] = [e for e in RecoveryJournal(store, NEXT_RUN).events() if e["kind"] == "reused"]
+    [event] = [e for e in stored_events(RecoveryJournal(store, NEXT_RUN)) if e["kind"] == "reused"]
     assert (event["task"], event["try_number"], event["reason"]) == ("down", 1, said)
     copied = store.manifest(NEXT_RUN.parse("totals"))
     assert copied.producer == Producer("down", -1, 1) and copied.attempt_id != totals.attempt_id

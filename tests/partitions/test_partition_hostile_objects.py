@@ -30,6 +30,8 @@ from airflow_ft_provider.partitions import (
 )
 from airflow_ft_provider.partitions.store import new_attempt_id
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.recovery.journal_schema import event_from_json
+from ft_harness.journal_records import stored_events
 from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
@@ -241,28 +243,32 @@ def test_one_bad_journal_event_does_not_break_the_history(store):
     #   2 good events (t=100, t=300) and bad ones planted between and around them
     journal = RecoveryJournal(store, RunRef("etl", RUN_ID))
     journal.record(
-        {
-            "time": 300.0,
-            "kind": "manual",
-            "task": "B",
-            "reason": "operator",
-            "regions": [["B"]],
-            "tasks": ["B"],
-            "cleared": ["B"],
-        }
+        event_from_json(
+            {
+                "time": 300.0,
+                "kind": "manual",
+                "task": "B",
+                "reason": "operator",
+                "regions": [["B"]],
+                "tasks": ["B"],
+                "cleared": ["B"],
+            }
+        )
     )
     journal.record(
-        {
-            "time": 100.0,
-            "kind": "failover",
-            "task": "A",
-            "restart": True,
-            "delay": 1.0,
-            "regions": [["A"]],
-            "tasks": ["A"],
-            "cleared": [],
-            "strategy_state": None,
-        }
+        event_from_json(
+            {
+                "time": 100.0,
+                "kind": "failover",
+                "task": "A",
+                "restart": True,
+                "delay": 1.0,
+                "regions": [["A"]],
+                "tasks": ["A"],
+                "cleared": [],
+                "strategy_state": None,
+            }
+        )
     )
     bad = {
         "deep": DEEP,
@@ -277,7 +283,7 @@ def test_one_bad_journal_event_does_not_break_the_history(store):
     for name, body in bad.items():
         put(store, f"{journal.events_prefix}20260101T000000-{name}.json", body)
 
-    events = journal.events()
+    events = stored_events(journal)
     assert [e["kind"] for e in events if e["kind"] != "invalid"] == ["failover", "manual"]
     invalid = [e for e in events if e["kind"] == "invalid"]
     assert sorted(e["key"].rsplit("-", 1)[-1].removesuffix(".json") for e in invalid) == sorted(

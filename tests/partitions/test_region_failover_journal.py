@@ -25,6 +25,7 @@ from airflow_ft_provider.recovery.gate import PENDING_CLEARS_WAIT, RECONCILE_RET
 from airflow_ft_provider.recovery.pending import UNFINISHED_GRACE, PendingRestart
 from airflow_ft_provider.recovery.run_recovery import RunRecovery
 from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
+from ft_harness.journal_records import stored_events
 
 pytestmark = pytest.mark.s3
 
@@ -86,7 +87,7 @@ def test_a_clear_that_ends_a_newer_try_than_listed_supersedes_that_try(seed002):
     assert state.superseded == {"B": 2, "D": 1}
     # B's next try (3) finds try 2 explained: no second, phantom "killed" failover is decided.
     assert failover.before_try("B", None, 3) == WaitUntil(1002.0)
-    assert [e["task"] for e in failover.journal.events()] == ["C"]
+    assert [e["task"] for e in stored_events(failover.journal)] == ["C"]
 
 
 def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
@@ -99,7 +100,7 @@ def test_an_unexplained_previous_failure_is_reconciled_once(seed002):
     # C's try 1 was killed before its policy ran: try 2 applies the failover, exactly once.
     assert failover.before_try("C", None, 2) == WaitUntil(1002.0)
     assert failover.before_try("C", None, 2) == WaitUntil(1002.0)
-    [event] = failover.journal.events()
+    [event] = stored_events(failover.journal)
     assert (event["task"], event["try_number"], event["regions"]) == ("C", 1, [["C"]])
     assert "process was killed" in event["cause"]
 
@@ -127,7 +128,7 @@ def test_tries_that_never_started_are_passed_over_to_the_killed_try_before_them(
     # try 1, once; before, the tries endpoint's 404 for try 3 failed try 4 too
     assert failover.before_try("C", None, 4) == WaitUntil(1002.0)
     assert api.asked == [3, 2, 1]
-    [event] = failover.journal.events()
+    [event] = stored_events(failover.journal)
     assert (event["task"], event["try_number"], event["regions"]) == ("C", 1, [["C"]])
     assert "process was killed" in event["cause"]
 
@@ -138,7 +139,7 @@ def test_tries_that_never_started_after_a_success_decide_nothing(seed002):
     api = NeverStartedApi(listing, first="success")  # then cleared by hand; tries 2 and 3 never ran
     failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
     assert failover.before_try("C", None, 3) == Proceed()
-    assert failover.journal.events() == []
+    assert stored_events(failover.journal) == []
 
 
 class OutageApi(ScriptedApi):
@@ -198,7 +199,7 @@ def test_a_restart_whose_clears_met_an_api_outage_is_finished_by_the_next_try(se
     assert failover.journal.load().pending == {}
     assert failover.before_try("D", None, 2) == Proceed()  # its restart time (1002) has passed
     assert api.clears == [[("B", -1), ("D", -1)], [("C", -1)]]  # nothing cleared twice
-    kinds = [(e["kind"], e["task"], e.get("cleared")) for e in failover.journal.events()]
+    kinds = [(e["kind"], e["task"], e.get("cleared")) for e in stored_events(failover.journal)]
     assert ("failover", "C", []) in kinds and ("reconciled", "C", ["B", "D"]) in kinds
 
 
@@ -212,10 +213,10 @@ def test_a_killed_try_found_during_an_api_outage_is_handled_once_the_api_answers
     )
     failover = RunRecovery(description, "r1", store, api=api, clock=ManualClock(1000.0))
     assert failover.before_try("C", None, 2).at == 1000.0 + RECONCILE_RETRY
-    assert failover.journal.events() == []  # nothing decided on a guess
+    assert stored_events(failover.journal) == []  # nothing decided on a guess
     api.restore()
     assert failover.before_try("C", None, 2) == WaitUntil(1002.0)
-    [event] = failover.journal.events()
+    [event] = stored_events(failover.journal)
     assert (event["task"], event["try_number"]) == ("C", 1)
 
 
@@ -400,7 +401,7 @@ def test_a_mapped_stage_named_without_an_index_restarts_the_regions_of_all_its_i
     assert failover.restart_regions("read") == ["read[0]", "read[1]", "sink[0]", "sink[1]"]
     assert api.clears[-1] == [("read", 0), ("read", 1), ("sink", 0), ("sink", 1)]
     # Both restarts are recorded at the same (manual) time: their order in the history is not defined.
-    events = failover.journal.events()
+    events = stored_events(failover.journal)
     assert sorted(e["task"] for e in events) == ["read", "read[1]"]
     event = next(e for e in events if e["task"] == "read")
     assert (event["task"], sorted(event["regions"])) == (
@@ -453,6 +454,6 @@ def test_a_failure_a_restart_cannot_heal_stops_the_rest_of_its_region_at_once(s3
     # its region's other tasks, not the next region's (report: upstream_failed by Airflow)
     assert api.failed == [([("combine", -1), ("shard", 1)], api.failed[0][1])]
     assert "shard[0] failed and a restart cannot heal it" in api.failed[0][1]
-    [event] = failover.journal.events()
+    [event] = stored_events(failover.journal)
     assert event["stopped"] == ["combine", "shard[1]"]
     assert event["reason"].endswith("stopped the rest of its region: combine, shard[1]")

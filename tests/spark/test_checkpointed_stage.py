@@ -27,6 +27,7 @@ from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.pipeline import FailoverPipeline
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.sink_log import committed_names
+from ft_harness.journal_records import stored_events
 from ft_harness.s3_server import REPO_ROOT
 from tests.spark.apps import checkpointed as apps
 
@@ -124,7 +125,7 @@ def run(dag, task_id, try_number, faults=(), *, expect="retry"):
 
 
 def history(dag):
-    return RecoveryJournal(dag.task_dict["squares"].store, RunRef("ft_checkpointed", RUN_ID)).events()
+    return stored_events(RecoveryJournal(dag.task_dict["squares"].store, RunRef("ft_checkpointed", RUN_ID)))
 
 
 def restores(dag):

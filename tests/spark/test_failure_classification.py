@@ -8,6 +8,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.journal_records import stored_events
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.airflow]
 
@@ -27,7 +28,7 @@ def test_code_bugs_fail_once_with_their_labels_and_a_flaky_stage_restarts(
     result = dag_test_home.run(dag_file, "ft_classified", None, env=env)
     store = S3PartitionStore(s3_bucket.client(), s3_bucket.url)
     journal = RecoveryJournal(store, RunRef("ft_classified", result.run_id))
-    decisions = {e["task"]: e for e in journal.events() if e.get("kind") == "failover"}
+    decisions = {e["task"]: e for e in stored_events(journal) if e.get("kind") == "failover"}
 
     for task in ("connect_bug", "submit_bug", "fail_fast", "bad_record", "submit_bad_record"):
         ti = result.task(task)

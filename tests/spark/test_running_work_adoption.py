@@ -26,6 +26,7 @@ from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption
 from airflow_ft_provider.stage_try.reuse import OutputReuse
+from ft_harness.journal_records import stored_events
 from ft_harness.partition_files import version_files, write_files
 from tests.partitions.test_finished_work_adoption import StateStore
 from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, try_scope
@@ -132,7 +133,7 @@ def test_the_next_try_waits_for_the_running_write_and_commits_it_once(store, spa
     assert "was still running when its worker died: waited" in said, said
     assert "no second computation started" in said
     assert time.monotonic() - started < 60
-    [event] = RecoveryJournal(store, RUN).events()
+    [event] = stored_events(RecoveryJournal(store, RUN))
     assert event["kind"] == "adopted" and event["try_number"] == 2
     assert not killed.workdir.exists() and RUNNING_KEY not in killed.state.values
     values = sorted(row["square"] for row in _rows(store, tmp_path))

@@ -9,6 +9,7 @@ from airflow_ft_provider.partitions import PartitionNotFound, RunRef, S3Partitio
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.journal_records import stored_events
 from tests.spark.apps.orders_data import daily_revenue, orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.airflow]
@@ -78,7 +79,7 @@ def test_failing_application_commits_nothing(pipelines, s3_bucket):
     run, store, _ = pipelines
     result = run("ft_failing_app")
     assert result.task("broken")["state"] == "failed"
-    events = RecoveryJournal(store, RunRef("ft_failing_app", result.run_id)).events()
+    events = stored_events(RecoveryJournal(store, RunRef("ft_failing_app", result.run_id)))
     assert [e["reason"] for e in events] == ["Recovery is suppressed by NoRestart()"]
     # the app failed, and its driver told why (spark/failure_report.py)
     assert events[0]["cause"] == (

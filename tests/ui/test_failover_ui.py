@@ -25,6 +25,7 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow_rest import try_numbers
+from ft_harness.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -118,7 +119,7 @@ def test_every_endpoint_refuses_requests_without_a_valid_login(web, live_airflow
         with httpx.Client(base_url=web.base_url, cookies={"_token": "forged"}) as cookie_client:
             assert cookie_client.request(method, path, **kwargs).status_code == 403, (method, path)
     assert tries(live_airflow, run_id) == before
-    assert [e["kind"] for e in journal.events()] == ["failover"]
+    assert [e["kind"] for e in stored_events(journal)] == ["failover"]
 
 
 def test_a_viewer_sees_the_run_but_cannot_restart_a_region(web, viewer, live_airflow, run_id, journal):
@@ -127,7 +128,7 @@ def test_a_viewer_sees_the_run_but_cannot_restart_a_region(web, viewer, live_air
     refused = web.post(f"/ft-failover/api/runs/{DAG}/{run_id}/restart", headers=viewer, json={"task": "B"})
     assert refused.status_code == 403, refused.text
     assert tries(live_airflow, run_id) == before
-    assert [e["kind"] for e in journal.events()] == ["failover"]
+    assert [e["kind"] for e in stored_events(journal)] == ["failover"]
 
 
 def test_the_run_data_shows_the_failover_partitions_and_budget(web, admin, run_id, s3_endpoint):
@@ -192,7 +193,7 @@ def test_bad_restart_requests_are_refused_and_change_nothing(web, admin, live_ai
     missing = web.get(f"/ft-failover/api/runs/{DAG}/no_such_run", headers=admin)
     assert missing.status_code == 404 and "has no run 'no_such_run'" in missing.text
     assert tries(live_airflow, run_id) == before
-    assert [e["kind"] for e in journal.events()] == ["failover"]
+    assert [e["kind"] for e in stored_events(journal)] == ["failover"]
 
 
 def test_a_cookie_authenticated_restart_from_another_site_is_refused(web, live_airflow, run_id, journal):
@@ -209,7 +210,7 @@ def test_a_cookie_authenticated_restart_from_another_site_is_refused(web, live_a
             )
         assert browser_like.get(f"/ft-failover/api/runs/{DAG}/{run_id}").status_code == 200  # reading is fine
     assert tries(live_airflow, run_id) == before
-    assert [e["kind"] for e in journal.events()] == ["failover"]
+    assert [e["kind"] for e in stored_events(journal)] == ["failover"]
 
 
 def test_a_store_xcom_written_through_the_rest_api_is_not_trusted(web, admin, live_airflow, run_id, journal):
@@ -238,7 +239,7 @@ def test_a_store_xcom_written_through_the_rest_api_is_not_trusted(web, admin, li
             assert web.patch(entry(task), headers=admin, json={"value": value}).status_code == 200
     assert web.get(f"/ft-failover/api/runs/{DAG}/{run_id}", headers=admin).status_code == 200
     assert tries(live_airflow, run_id) == before
-    assert [e["kind"] for e in journal.events()] == ["failover"]
+    assert [e["kind"] for e in stored_events(journal)] == ["failover"]
 
 
 def test_the_pages_may_be_framed_by_airflows_own_origin_only(web, admin, run_id):
@@ -357,7 +358,7 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
     final = live_airflow.client.wait_for_dag_run(DAG, run_id, timeout=900)
     assert final["state"] == "success", live_airflow.describe_run(DAG, run_id)
     assert tries(live_airflow, run_id) == {"A": 1, "B": 2, "C": 3, "D": 2}
-    manual = [e for e in journal.events() if e["kind"] == "manual"]
+    manual = [e for e in stored_events(journal) if e["kind"] == "manual"]
     assert [(e["task"], e["user"], e["tasks"], e["cleared"]) for e in manual] == [
         ("B", live_airflow.username, ["B", "C", "D"], ["B", "C", "D"])
     ]
@@ -379,7 +380,7 @@ def test_a_browser_logs_in_reads_the_page_and_restarts_a_region(
 
     # B, the region the restart named, was computed again; C and D read its new output, the same rows
     # as before, and reused their outputs (no Spark).
-    reused = [e for e in journal.events() if e["kind"] == "reused"]
+    reused = [e for e in stored_events(journal) if e["kind"] == "reused"]
     assert sorted((e["task"], e["try_number"]) for e in reused) == [("C", 3), ("D", 2)]
 
     # The page, reloaded, shows the manual restart next to the failover, then the reused tries.

@@ -40,6 +40,7 @@ from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.recovery import journal_schema
 from airflow_ft_provider.recovery.run_recovery import RunRecovery
+from ft_harness.journal_records import stored_events
 
 PASSWORD = "svc-password-5f0c1d"
 
@@ -406,7 +407,7 @@ def test_failover_looks_before_it_sends_a_lost_clear_again(seed002, fake_api, no
     assert fake_api.clears_applied == [["B", "D"]]
     sent = fake_api.requests.count(("POST", "/api/v2/dags/seed002/clearTaskInstances"))
     assert sent == (1 if applied else 2)
-    [event] = seed002.journal.events()
+    [event] = stored_events(seed002.journal)
     assert event["cleared"] == ["B", "D"]
 
 
@@ -427,7 +428,7 @@ def test_a_cause_is_recorded_with_the_secrets_airflow_masks(seed002):
     secret = "aws-secret-" + uuid.uuid4().hex
     mask_secret(secret)
     seed002.handle_failure("C", None, 1, RuntimeError(f"S3 said no to key {secret} (signature mismatch)"))
-    [event] = seed002.journal.events()
+    [event] = stored_events(seed002.journal)
     assert secret not in json.dumps(event) and "***" in event["cause"]
     assert secret not in journal_schema.encode(seed002.journal.load()).decode()
 

@@ -28,6 +28,8 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, RecoveryJournal
+from airflow_ft_provider.recovery.journal_schema import event_from_json
+from ft_harness.journal_records import stored_events
 
 pytestmark = [pytest.mark.s3, pytest.mark.airflow]
 
@@ -317,7 +319,7 @@ def test_a_restart_clears_as_the_caller_and_the_audit_log_names_them(airflow, we
     assert {t for t in after if after[t][1] != before[t][1]} == {"B", "C", "D"}  # each cleared once
     assert after["D"][0] == "restarting" and after["A"] == before["A"]
     assert airflow.audit(DAG, run_id) == [("ft_restart_region", "ada")]
-    [event] = RecoveryJournal(airflow.store, RunRef(DAG, run_id)).events()
+    [event] = stored_events(RecoveryJournal(airflow.store, RunRef(DAG, run_id)))
     assert (event["kind"], event["user"], event["cleared"]) == ("manual", "ada", ["B", "C", "D"])
 
 
@@ -439,7 +441,7 @@ def test_an_xcom_that_points_elsewhere_is_not_used(airflow, web, pointer, privil
     for response in (web.get(f"/api/runs/{DAG}/{run_id}", headers=ada), restart(web, run_id, headers=ada)):
         assert response.status_code == 409, response.text
     assert airflow.tries(DAG, run_id) == before
-    assert RecoveryJournal(airflow.store, RunRef(DAG, run_id)).events() == []
+    assert stored_events(RecoveryJournal(airflow.store, RunRef(DAG, run_id))) == []
     assert privileged_endpoint.requests == []  # no request signed with the connection the XCom named
 
 
@@ -558,20 +560,22 @@ def test_causes_are_shown_masked_and_as_data(airflow, web):
     run_id = airflow.run()
     journal = RecoveryJournal(airflow.store, RunRef(DAG, run_id))
     journal.record(
-        {
-            "time": 1.0,
-            "kind": "failover",
-            "task": "C",
-            "try_number": 1,
-            "restart": True,
-            "cause": f"RuntimeError: {HOSTILE} token={secret}",
-            "regions": [["C"]],
-            "tasks": ["C"],
-            "cleared": [],
-            "delay": 2.0,
-            "reason": "restart",
-            "strategy": "FixedDelay",
-        }
+        event_from_json(
+            {
+                "time": 1.0,
+                "kind": "failover",
+                "task": "C",
+                "try_number": 1,
+                "restart": True,
+                "cause": f"RuntimeError: {HOSTILE} token={secret}",
+                "regions": [["C"]],
+                "tasks": ["C"],
+                "cleared": [],
+                "delay": 2.0,
+                "reason": "restart",
+                "strategy": "FixedDelay",
+            }
+        )
     )
     mask_secret(secret)  # as the API server's masker knows a connection's password once it has read it
     response = web.get(f"/api/runs/{DAG}/{run_id}", headers=bearer(airflow.token("ada")))
@@ -623,7 +627,7 @@ def test_a_damaged_recovery_state_is_shown_and_blocks_restarts(airflow, web, dam
     assert refused.status_code == 409, refused.text
     assert "restart refused, nothing was cleared" in refused.text and "is damaged" in refused.text
     assert airflow.tries(DAG, run_id) == before
-    assert journal.events() == []
+    assert stored_events(journal) == []
     assert airflow.store.json_objects.get_bytes(journal.state_key).value == DAMAGED_STATES[damage]
 
 

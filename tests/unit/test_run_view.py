@@ -9,7 +9,7 @@ from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.manifest import FileEntry, Manifest, Producer
 from airflow_ft_provider.partitions.store import AvailabilityReport, UnavailablePartition
 from airflow_ft_provider.plugins.run_view import build_run_view
-from airflow_ft_provider.recovery.journal_schema import decision_fields
+from airflow_ft_provider.recovery.journal_schema import decision_fields, event_from_json
 from airflow_ft_provider.recovery.wording import decision_reason
 
 FIXED = {
@@ -89,7 +89,13 @@ def test_view_of_a_run_with_one_failover():
         {"task_id": "audit", "map_index": -1, "state": "success", "try_number": 1},
     ]
     view = build_run_view(
-        description, "r1", task_instances=instances, state=state, events=events, report=report, clock=clock
+        description,
+        "r1",
+        task_instances=instances,
+        state=state,
+        events=[event_from_json(e) for e in events],
+        report=report,
+        clock=clock,
     )
 
     assert [r["tasks"] for r in view["regions"]] == [["audit"], ["enrich", "score"], ["extract"], ["report"]]
@@ -162,7 +168,12 @@ def test_a_missing_manifest_after_success_is_lost_and_an_unreadable_store_is_sai
 def view_of(events):
     """The page's data for run r1 of the test pipeline with nothing but ``events`` known."""
     return build_run_view(
-        pipeline(), "r1", task_instances=[], state=FailoverState(), report=None, events=events
+        pipeline(),
+        "r1",
+        task_instances=[],
+        state=FailoverState(),
+        report=None,
+        events=[event_from_json(e) for e in events],
     )
 
 

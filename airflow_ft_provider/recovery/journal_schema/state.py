@@ -23,6 +23,7 @@ from typing import TypeVar
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision, TryKey
 from airflow_ft_provider.failover.restart_strategies import StrategyState
+from airflow_ft_provider.recovery.journal_schema.events import failover_event
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
 from airflow_ft_provider.safe_json import InvalidJson, is_finite_number, load_json
 
@@ -33,24 +34,18 @@ V = TypeVar("V")
 
 # -- writing ----------------------------------------------------------------------------------------
 def decision_fields(decision: FailoverDecision) -> dict[str, object]:
-    """A decision as JSON (an unrecoverable one with no regions, no delay and its time)."""
-    plan = decision.plan
-    return {
-        "failed_task": decision.failed_task,
-        "try_number": decision.try_number,
-        "restart": decision.restart,
-        "delay": plan.delay if plan else 0.0,
-        "restart_at": plan.restart_at if plan else decision.decided_at,
-        "regions": [sorted(r) for r in plan.regions] if plan else [],
-        "tasks": sorted(plan.tasks) if plan else [],
-        "unavailable": list(decision.unavailable),
-        "new_attempt": decision.new_attempt,
-        "strategy": decision.strategy,
-        "scope": decision.scope,
-        "cause": decision.cause,
-        **({"labels": decision.labels.to_dict()} if decision.labels else {}),
-        **({"backoff": plan.backoff} if plan and plan.backoff else {}),
-    }
+    """A decision as JSON (an unrecoverable one with no regions, no delay and its time): the decision's
+    fields of its history event, so that the state and the history record a decision alike."""
+    stored = failover_event(
+        decision, time=0.0, task="", reason="", cleared=[], stopped=[], strategy_state=None
+    ).to_json()
+    return {name: value for name, value in stored.items() if name in DECISION_FIELDS}
+
+
+DECISION_FIELDS = frozenset(
+    {"failed_task", "try_number", "restart", "delay", "restart_at", "regions", "tasks", "unavailable"}
+    | {"new_attempt", "strategy", "scope", "cause", "labels", "backoff"}
+)
 
 
 def encode(state: RunState) -> bytes:
