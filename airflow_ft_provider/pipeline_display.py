@@ -20,7 +20,7 @@ def declare_assets(
     store_url: str,
     aws_conn_id: str,
     stages: Iterable[StageDeclaration],
-    tasks_by_id: dict[str, Any],
+    tasks_by_id: dict[str, object],
 ) -> None:
     """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled
     on them."""
@@ -46,7 +46,7 @@ def declare_assets(
 
 
 def group_regions(
-    dag: Any, graph: StageGraph, regions: Iterable[Collection[str]], tasks_by_id: dict[str, Any]
+    dag: Any, graph: StageGraph, regions: Iterable[Collection[str]], tasks_by_id: dict[str, object]
 ) -> dict[str, TaskGroup]:
     """One TaskGroup per multi-stage region. A region of map indexes (pointwise pipelines) is
     shown at stage level: the group holds every stage any of whose tasks share a region."""

@@ -106,7 +106,7 @@ def list_partitions(
     return lines
 
 
-def as_json(line: PartitionLine) -> dict[str, Any]:
+def as_json(line: PartitionLine) -> dict[str, object]:
     return asdict(line)
 
 
@@ -127,7 +127,7 @@ def _plain(value: Any) -> Any:
     return value
 
 
-def partition_rows(table: Any, limit: int | None) -> Iterator[dict[str, Any]]:
+def partition_rows(table: Any, limit: int | None) -> Iterator[dict[str, object]]:
     """The rows of a partition's table (pyarrow), at most ``limit`` (None: all), as JSON-ready dicts."""
     rows = table if limit is None else table.slice(0, limit)
     for row in rows.to_pylist():

@@ -85,7 +85,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, object]:
     doc = dict(pairs)
     if len(doc) != len(pairs):
         seen: set[str] = set()

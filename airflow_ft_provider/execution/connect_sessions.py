@@ -15,7 +15,6 @@ from __future__ import annotations
 import reprlib
 import uuid
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_ft_provider.execution.task_state import TaskStateStore, read_record
 
@@ -34,7 +33,7 @@ class TrySession:
     def new(cls, server: str, try_number: int) -> TrySession:
         return cls(server, str(uuid.uuid4()), try_number)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {"server": self.server, "session_id": self.session_id, "try_number": self.try_number}
 
     @classmethod

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import reprlib
 from dataclasses import dataclass
-from typing import Any
 
 from airflow_ft_provider.execution.task_state import (
     TaskStateStore,
@@ -47,7 +46,7 @@ class FinishedWork:
     lineage: str | None
     outputs: dict[str, FinishedOutput]  # result -> where it is
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "try_number": self.try_number,
             "host": self.host,
@@ -90,7 +89,7 @@ class FinishedWork:
         )
 
 
-def lineage_and_inputs(doc: dict[str, Any]) -> tuple[str | None, dict[str, str]]:
+def lineage_and_inputs(doc: dict[str, object]) -> tuple[str | None, dict[str, str]]:
     """A record's ``lineage`` and ``inputs`` (partition id -> attempt id read), validated."""
     lineage = as_optional_text(doc.get("lineage"), "lineage")
     if lineage is not None and not LINEAGE.match(lineage):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import os
 import reprlib
 from dataclasses import dataclass, field
-from typing import Any
 
 from airflow_ft_provider.execution.connect_sessions import TrySession
 from airflow_ft_provider.execution.finished_work import lineage_and_inputs
@@ -46,7 +45,7 @@ class RunningWork:
     def try_number(self) -> int:
         return self.session.try_number
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "session": self.session.to_json(),
             "host": self.host,

@@ -114,7 +114,7 @@ class SubmitBackend:
         shows, nor on the command line the hook logs); the driver hands them to the executors."""
         stage = self.stage
         extra = dict(stage.spark_submit_kwargs)
-        py_files = ",".join(filter(None, [runtime_zip(self.workdir), extra.pop("py_files", None)]))
+        py_files = ",".join(filter(None, [runtime_zip(self.workdir), str(extra.pop("py_files", "") or "")]))
         env = {
             # spark-submit and the driver's Python come from this worker's environment unless set.
             "PATH": os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", ""),

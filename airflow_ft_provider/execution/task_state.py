@@ -45,7 +45,7 @@ def read_record(
 
 
 # Fields of a record read back, checked (ValueError says which and what it held).
-def as_object(value: object, what: str) -> dict[str, Any]:
+def as_object(value: object, what: str) -> dict[str, object]:
     if not isinstance(value, dict):
         raise ValueError(f"{what} must be an object, got {reprlib.repr(value)}")
     return value

@@ -45,7 +45,7 @@ __all__ = ["ALLOW_KEY", "FAULTS_KEY", "NO_FAULTS", "NoFaults", "TryFaults", "fau
 
 
 def faults_for(
-    context: Mapping[str, Any],
+    context: Mapping[str, object],
     core_task: str,
     *,
     graph: StageGraph,

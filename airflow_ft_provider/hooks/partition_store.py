@@ -72,7 +72,7 @@ class PartitionStoreHook(AwsBaseHook):
         connection that is missing or of the wrong type is a clear error first."""
         from airflow.sdk.exceptions import AirflowNotFoundException
 
-        fields: dict[str, Any] = {"region": self._region_name}
+        fields: dict[str, object] = {"region": self._region_name}
         if self.aws_conn_id:
             try:
                 conn = self.get_connection(self.aws_conn_id)

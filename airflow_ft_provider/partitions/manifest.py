@@ -192,7 +192,7 @@ def _format_time(seconds: float) -> str:
     return dt.datetime.fromtimestamp(seconds, dt.timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _typed(doc: dict[str, Any], key: str, kind: type | tuple[type, ...], *, nullable: bool = False) -> Any:
+def _typed(doc: dict[str, object], key: str, kind: type | tuple[type, ...], *, nullable: bool = False) -> Any:
     if key not in doc:
         raise ValueError(f"{key!r} is missing")
     value = doc[key]
@@ -285,7 +285,7 @@ def _parse(doc: Any) -> Manifest:
     )
 
 
-def _optional_str(doc: dict[str, Any], key: str) -> str | None:
+def _optional_str(doc: dict[str, object], key: str) -> str | None:
     """A key manifests written before it existed lack (None), else a string."""
     return _typed(doc, key, str, nullable=True) if key in doc else None
 

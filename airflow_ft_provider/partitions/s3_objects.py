@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-StepHook = Callable[[str, Mapping[str, Any]], None]
+StepHook = Callable[[str, Mapping[str, object]], None]
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,6 @@ instance (opening the page at that task's region).
 
 from __future__ import annotations
 
-from typing import Any
-
 from airflow.plugins_manager import AirflowPlugin
 
 from airflow_ft_provider.operators.spark_stage import FAILOVER_UI_PREFIX
@@ -51,7 +49,7 @@ class FailoverUiPlugin(AirflowPlugin):
     ]
 
     @property
-    def fastapi_apps(self) -> list[dict[str, Any]]:  # type: ignore[override]
+    def fastapi_apps(self) -> list[dict[str, object]]:  # type: ignore[override]
         # Built on first use, in the API server only: other components never import FastAPI routes.
         from airflow_ft_provider.plugins.app import app
 

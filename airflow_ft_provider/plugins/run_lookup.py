@@ -114,7 +114,7 @@ def verified_recovery(session: Session, run: DagRun, *, api: TaskInstanceApi | N
         ) from None
 
 
-def task_instance_rows(session: Session, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+def task_instance_rows(session: Session, dag_id: str, run_id: str) -> list[dict[str, object]]:
     from airflow.models.taskinstance import TaskInstance as TI
 
     rows = session.execute(

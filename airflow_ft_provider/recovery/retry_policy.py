@@ -46,11 +46,11 @@ class FailoverRetryPolicy(RetryPolicy):
         delay = min(decision.delay, representable(now + decision.delay) - now)
         return RetryDecision.retry(delay=timedelta(seconds=delay), reason=decision_reason(decision))
 
-    def serialize(self) -> dict[str, Any]:
+    def serialize(self) -> dict[str, object]:
         return {}
 
     @classmethod
-    def deserialize(cls, data: dict[str, Any]) -> FailoverRetryPolicy:
+    def deserialize(cls, data: dict[str, object]) -> FailoverRetryPolicy:
         return cls()
 
 

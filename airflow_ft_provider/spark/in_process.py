@@ -4,7 +4,7 @@ Airflow worker calls), as the stage's ``StageIO`` records what it wrote for the 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from .spec import StageSpec, StoreCredentials
@@ -18,5 +18,5 @@ class InProcessStage:
     fail_before_write: bool = False
     rows: dict[str, int] = field(default_factory=dict)
     contents: dict[str, str | None] = field(default_factory=dict)  # each output's row checksum, if any
-    streams: dict[str, dict[str, Any]] = field(default_factory=dict)  # a checkpointed output's progress
+    streams: dict[str, dict[str, object]] = field(default_factory=dict)  # a checkpointed output's progress
     credentials: StoreCredentials | None = field(default=None, repr=False)  # for the executors (if any)

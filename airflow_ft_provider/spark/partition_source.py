@@ -83,7 +83,7 @@ def s3_filesystem(options: Mapping[str, str], credentials: StoreCredentials | No
     from pyarrow.fs import S3FileSystem
 
     endpoint = options.get("endpoint") or None
-    kwargs: dict[str, Any] = {"region": options.get("region") or "us-east-1"}
+    kwargs: dict[str, object] = {"region": options.get("region") or "us-east-1"}
     if endpoint:
         scheme, _, host = endpoint.partition("://")
         kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")

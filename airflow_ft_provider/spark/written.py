@@ -74,7 +74,7 @@ def _count(value: object) -> TypeGuard[int]:
     return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
-def write_local_marker(spark: Any, path: str, content: dict[str, Any]) -> None:
+def write_local_marker(spark: Any, path: str, content: dict[str, object]) -> None:
     """``content`` as JSON at ``path``, through Hadoop's FileSystem in the driver, so one code path
     serves every file system Spark's driver reaches (``file://`` staging, ``s3a://``)."""
     jvm: Any = spark.sparkContext._jvm
