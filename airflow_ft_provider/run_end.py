@@ -24,12 +24,14 @@ from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.durations import format_duration
 
 if TYPE_CHECKING:
+    from airflow.sdk import Context
+
     from airflow_ft_provider.partitions.sweep import RunStates
 
 log = logging.getLogger(__name__)
 
 
-def ended_at(context: Any) -> float:
+def ended_at(context: Context) -> float:
     """When the run ended, as the scheduler recorded it (now, if the context does not say)."""
     end_date = getattr(context.get("dag_run"), "end_date", None)
     return end_date.timestamp() if end_date is not None else time.time()
@@ -42,7 +44,7 @@ class RunEnd:
         self.pipeline = pipeline
         self.succeeded = succeeded
 
-    def __call__(self, context: Any) -> None:
+    def __call__(self, context: Context) -> None:
         from airflow_ft_provider.hooks.partition_store import pipeline_store, sweep_limits
         from airflow_ft_provider.partitions import RunRef
         from airflow_ft_provider.partitions.pipelined import PipelinedPartitions

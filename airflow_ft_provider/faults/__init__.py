@@ -25,7 +25,6 @@ This package is the seam a stage try calls (``faults_for``): a try whose run ask
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from airflow_ft_provider.faults.request import (
@@ -38,6 +37,8 @@ from airflow_ft_provider.faults.request import (
 )
 
 if TYPE_CHECKING:
+    from airflow.sdk import Context
+
     from airflow_ft_provider.failover.graph import StageGraph
     from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 
@@ -45,7 +46,7 @@ __all__ = ["ALLOW_KEY", "FAULTS_KEY", "NO_FAULTS", "NoFaults", "TryFaults", "fau
 
 
 def faults_for(
-    context: Mapping[str, object],
+    context: Context,
     core_task: str,
     *,
     graph: StageGraph,

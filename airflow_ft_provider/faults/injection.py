@@ -7,10 +7,16 @@ import os
 import signal
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_ft_provider.faults.request import ALLOW_KEY, FAULTS_KEY, MODES, NoFaults, requested_faults
 from airflow_ft_provider.spark.failure_report import InjectedFailure  # stdlib: the driver raises it too
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_ft_provider.failover.graph import StageGraph
+    from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 
 
 @dataclass(frozen=True)
@@ -87,7 +93,14 @@ class FaultInjector:
     """The faults one try of one task was asked for, at the two points a stage try offers."""
 
     def __init__(
-        self, faults: list[Fault], *, task: str, try_number: int, store: Any, run: Any, log: Any
+        self,
+        faults: list[Fault],
+        *,
+        task: str,
+        try_number: int,
+        store: S3PartitionStore,
+        run: RunRef,
+        log: Any,
     ) -> None:
         self.faults = [f for f in faults if try_number <= f.times]
         self.task = task
@@ -121,7 +134,13 @@ class FaultInjector:
 
 
 def injector_for(
-    context: Any, core_task: str, *, graph: Any, store: Any, run: Any, log: Any
+    context: Context,
+    core_task: str,
+    *,
+    graph: StageGraph,
+    store: S3PartitionStore,
+    run: RunRef,
+    log: Any,
 ) -> NoFaults | FaultInjector:
     """The faults this try must inject: none unless the run asks for them and the deployment allows it.
     Where it does, an invalid ``ft_faults`` fails the try without a retry (AirflowFailException): the
@@ -152,7 +171,7 @@ def injector_for(
 
 
 def delete_partitions(
-    store: Any, run: Any, partition_ids: tuple[str, ...], log: Any, *, truncate: bool = False
+    store: S3PartitionStore, run: RunRef, partition_ids: tuple[str, ...], log: Any, *, truncate: bool = False
 ) -> None:
     """Lose (or cut in half) one data object of each partition, and this worker's cached copy of it; the
     manifest stays, so the partition is corrupt rather than missing, and readers must notice."""

@@ -3,8 +3,10 @@ in ``faults/__init__.py`` and the implementation in ``faults/injection.py``)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 FAULTS_KEY = "ft_faults"
 ALLOW_KEY = "allow_fault_injection"
@@ -41,7 +43,7 @@ class NoFaults:
 NO_FAULTS = NoFaults()
 
 
-def requested_faults(context: Mapping[str, Any]) -> object:
+def requested_faults(context: Context) -> object:
     """What the run's conf (or the DAG's params) asks for under ``ft_faults``."""
     conf = (context.get("dag_run") and context["dag_run"].conf) or {}
     return conf.get(FAULTS_KEY, (context.get("params") or {}).get(FAULTS_KEY, []))

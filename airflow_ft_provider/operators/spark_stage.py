@@ -18,6 +18,7 @@ from airflow_ft_provider.model.reuse_scope import ReuseScope
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from airflow.sdk import Context
     from airflow.sdk.types import TaskInstanceKey
 
     from airflow_ft_provider.execution.contracts import Killable
@@ -206,7 +207,7 @@ class SparkStageOperator(BaseOperator):
         return SparkSubmitHook(**kwargs)
 
     # -- execution ----------------------------------------------------------------------------------
-    def execute(self, context: Any, event: Any = None) -> dict[str, Any]:
+    def execute(self, context: Context, event: object = None) -> dict[str, Any]:
         # Imported here: a DAG parse needs none of a try's machinery (bench/bench_parse_cost.py).
         from airflow.sdk.exceptions import AirflowFailException
 
@@ -264,7 +265,7 @@ class SparkStageOperator(BaseOperator):
             )
         return path
 
-    def _wait_for_restart_time(self, context: Any, map_index: int | None, *, resumed: bool) -> None:
+    def _wait_for_restart_time(self, context: Context, map_index: int | None, *, resumed: bool) -> None:
         """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
         from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY
         from airflow_ft_provider.recovery.run_recovery import RunRecovery

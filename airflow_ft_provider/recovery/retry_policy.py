@@ -7,13 +7,16 @@ from __future__ import annotations
 import logging
 import time
 from datetime import timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import RetryDecision, RetryPolicy
 
 from airflow_ft_provider.failover.classification import FailureKind, FailureLabels
 from airflow_ft_provider.failover.durations import representable
 from airflow_ft_provider.recovery.layered_restarts import unrecorded_retry
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +57,7 @@ class FailoverRetryPolicy(RetryPolicy):
         return cls()
 
 
-def stage_labels(context: Any, task_id: str, failure: BaseException) -> FailureLabels | None:
+def stage_labels(context: Context, task_id: str, failure: BaseException) -> FailureLabels | None:
     """The failure's classification with its stage's rules (the pipeline this worker parsed); None,
     and the failure counts as recoverable, when the rules cannot be applied."""
     from airflow_ft_provider.model.parsed import attached
@@ -67,7 +70,7 @@ def stage_labels(context: Any, task_id: str, failure: BaseException) -> FailureL
         return None
 
 
-def record_failure_without_retry(context: Any, failure: BaseException) -> None:
+def record_failure_without_retry(context: Context, failure: BaseException) -> None:
     """Airflow fails a try that raised ``AirflowFailException`` without asking the retry policy: its
     decision (not recoverable, no restart) is recorded here, so the failover page and ``history`` say
     why the run stopped."""
