@@ -26,6 +26,7 @@ from airflow_ft_provider.partitions.cache import DEFAULT_MAX_BYTES as DEFAULT_CA
 from airflow_ft_provider.partitions.cache import LocalPartitionCache
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
+from airflow_ft_provider.partitions.s3_client import S3Client
 from airflow_ft_provider.partitions.s3_models import share_loader
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION, S3PartitionStore
 from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SWEEP_MAX_RELEASES, SweepLimits
@@ -101,7 +102,7 @@ class PartitionStoreHook(AwsBaseHook):
                 )
         return hashlib.sha256(json.dumps(fields, sort_keys=True, default=repr).encode()).hexdigest()
 
-    def get_client(self) -> Any:
+    def get_client(self) -> S3Client:
         """A boto3 S3 client for the connection (``AwsBaseHook``'s session: assumed roles refresh
         themselves), shared within this process by every store on the same connection settings: a task
         try opens several stores. boto3 clients are thread-safe; a forked process makes its own
@@ -130,7 +131,7 @@ class PartitionStoreHook(AwsBaseHook):
         return client
 
     @cached_property
-    def client(self) -> Any:
+    def client(self) -> S3Client:
         return self.get_client()
 
     def get_store(self, **kwargs: Any) -> S3PartitionStore:

@@ -25,6 +25,7 @@ from urllib.parse import urlsplit
 
 from ..safe_json import InvalidJson, load_json
 from .errors import DEFAULT_CREDENTIALS, MISSING_CODES, PartitionStoreError, error_code, s3_errors
+from .s3_client import S3Client
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +64,7 @@ class ConditionalJsonStore:
 
     def __init__(
         self,
-        client: Any,
+        client: S3Client,
         bucket: str,
         *,
         max_bytes: int = MAX_OBJECT_BYTES,
@@ -237,7 +238,7 @@ _NOT_IMPLEMENTED = frozenset({"NotImplemented", "501"})
 
 
 def require_conditional_writes(
-    client: Any,
+    client: S3Client,
     bucket: str,
     prefix: str = "",
     *,
@@ -283,7 +284,7 @@ def require_conditional_writes(
         )
 
 
-def _probe(client: Any, bucket: str, prefix: str, credentials: str) -> str | None:
+def _probe(client: S3Client, bucket: str, prefix: str, credentials: str) -> str | None:
     """Create, create again, replace with a stale ETag, replace with the right one; then delete.
     The second and third PUT must answer 412 Precondition Failed, the others succeed."""
     from botocore.exceptions import ClientError
@@ -338,7 +339,7 @@ def _probe(client: Any, bucket: str, prefix: str, credentials: str) -> str | Non
     return "; ".join(problems) or None
 
 
-def _endpoint(client: Any) -> str:
+def _endpoint(client: S3Client) -> str:
     """The client's endpoint URL without any user info (for the cache key and messages)."""
     url = str(getattr(getattr(client, "meta", None), "endpoint_url", None) or f"client-{id(client)}")
     parts = urlsplit(url)

@@ -13,9 +13,9 @@ from __future__ import annotations
 import threading
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any
 
 from .manifest import Manifest
+from .s3_client import S3Client
 
 DEFAULT_ENTRIES = 20_000  # a few KB each: tens of MB at most, in the API server
 
@@ -27,7 +27,7 @@ class ManifestKey:
     etag: str
 
 
-def store_name(client: Any, bucket: str) -> str:
+def store_name(client: S3Client, bucket: str) -> str:
     """What tells two stores apart: the endpoint the client talks to, and the bucket."""
     return f"{getattr(getattr(client, 'meta', None), 'endpoint_url', '')}/{bucket}"
 

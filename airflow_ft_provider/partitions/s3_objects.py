@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from ..failover.clock import Clock
 from .cache import LocalPartitionCache
@@ -32,6 +32,7 @@ from .errors import (
 from .manifest import MAX_MANIFEST_BYTES, InvalidManifest, Manifest
 from .manifest_cache import MANIFESTS, ManifestKey, store_name
 from .naming import MANIFEST_NAME, PartitionRef, RunRef, StoreLayout
+from .s3_client import ClientFactory, ClientOrFactory, S3Client
 
 if TYPE_CHECKING:
     from boto3.s3.transfer import TransferConfig
@@ -73,7 +74,7 @@ class StoreObjects:
 
     def __init__(
         self,
-        client: Any,
+        client: ClientOrFactory,
         layout: StoreLayout,
         *,
         cache: LocalPartitionCache | None,
@@ -100,7 +101,7 @@ class StoreObjects:
         self.transfer_config = transfer_config
         self.max_workers = max_workers
         self._client_or_factory = client
-        self._client: Any = None
+        self._client: S3Client | None = None
         self._client_lock = threading.Lock()
         self._clock = clock
         self._on_step = on_step
@@ -110,11 +111,11 @@ class StoreObjects:
         return self.layout.bucket
 
     @property
-    def client(self) -> Any:
+    def client(self) -> S3Client:
         with self._client_lock:
             if self._client is None:
                 c = self._client_or_factory
-                self._client = c if hasattr(c, "put_object") else c()
+                self._client = cast(S3Client, c) if hasattr(c, "put_object") else cast(ClientFactory, c)()
             return self._client
 
     @property

@@ -16,7 +16,7 @@ their operations under its own name, so a caller needs only the store.
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from ..failover.clock import Clock, SystemClock
 from .availability import AvailabilityReport, PartitionAvailability, UnavailablePartition
@@ -30,6 +30,7 @@ from .manifest import DEFAULT_CHECKSUM, check_algorithm
 from .naming import StoreLayout
 from .retention import PartitionRetention
 from .reuse import PartitionReuse
+from .s3_client import ClientOrFactory, S3Client
 from .s3_objects import StepHook, StoreObjects
 from .sweep import (
     ALREADY_RELEASED,
@@ -74,7 +75,7 @@ class S3PartitionStore:
 
     def __init__(
         self,
-        client: Any,
+        client: ClientOrFactory,
         url: str,
         *,
         cache: LocalPartitionCache | str | os.PathLike[str] | None = None,
@@ -165,7 +166,7 @@ class S3PartitionStore:
         return self.objects.bucket
 
     @property
-    def client(self) -> Any:
+    def client(self) -> S3Client:
         return self.objects.client
 
     @property

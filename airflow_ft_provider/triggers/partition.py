@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_ft_provider.partitions.errors import PartitionStoreError
+
+if TYPE_CHECKING:
+    from airflow_ft_provider.partitions import S3PartitionStore
 
 
 def describe_unavailable(unavailable: Mapping[str, Any]) -> dict[str, str]:
@@ -83,7 +86,7 @@ class PartitionTrigger(BaseTrigger):
             },
         )
 
-    def _store(self) -> Any:
+    def _store(self) -> S3PartitionStore:
         # Blocking: reads the connection (through the SDK's comms from this worker thread) and config.
         from airflow_ft_provider.hooks.partition_store import PartitionStoreHook
 
