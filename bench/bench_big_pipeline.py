@@ -2,7 +2,7 @@
 
     python bench/bench_big_pipeline.py [--sizes 1,10,100,300] [--skip-big]
 
-Starts the reference deployment (ft_harness/deployment.py: CeleryExecutor with two workers and two
+Starts the reference deployment (ft_harness/airflow/deployment.py: CeleryExecutor with two workers and two
 schedulers, PostgreSQL, Redis, a Spark standalone cluster with a Spark Connect server, S3 over HTTP)
 with the DAGs of bench/big/ft_big_pipeline.py, then:
 
@@ -40,7 +40,7 @@ sys.path.insert(0, str(REPO))
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
-from ft_harness.deployment import ReferenceDeployment  # noqa: E402
+from ft_harness.airflow.deployment import ReferenceDeployment  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "big_pipeline.json"
 DAGS = REPO / "bench" / "big"

@@ -31,8 +31,8 @@ sys.path.insert(0, str(REPO))
 
 from airflow_ft_provider.partitions import S3PartitionStore  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
-from ft_harness.chaos import make_plan, run_plans  # noqa: E402
-from ft_harness.live_airflow import EXAMPLE_DAGS_DIR  # noqa: E402
+from ft_harness.airflow.live_airflow import EXAMPLE_DAGS_DIR  # noqa: E402
+from ft_harness.chaos.chaos import make_plan, run_plans  # noqa: E402
 
 
 def bucket_size(client, bucket: str) -> tuple[int, int]:

@@ -2,7 +2,7 @@
 
     python bench/bench_chaos.py --runs 12 --seed 7 [--concurrency 3] [--persistent 0.25] [--server-loss 0.25]
 
-Faults per run (ft_harness/chaos.py): 1-3 of exceptions before or inside Spark, SIGKILL of the task
+Faults per run (ft_harness/chaos/chaos.py): 1-3 of exceptions before or inside Spark, SIGKILL of the task
 process, deleted or truncated partition objects, and S3 cut off for a few seconds (a pausable proxy in
 front of the moto server); with --persistent p, a run also gets, with probability p, a stage that fails
 on every try (the restart strategy must give up: suppressed, never recovered); stages run on a Spark
@@ -26,11 +26,11 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from airflow_ft_provider.partitions import S3PartitionStore  # noqa: E402
-from ft_harness.chaos import count, make_plan, run_plans  # noqa: E402
-from ft_harness.live_airflow import EXAMPLE_DAGS_DIR, LiveAirflow, pipeline_environment  # noqa: E402
-from ft_harness.s3_server import start_moto_server, stop_moto_server  # noqa: E402
-from ft_harness.spark_connect import SparkConnectServer  # noqa: E402
-from ft_harness.tcp_proxy import PausableProxy  # noqa: E402
+from ft_harness.airflow.live_airflow import EXAMPLE_DAGS_DIR, LiveAirflow, pipeline_environment  # noqa: E402
+from ft_harness.chaos.chaos import count, make_plan, run_plans  # noqa: E402
+from ft_harness.services.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from ft_harness.services.spark_connect import SparkConnectServer  # noqa: E402
+from ft_harness.services.tcp_proxy import PausableProxy  # noqa: E402
 
 
 def main() -> None:

@@ -38,8 +38,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ft_harness.s3_server import start_moto_server, stop_moto_server  # noqa: E402
-from ft_harness.spark_connect import SparkConnectServer  # noqa: E402
+from ft_harness.services.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from ft_harness.services.spark_connect import SparkConnectServer  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "checkpointed_stage.json"
 FILES = 40

@@ -129,9 +129,9 @@ def main() -> None:
 
     stages.ROWS = args.rows
 
-    from ft_harness.s3_server import start_moto_server
-    from ft_harness.spark_connect import SparkConnectServer
-    from ft_harness.tcp_proxy import PausableProxy
+    from ft_harness.services.s3_server import start_moto_server
+    from ft_harness.services.spark_connect import SparkConnectServer
+    from ft_harness.services.tcp_proxy import PausableProxy
 
     endpoint = start_moto_server()
     bucket = "ft-bench-data-path"

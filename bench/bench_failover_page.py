@@ -30,7 +30,7 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E40
 from airflow_ft_provider.partitions.manifest_cache import MANIFESTS  # noqa: E402
 from airflow_ft_provider.plugins.run_view import build_run_view  # noqa: E402
 from bench.bench_partition_store import RUN_ID, seed_partitions  # noqa: E402
-from ft_harness.s3_server import start_moto_server  # noqa: E402
+from ft_harness.services.s3_server import start_moto_server  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "failover_page.json"
 

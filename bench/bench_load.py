@@ -2,7 +2,7 @@
 
     python bench/bench_load.py [--runs 20] [--faulty 5]
 
-Starts the reference deployment (ft_harness/deployment.py: CeleryExecutor with two workers and two
+Starts the reference deployment (ft_harness/airflow/deployment.py: CeleryExecutor with two workers and two
 schedulers, PostgreSQL, Redis, a Spark standalone cluster with a Spark Connect server, S3 over HTTP
 through a counting proxy) with bench/load/ft_load_pipeline.py, triggers every run at once, and in runs
 0 .. faulty-1 fails ``clean[i]`` once (i = the run's number). Checked (the benchmark fails otherwise):
@@ -30,7 +30,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -38,9 +38,9 @@ sys.path.insert(0, str(REPO))
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
 from airflow_ft_provider.recovery.journal import RecoveryJournal  # noqa: E402
-from ft_harness.deployment import ReferenceDeployment  # noqa: E402
-from ft_harness.s3_server import start_moto_server, stop_moto_server  # noqa: E402
-from ft_harness.tcp_proxy import PausableProxy  # noqa: E402
+from ft_harness.airflow.deployment import ReferenceDeployment  # noqa: E402
+from ft_harness.services.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from ft_harness.services.tcp_proxy import PausableProxy  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "load.json"
 DAGS = REPO / "bench" / "load"

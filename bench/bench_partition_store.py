@@ -144,7 +144,7 @@ def main() -> None:
         endpoint = args.endpoint
         access_key, secret_key = args.access_key, args.secret_key
     else:
-        from ft_harness.s3_server import start_moto_server
+        from ft_harness.services.s3_server import start_moto_server
 
         server = start_moto_server(auth=False)
         endpoint, access_key, secret_key = server.url, server.access_key, server.secret_key
@@ -249,7 +249,7 @@ def main() -> None:
     finally:
         shutil.rmtree(work, ignore_errors=True)
         if server is not None:
-            from ft_harness.s3_server import stop_moto_server
+            from ft_harness.services.s3_server import stop_moto_server
 
             stop_moto_server(server)
 

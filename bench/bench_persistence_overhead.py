@@ -68,7 +68,7 @@ def process_cpu(pid: int) -> float:
 
 def spark_submit(app: Path, out: Path, rows: int, files: int, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds (spark-submit and its JVM) of one run of the stage's application."""
-    from ft_harness.spark_cluster import SPARK_HOME
+    from ft_harness.services.spark_cluster import SPARK_HOME
 
     cmd = [
         str(SPARK_HOME / "bin" / "spark-submit"),
@@ -154,8 +154,8 @@ def main() -> None:
     )
     args = parser.parse_args()
 
-    from ft_harness.s3_server import start_moto_server, stop_moto_server
-    from ft_harness.spark_cluster import spark_environment
+    from ft_harness.services.s3_server import start_moto_server, stop_moto_server
+    from ft_harness.services.spark_cluster import spark_environment
 
     env = spark_environment()
     load_at_start = os.getloadavg()[0]
@@ -234,7 +234,7 @@ def main() -> None:
                 "load_avg_1min_at_start": round(load_at_start, 2),
                 "load_avg_1min_after_each_run": loads,
             },
-            "spark": "spark-submit --master local[1] (ft_harness.spark_cluster.spark_environment)",
+            "spark": "spark-submit --master local[1] (ft_harness.services.spark_cluster.spark_environment)",
             "data": {
                 "rows": args.rows,
                 "files": args.files,

@@ -41,7 +41,7 @@ from airflow_ft_provider.model.exchanges import Input, Output  # noqa: E402
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
-from ft_harness.live_airflow import LiveAirflow  # noqa: E402  (the type of Bench's airflow)
+from ft_harness.airflow.live_airflow import LiveAirflow  # noqa: E402  (the type of Bench's airflow)
 
 APPS = REPO / "bench" / "recovery"
 sys.path.insert(0, str(APPS))

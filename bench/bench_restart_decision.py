@@ -30,7 +30,7 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output  # noqa: E402
 from airflow_ft_provider.partitions import S3PartitionStore  # noqa: E402
 from airflow_ft_provider.recovery.run_recovery import RunRecovery  # noqa: E402
-from ft_harness.s3_server import start_moto_server, stop_moto_server  # noqa: E402
+from ft_harness.services.s3_server import start_moto_server, stop_moto_server  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "restart_decision.json"
 PIPELINED = ResultPartitionType.PIPELINED

@@ -2,8 +2,8 @@
 
     python bench/bench_running_work.py [--at 0.8]
 
-Starts the reference deployment (ft_harness/deployment.py: CeleryExecutor with two workers, PostgreSQL,
-Redis, a Spark standalone cluster with a Spark Connect server, S3 over HTTP) with
+Starts the reference deployment (ft_harness/airflow/deployment.py: CeleryExecutor with two workers,
+PostgreSQL, Redis, a Spark standalone cluster with a Spark Connect server, S3 over HTTP) with
 bench/running/ft_bench_running_write.py: one stage W whose write takes 60 s in the Spark server. Three
 runs, side by side:
 
@@ -42,7 +42,7 @@ from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
 sys.path.insert(0, str(REPO / "bench" / "running"))
 from ft_bench_running_write import LEDGERS, WRITE_SECONDS  # noqa: E402
 
-from ft_harness.deployment import ReferenceDeployment  # noqa: E402
+from ft_harness.airflow.deployment import ReferenceDeployment  # noqa: E402
 
 RESULTS = REPO / "bench" / "results" / "running_work.json"
 DAG_ID = "ft_bench_running_write"

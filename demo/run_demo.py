@@ -99,7 +99,7 @@ class Infrastructure:
         self.store_url = ""
 
     def start_s3(self) -> None:
-        from ft_harness.s3_server import S3Endpoint, start_moto_server
+        from ft_harness.services.s3_server import S3Endpoint, start_moto_server
 
         if os.environ.get("FT_DEMO_S3_ENDPOINT"):
             self.s3 = S3Endpoint(
@@ -122,7 +122,7 @@ class Infrastructure:
         if self.spark_submit:
             say("   Spark: one local spark-submit per stage (--spark-submit)")
             return
-        from ft_harness.spark_connect import SparkConnectServer
+        from ft_harness.services.spark_connect import SparkConnectServer
 
         self.spark_connect = SparkConnectServer()
         with Ticker("   starting a Spark Connect server (local[2])"):
@@ -130,8 +130,8 @@ class Infrastructure:
         say(f"   Spark Connect server at {self.spark_connect.url} (log {self.spark_connect.log})")
 
     def start_airflow(self) -> None:
-        from ft_harness.live_airflow import LiveAirflow
-        from ft_harness.spark_cluster import spark_environment
+        from ft_harness.airflow.live_airflow import LiveAirflow
+        from ft_harness.services.spark_cluster import spark_environment
 
         spark = spark_environment()
         submit = {"conn_type": "spark", "host": "local[1]"}
@@ -199,7 +199,7 @@ class Infrastructure:
             self.spark_connect.stop()
             self.spark_connect = None
         if self.s3 is not None and self.own_s3:
-            from ft_harness.s3_server import stop_moto_server
+            from ft_harness.services.s3_server import stop_moto_server
 
             say("   stopping the S3 endpoint ...")
             stop_moto_server(self.s3)

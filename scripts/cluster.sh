@@ -6,4 +6,4 @@
 source "$(dirname "$0")/debian-packages.sh"
 need_debs "postgresql=/usr/lib/postgresql/*/bin/postgres" "redis-server=redis-server" || exit 1
 source "$(dirname "$0")/env.sh"
-exec python -m ft_harness.deployment "$@"
+exec python -m ft_harness.airflow.deployment "$@"

@@ -1,5 +1,5 @@
 """Chaos, short bounded mode: seeded random faults, an S3 outage and the loss of the Spark Connect
-server across concurrent runs of the orders ETL example in the live Airflow (ft_harness/chaos.py has
+server across concurrent runs of the orders ETL example in the live Airflow (ft_harness/chaos/chaos.py has
 the fault kinds and verdicts; bench/bench_chaos.py runs the long mode).
 
     generate_orders --> [clean_orders ~~> enrich_orders] --> daily_revenue
@@ -17,7 +17,7 @@ import random
 import pytest
 
 from airflow_ft_provider.partitions import S3PartitionStore
-from ft_harness.chaos import count, make_plan, run_plans
+from ft_harness.chaos.chaos import count, make_plan, run_plans
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

@@ -24,7 +24,7 @@ from airflow_ft_provider.checkpoints.snapshot import (
     relocate_source_logs,
 )
 from airflow_ft_provider.checkpoints.store_copy import CheckpointTimeout, StoreCheckpoints
-from ft_harness.s3_server import REPO_ROOT
+from ft_harness.services.s3_server import REPO_ROOT
 from tests.checkpoints.spark_layout import FENCE, RUN, files, spark_dir
 
 pytestmark = pytest.mark.s3
@@ -74,8 +74,8 @@ def test_a_worker_killed_during_the_upload_leaves_the_previous_checkpoint_the_la
     env = dict(os.environ, **s3_bucket.endpoint.env(), FT_TEST_PAUSE_AT="objects_uploaded")
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     child = subprocess.Popen(
-        [sys.executable, "-m", "ft_harness.checkpoint_child", store.layout.url, RUN.pipeline, RUN.run_id,
-         "score", str(task_dir), "3"],
+        [sys.executable, "-m", "ft_harness.runners.checkpoint_child", store.layout.url, RUN.pipeline,
+         RUN.run_id, "score", str(task_dir), "3"],
         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO_ROOT),
     )  # fmt: skip
     try:

@@ -1,4 +1,4 @@
-"""The cluster scenarios run on the reference distributed deployment (ft_harness/deployment.py):
+"""The cluster scenarios run on the reference distributed deployment (ft_harness/airflow/deployment.py):
 PostgreSQL, Redis, Airflow with CeleryExecutor and two workers, a Spark standalone cluster (master, two
 workers) with a Spark Connect server on it, and the S3 test endpoint.
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from ft_harness.deployment import ReferenceDeployment
-from ft_harness.live_airflow import E2E_DAGS_DIR
-from ft_harness.scenario_runs import ScenarioRuns
+from ft_harness.airflow.deployment import ReferenceDeployment
+from ft_harness.airflow.live_airflow import E2E_DAGS_DIR
+from ft_harness.chaos.scenario_runs import ScenarioRuns
 
 CLUSTER_DAGS = Path(__file__).resolve().parent / "dags"
 

@@ -25,8 +25,8 @@ from airflow_ft_provider.checkpoints.store_copy import StoreCheckpoints
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.airflow_rest import try_numbers
-from ft_harness.journal_records import stored_events
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.data.journal_records import stored_events
 from tests.cluster.dags.ft_cluster_scenarios import LEDGERS
 from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)
     expected,

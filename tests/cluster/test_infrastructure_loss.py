@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from ft_harness.airflow_rest import try_numbers
+from ft_harness.airflow.airflow_rest import try_numbers
 from tests.cluster.dags.ft_cluster_scenarios import WORKER_SLOTS
 from tests.cluster.test_distributed_failures import journal_events, ledger_entries, tries, trigger, when
 from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)

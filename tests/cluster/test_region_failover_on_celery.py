@@ -8,7 +8,7 @@ matrix, which checks exchange shapes rather than the deployment, stays with test
 
 import pytest
 
-from ft_harness.scenario_runs import SCENARIOS
+from ft_harness.chaos.scenario_runs import SCENARIOS
 from tests.e2e.test_region_failover import (  # noqa: F401  (the tests and their fixtures)
     store,
     test_a_try_killed_after_its_spark_work_is_committed_by_the_next_without_spark,

@@ -20,7 +20,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -30,7 +30,7 @@ DAG_ID = "ft_example_orders_etl"
 
 @pytest.fixture(scope="module")
 def demo(background_demo):
-    """The demo started at the beginning of the session (ft_harness/background_demo.py)."""
+    """The demo started at the beginning of the session (ft_harness/runners/background_demo.py)."""
     returncode, output = background_demo.result()
     return subprocess.CompletedProcess(
         background_demo.process.args, returncode, output, ""

@@ -22,7 +22,7 @@ from pathlib import Path
 
 import pytest
 
-from ft_harness.airflow_rest import AirflowRestClient
+from ft_harness.airflow.airflow_rest import AirflowRestClient
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

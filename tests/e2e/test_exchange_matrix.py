@@ -17,8 +17,8 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
-from ft_harness.airflow_rest import try_numbers
-from ft_harness.scenario_runs import SCENARIOS
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.chaos.scenario_runs import SCENARIOS
 from tests.e2e.dags.ft_e2e_exchange_matrix import SHAPES
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]

@@ -1,5 +1,5 @@
-"""Metrics through Airflow's stats, at a real StatsD socket (ft_harness/statsd.py): the session's live
-Airflow sends them with InfluxDB-style tags, so each run's lines are told apart by ``dag_id``.
+"""Metrics through Airflow's stats, at a real StatsD socket (ft_harness/services/statsd.py): the session's
+live Airflow sends them with InfluxDB-style tags, so each run's lines are told apart by ``dag_id``.
 
 Three runs: seed 002 losing partition b (backtracking: B, C and D run again; on a DAG of its own, as
 tags do not tell runs apart), a stage with a code bug (not recoverable), and the checkpointed example
@@ -11,7 +11,7 @@ from datetime import datetime
 
 import pytest
 
-from ft_harness.airflow_rest import try_numbers
+from ft_harness.airflow.airflow_rest import try_numbers
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

@@ -2,7 +2,7 @@
 Spark and the S3 test endpoint. Runs are triggered through the REST API; states and try numbers are
 read back from it; data is read from the partition store.
 
-All scenario runs (ft_harness/scenario_runs.py) are triggered at once so that the scheduler works
+All scenario runs (ft_harness/chaos/scenario_runs.py) are triggered at once so that the scheduler works
 on them concurrently; each test then waits for its own run.
 """
 
@@ -20,9 +20,9 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.stage_try.phases import parse_summary
-from ft_harness.airflow_rest import try_numbers
-from ft_harness.journal_records import stored_events
-from ft_harness.scenario_runs import SCENARIOS
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.chaos.scenario_runs import SCENARIOS
+from ft_harness.data.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

@@ -18,9 +18,9 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.airflow_rest import try_numbers
-from ft_harness.journal_records import stored_events
-from ft_harness.spark_connect import SparkConnectServer
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.data.journal_records import stored_events
+from ft_harness.services.spark_connect import SparkConnectServer
 from tests.e2e.dags.ft_e2e_common import run_dir
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]

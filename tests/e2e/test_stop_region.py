@@ -10,7 +10,7 @@ import pytest
 
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 

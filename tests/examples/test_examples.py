@@ -20,9 +20,9 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.airflow_rest import try_numbers
-from ft_harness.journal_records import stored_events
-from ft_harness.orders_expected import actual_outputs, expected_outputs
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.chaos.orders_expected import actual_outputs, expected_outputs
+from ft_harness.data.journal_records import stored_events
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "dags_examples"

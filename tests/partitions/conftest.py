@@ -10,7 +10,7 @@ import pytest
 
 from airflow_ft_provider.failover import ManualClock
 from airflow_ft_provider.partitions import PartitionRef, S3PartitionStore
-from ft_harness.partition_files import RUN_ID
+from ft_harness.data.partition_files import RUN_ID
 
 
 @pytest.fixture

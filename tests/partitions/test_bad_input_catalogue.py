@@ -63,9 +63,9 @@ from airflow_ft_provider.partitions import (
     S3PartitionStore,
 )
 from airflow_ft_provider.partitions.conditional import ConditionalWritesUnsupported
-from ft_harness.header_proxy import HeaderStrippingProxy
-from ft_harness.partition_files import RUN_ID, version_files, write_files
-from ft_harness.s3_server import S3Endpoint, free_port
+from ft_harness.data.partition_files import RUN_ID, version_files, write_files
+from ft_harness.services.header_proxy import HeaderStrippingProxy
+from ft_harness.services.s3_server import S3Endpoint, free_port
 
 pytestmark = pytest.mark.s3
 

@@ -20,7 +20,7 @@ from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.journal_schema import event_from_json
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 
 PIPELINE = PipelineDescription(
     "ft_cli_errors",

@@ -15,8 +15,8 @@ from airflow_ft_provider.partitions.provenance import Provenance
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption
 from airflow_ft_provider.stage_try.reuse import OutputReuse
-from ft_harness.journal_records import stored_events
-from ft_harness.partition_files import read_all, version_files, write_files
+from ft_harness.data.journal_records import stored_events
+from ft_harness.data.partition_files import read_all, version_files, write_files
 from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, try_scope
 
 pytestmark = pytest.mark.s3

@@ -18,8 +18,8 @@ from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.journal_schema import event_from_json
 from airflow_ft_provider.stage_try.reuse import OutputReuse
 from airflow_ft_provider.stage_try.scope import TryScope
-from ft_harness.journal_records import stored_events
-from ft_harness.partition_files import version_files, write_files
+from ft_harness.data.journal_records import stored_events
+from ft_harness.data.partition_files import version_files, write_files
 
 pytestmark = pytest.mark.s3
 

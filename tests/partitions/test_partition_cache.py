@@ -8,7 +8,7 @@ import time
 import pytest
 
 from airflow_ft_provider.partitions import LocalPartitionCache, PartitionRef, Producer
-from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
+from ft_harness.data.partition_files import RUN_ID, read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

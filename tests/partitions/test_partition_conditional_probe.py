@@ -20,8 +20,8 @@ from airflow_ft_provider.partitions.conditional import (
     ConditionalJsonStore,
     ConditionalWritesUnsupported,
 )
-from ft_harness.header_proxy import HeaderStrippingProxy
-from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
+from ft_harness.data.partition_files import RUN_ID, read_all, version_files, write_files
+from ft_harness.services.header_proxy import HeaderStrippingProxy
 
 pytestmark = pytest.mark.s3
 

@@ -1,6 +1,6 @@
 """A commit killed with SIGKILL at any step leaves the old partition or the new one, never a mix.
 
-The child process (ft_harness/commit_child.py) stops at a named step and waits; the test then
+The child process (ft_harness/runners/commit_child.py) stops at a named step and waits; the test then
 kills it, so the crash point is exact rather than a matter of timing.
 """
 
@@ -15,8 +15,8 @@ import sys
 import pytest
 
 from airflow_ft_provider.partitions import PartitionNotFound, Producer, Unavailable
-from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
-from ft_harness.s3_server import REPO_ROOT
+from ft_harness.data.partition_files import RUN_ID, read_all, version_files, write_files
+from ft_harness.services.s3_server import REPO_ROOT
 
 pytestmark = pytest.mark.s3
 
@@ -30,7 +30,7 @@ def kill_commit_at(step, store, s3_bucket, ref, source, try_number):
         [
             sys.executable,
             "-m",
-            "ft_harness.commit_child",
+            "ft_harness.runners.commit_child",
             store.layout.url,
             ref.pipeline,
             ref.run_id,

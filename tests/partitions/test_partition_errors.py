@@ -12,8 +12,8 @@ from airflow_ft_provider.partitions import (
     Producer,
     S3PartitionStore,
 )
-from ft_harness.partition_files import RUN_ID, version_files, write_files
-from ft_harness.s3_server import free_port
+from ft_harness.data.partition_files import RUN_ID, version_files, write_files
+from ft_harness.services.s3_server import free_port
 
 pytestmark = pytest.mark.s3
 

@@ -7,7 +7,7 @@ import threading
 import pytest
 
 from airflow_ft_provider.partitions import PartitionRef, Producer, StaleCommitError
-from ft_harness.partition_files import read_all, version_files, write_files
+from ft_harness.data.partition_files import read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

@@ -15,7 +15,7 @@ from airflow_ft_provider.partitions import (
     Producer,
 )
 from airflow_ft_provider.partitions.garbage import collect
-from ft_harness.partition_files import version_files, write_files
+from ft_harness.data.partition_files import version_files, write_files
 
 pytestmark = pytest.mark.s3
 

@@ -31,8 +31,8 @@ from airflow_ft_provider.partitions import (
 from airflow_ft_provider.partitions.store import new_attempt_id
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.journal_schema import event_from_json
-from ft_harness.journal_records import stored_events
-from ft_harness.partition_files import RUN_ID, read_all, version_files, write_files
+from ft_harness.data.journal_records import stored_events
+from ft_harness.data.partition_files import RUN_ID, read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

@@ -12,7 +12,7 @@ from airflow_ft_provider.partitions import (
     ReleaseRefused,
     RunRef,
 )
-from ft_harness.partition_files import RUN_ID, version_files, write_files
+from ft_harness.data.partition_files import RUN_ID, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

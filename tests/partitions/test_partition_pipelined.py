@@ -16,7 +16,7 @@ from airflow_ft_provider.partitions import (
 )
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.partitions.pipelined_handle import EngineLocation, execution_id
-from ft_harness.partition_files import RUN_ID, read_all, write_files
+from ft_harness.data.partition_files import RUN_ID, read_all, write_files
 
 pytestmark = pytest.mark.s3
 

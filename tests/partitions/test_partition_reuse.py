@@ -7,7 +7,7 @@ import pytest
 
 from airflow_ft_provider.partitions import Producer, StaleCommitError
 from airflow_ft_provider.partitions.provenance import Provenance, lineage_key
-from ft_harness.partition_files import read_all, version_files, write_files
+from ft_harness.data.partition_files import read_all, version_files, write_files
 
 pytestmark = pytest.mark.s3
 

@@ -9,7 +9,7 @@ import pytest
 
 from airflow_ft_provider.partitions import PartitionRef, Producer
 from airflow_ft_provider.partitions.sweep import RunStates, SweepLimits
-from ft_harness.partition_files import version_files, write_files
+from ft_harness.data.partition_files import version_files, write_files
 
 pytestmark = pytest.mark.s3
 

@@ -25,7 +25,7 @@ from airflow_ft_provider.recovery.gate import PENDING_CLEARS_WAIT, RECONCILE_RET
 from airflow_ft_provider.recovery.pending import UNFINISHED_GRACE, PendingRestart
 from airflow_ft_provider.recovery.run_recovery import RunRecovery
 from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 
 pytestmark = pytest.mark.s3
 

@@ -17,7 +17,7 @@ from airflow.sdk.exceptions import AirflowException, AirflowSensorTimeout, TaskD
 from airflow_ft_provider.partitions import Producer, RunRef, S3PartitionStore, commit_table
 from airflow_ft_provider.sensors.partition import PartitionSensor
 from airflow_ft_provider.triggers.partition import PartitionTrigger
-from ft_harness.partition_files import RUN_ID
+from ft_harness.data.partition_files import RUN_ID
 
 pytestmark = pytest.mark.s3
 

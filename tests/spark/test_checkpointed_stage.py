@@ -27,8 +27,8 @@ from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.pipeline import FailoverPipeline
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.spark.sink_log import committed_names
-from ft_harness.journal_records import stored_events
-from ft_harness.s3_server import REPO_ROOT
+from ft_harness.data.journal_records import stored_events
+from ft_harness.services.s3_server import REPO_ROOT
 from tests.spark.apps import checkpointed as apps
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]

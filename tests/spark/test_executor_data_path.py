@@ -1,7 +1,7 @@
 """The executors' data path with real Spark, under spark-submit and on a Spark Connect server: Spark's
 executors read and write the partition store themselves, and the Airflow worker moves manifests only.
 
-Spark runs on a host of its own (``ft_harness/spark_host.py``: a mount namespace with a private
+Spark runs on a host of its own (``ft_harness/services/spark_host.py``: a mount namespace with a private
 ``/tmp`` and no checkout of this repository), a standalone cluster and a Connect server on it: under
 spark-submit the driver is here (client mode) and the executors there; on Connect both are there. So
 nothing here can pass through a shared disk.
@@ -27,7 +27,7 @@ from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.pipeline import FailoverPipeline
-from ft_harness.tcp_proxy import PausableProxy
+from ft_harness.services.tcp_proxy import PausableProxy
 from tests.spark.apps import executor_path as apps
 
 pytestmark = [pytest.mark.s3, pytest.mark.spark]

@@ -26,8 +26,8 @@ from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption
 from airflow_ft_provider.stage_try.reuse import OutputReuse
-from ft_harness.journal_records import stored_events
-from ft_harness.partition_files import version_files, write_files
+from ft_harness.data.journal_records import stored_events
+from ft_harness.data.partition_files import version_files, write_files
 from tests.partitions.test_finished_work_adoption import StateStore
 from tests.partitions.test_output_reuse_decision import RUN, Log, Stage, try_scope
 from tests.spark.test_connect_backend import stage

@@ -68,7 +68,7 @@ def test_stages_on_a_spark_connect_server_of_the_standalone_cluster(
     #   [ generate[0] ~~orders[0]~~> revenue[0] ]--+
     #   [ generate[1] ~~orders[1]~~> revenue[1] ]--+--revenue--> total      on a Connect server
     #   whose master is the standalone cluster: its executors run on the cluster's worker
-    from ft_harness.spark_connect import SparkConnectServer
+    from ft_harness.services.spark_connect import SparkConnectServer
 
     cluster = spark_standalone_cluster
     dag_file = dag_test_home.add_dag(HERE / "dags" / "ft_spark_pipelines.py")

@@ -1,5 +1,5 @@
-"""The Spark host of the two-host tests (ft_harness/spark_host.py) shares no disk with this side: what
-passes there cannot have passed through a file both sides see.
+"""The Spark host of the two-host tests (ft_harness/services/spark_host.py) shares no disk with this side:
+what passes there cannot have passed through a file both sides see.
 
     this side (Airflow, the tests)  ──network──▶  Spark host (private /tmp, no checkout; the venv stays)
 """
@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from ft_harness.spark_host import REPOSITORY
+from ft_harness.services.spark_host import REPOSITORY
 
 pytestmark = [pytest.mark.spark]
 

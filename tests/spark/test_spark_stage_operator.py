@@ -9,7 +9,7 @@ from airflow_ft_provider.partitions import PartitionNotFound, RunRef, S3Partitio
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.partitions.pipelined import PipelinedPartitions
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 from tests.spark.apps.orders_data import daily_revenue, orders
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3, pytest.mark.airflow]

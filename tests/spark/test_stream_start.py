@@ -20,7 +20,7 @@ from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.pipeline import FailoverPipeline
-from ft_harness.spark_connect import SparkConnectServer
+from ft_harness.services.spark_connect import SparkConnectServer
 from tests.spark.apps import checkpointed as apps
 from tests.spark.test_checkpointed_stage import RUN_ID, run
 

@@ -15,8 +15,8 @@ import pytest
 
 from airflow_ft_provider.partitions import Producer, RunRef, S3PartitionStore, commit_table
 from airflow_ft_provider.triggers.partition import PartitionTrigger
-from ft_harness.partition_files import RUN_ID
-from ft_harness.s3_server import free_port
+from ft_harness.data.partition_files import RUN_ID
+from ft_harness.services.s3_server import free_port
 
 pytestmark = pytest.mark.s3
 

@@ -24,8 +24,8 @@ import pytest
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.airflow_rest import try_numbers
-from ft_harness.journal_records import stored_events
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.data.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
 
@@ -37,7 +37,7 @@ CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 
 @pytest.fixture(scope="module")
 def run_id(live_airflow, scenario_runs):
-    """The e2e scenario run of seed 002 where C failed once (shared: ft_harness/scenario_runs.py)."""
+    """The e2e scenario run of seed 002 where C failed once (shared: ft_harness/chaos/scenario_runs.py)."""
     dag_id, run_id = scenario_runs.start(["seed002_c_fails", "seed002_b_lost"])["seed002_c_fails"]
     assert dag_id == DAG
     run = live_airflow.client.wait_for_dag_run(DAG, run_id, timeout=900)

@@ -40,7 +40,7 @@ from airflow_ft_provider.partitions import PartitionNotFound, S3PartitionStore
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.recovery import journal_schema
 from airflow_ft_provider.recovery.run_recovery import RunRecovery
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 
 PASSWORD = "svc-password-5f0c1d"
 

@@ -29,7 +29,7 @@ from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY, RecoveryJournal
 from airflow_ft_provider.recovery.journal_schema import event_from_json
-from ft_harness.journal_records import stored_events
+from ft_harness.data.journal_records import stored_events
 
 pytestmark = [pytest.mark.s3, pytest.mark.airflow]
 

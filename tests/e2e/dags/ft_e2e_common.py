@@ -101,7 +101,7 @@ def wait_for_records(
 
 def api_client():
     """REST client built from the ``airflow_api`` connection (provided by the fixture)."""
-    from ft_harness.airflow_rest import AirflowRestClient
+    from ft_harness.airflow.airflow_rest import AirflowRestClient
 
     return AirflowRestClient.from_connection("airflow_api")
 

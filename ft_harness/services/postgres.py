@@ -2,7 +2,7 @@
 
 Airflow's production backend, started from Debian's ``postgresql`` package (``scripts/test.sh``
 installs it when missing) in a temporary data directory on a free port, and removed at the end. SQLite,
-the fallback of :class:`~ft_harness.live_airflow.LiveAirflow`, answers "database is locked" under the
+the fallback of :class:`~ft_harness.airflow.live_airflow.LiveAirflow`, answers "database is locked" under the
 suite's load and Airflow then records a successful try as failed.
 
 PostgreSQL refuses to run as root: as root, the server runs as the ``postgres`` account the package

@@ -1,19 +1,19 @@
 """The reference distributed deployment, on one machine: what the cluster scenarios run on, and what
 ``scripts/cluster.sh`` starts for people to try and copy.
 
-* **PostgreSQL** (:mod:`ft_harness.postgres`): the metadata database, and Celery's result backend;
-* **Redis** (:mod:`ft_harness.redis`): the Celery broker;
-* **Airflow 3.3 with CeleryExecutor** (:mod:`ft_harness.celery_airflow`): API server, two schedulers
+* **PostgreSQL** (:mod:`ft_harness.services.postgres`): the metadata database, and Celery's result backend;
+* **Redis** (:mod:`ft_harness.services.redis`): the Celery broker;
+* **Airflow 3.3 with CeleryExecutor** (:mod:`ft_harness.airflow.celery_airflow`): API server, two schedulers
   (HA mode), DAG processor, triggerer and two Celery workers, each with its own address, temporary
   directory and task logs;
-* **a Spark standalone cluster** (:class:`ft_harness.spark_cluster.SparkStandalone`): a master and two
-  workers, and a **Spark Connect server** that is one application of it (``spark_default``: stages
+* **a Spark standalone cluster** (:class:`ft_harness.services.spark_cluster.SparkStandalone`): a master
+  and two workers, and a **Spark Connect server** that is one application of it (``spark_default``: stages
   run as its sessions); ``spark_submit`` is the master itself, for stages on spark-submit (client
   mode: the driver on the Airflow worker, the executors on the Spark host). **The Spark side is a host
-  of its own** (:class:`ft_harness.spark_host.SparkHost`: a mount namespace with a private ``/tmp``,
+  of its own** (:class:`ft_harness.services.spark_host.SparkHost`: a mount namespace with a private ``/tmp``,
   the deployment's folder and the checkout hidden), sharing only the network with the Airflow side,
   so ``[ft_provider] data_path = executors``, as on any cluster;
-* **an S3 endpoint** (the moto server of :mod:`ft_harness.s3_server`, or the one given) with a bucket
+* **an S3 endpoint** (the moto server of :mod:`ft_harness.services.s3_server`, or the one given) with a bucket
   for the partition store;
 * a pausable proxy in front of the API server for the ``airflow_api`` connection (the provider's REST
   client), so that a scenario can take the REST API away from the workers (``rest_api.outage(60)``)
@@ -34,15 +34,15 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from ft_harness.celery_airflow import CeleryAirflow
-from ft_harness.live_airflow import EXAMPLE_DAGS_DIR, pipeline_environment
-from ft_harness.postgres import PostgresServer
-from ft_harness.redis import RedisServer
-from ft_harness.s3_server import S3Endpoint, start_moto_server, stop_moto_server
-from ft_harness.spark_cluster import SparkStandalone, StandaloneCluster
-from ft_harness.spark_connect import SparkConnectServer
-from ft_harness.spark_host import SparkHost
-from ft_harness.tcp_proxy import PausableProxy
+from ft_harness.airflow.celery_airflow import CeleryAirflow
+from ft_harness.airflow.live_airflow import EXAMPLE_DAGS_DIR, pipeline_environment
+from ft_harness.services.postgres import PostgresServer
+from ft_harness.services.redis import RedisServer
+from ft_harness.services.s3_server import S3Endpoint, start_moto_server, stop_moto_server
+from ft_harness.services.spark_cluster import SparkStandalone, StandaloneCluster
+from ft_harness.services.spark_connect import SparkConnectServer
+from ft_harness.services.spark_host import SparkHost
+from ft_harness.services.tcp_proxy import PausableProxy
 
 # Spark defaults of every spark-submit of the deployment (SPARK_CONF_DIR): an application takes one
 # core of the cluster, so that the Connect server and the submitted stages share it instead of the
@@ -204,8 +204,8 @@ class ReferenceDeployment:
 
 
 def main(argv: list[str]) -> None:
-    """``python -m ft_harness.deployment [DAG folder ...]``: start, print where everything is, run until
-    Ctrl-C, stop everything."""
+    """``python -m ft_harness.airflow.deployment [DAG folder ...]``: start, print where everything is, run
+    until Ctrl-C, stop everything."""
     dags = [Path(a) for a in argv] or [EXAMPLE_DAGS_DIR]
     print(
         ">> starting PostgreSQL, Redis, S3, Spark (master + 2 workers + Connect) and Airflow (Celery, "

@@ -27,10 +27,10 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ft_harness.spark_cluster import SPARK_HOME, spark_environment, start_spark_process
+from ft_harness.services.spark_cluster import SPARK_HOME, spark_environment, start_spark_process
 
 if TYPE_CHECKING:
-    from ft_harness.spark_host import SparkHost
+    from ft_harness.services.spark_host import SparkHost
 
 SERVER_CLASS = "org.apache.spark.sql.connect.service.SparkConnectServer"
 

@@ -1,4 +1,5 @@
-"""A throw-away Redis server: the Celery broker of the reference deployment (:mod:`ft_harness.deployment`).
+"""A throw-away Redis server: the Celery broker of the reference deployment
+(:mod:`ft_harness.airflow.deployment`).
 
 Debian's ``redis-server`` (``scripts/cluster.sh`` installs it when missing), on 127.0.0.1 and a free
 port, with its working directory in a temporary folder. It keeps an append-only file, synced on every

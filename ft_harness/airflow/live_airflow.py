@@ -2,7 +2,7 @@
 
 What it starts, in a temporary ``AIRFLOW_HOME`` (LocalExecutor + SimpleAuthManager; the metadata
 database is SQLite in the home, or the URL given -- the ``live_airflow`` fixture uses a PostgreSQL
-server of its own, :mod:`ft_harness.postgres`):
+server of its own, :mod:`ft_harness.services.postgres`):
 
 1. one bootstrap process: ``airflow db migrate`` then ``airflow dags reserialize`` (so every DAG --
    and every import error -- is in the metadata DB before the scheduler starts; no waiting for the
@@ -22,7 +22,7 @@ Fixtures
     Session-scoped default instance: DAGs from ``tests/e2e/dags/`` and ``dags_examples/``, on
     PostgreSQL (``postgres_server``).
 ``postgres_server``
-    Session-scoped PostgreSQL server (:class:`ft_harness.postgres.PostgresServer`).
+    Session-scoped PostgreSQL server (:class:`ft_harness.services.postgres.PostgresServer`).
 ``live_airflow_factory``
     Session-scoped factory for other DAG sets / settings; instances are cached by their arguments
     and stopped at the end of the session::
@@ -44,7 +44,7 @@ Inside tasks, the connection ``airflow_api`` (http; host/port of this API server
 service account ``ft-failover``, role "user", password ``service_password``) is available
 (``AIRFLOW_CONN_AIRFLOW_API``), and ``FT_LIVE_AIRFLOW_SCRATCH`` names a directory shared with the test
 (``live_airflow.scratch``). The repository root is on the components' ``PYTHONPATH``, so DAGs may ``from
-ft_harness.airflow_rest import AirflowRestClient``.
+ft_harness.airflow.airflow_rest import AirflowRestClient``.
 
 Test-friendly settings (see :meth:`LiveAirflow.environment`; override any via ``env``): admin/admin
 and a read-only viewer/viewer, DAGs unpaused at creation (so DAGs with a schedule start running too),
@@ -86,9 +86,9 @@ from typing import Any
 
 import pytest
 
-from ft_harness.airflow_rest import AirflowRestClient, format_task_instances
+from ft_harness.airflow.airflow_rest import AirflowRestClient, format_task_instances
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 E2E_DAGS_DIR = REPO_ROOT / "tests" / "e2e" / "dags"
 EXAMPLE_DAGS_DIR = REPO_ROOT / "dags_examples"
 MARKER_ENV = "FT_LIVE_AIRFLOW_INSTANCE"
@@ -195,7 +195,7 @@ class LiveAirflow:
         self.fail_on_import_errors = fail_on_import_errors
         self.startup_timeout = startup_timeout
         # The metadata database: SQLite in the home (the default: nothing else to run), or e.g. a
-        # PostgreSQL database of ft_harness.postgres (what the test suite uses).
+        # PostgreSQL database of ft_harness.services.postgres (what the test suite uses).
         self.database_url = database_url or f"sqlite:///{self.home}/airflow.db"
         self.api_conn_port = api_conn_port
 
@@ -764,7 +764,7 @@ def pipeline_environment(s3_endpoint, store_url: str, spark_connect=None) -> dic
     ``spark_default`` -- the given Spark Connect server, else local ``spark-submit`` -- and local
     ``spark-submit`` as ``spark_submit`` too, the partition store URL and the Spark environment of
     this virtualenv."""
-    from ft_harness.spark_cluster import spark_environment
+    from ft_harness.services.spark_cluster import spark_environment
 
     spark = spark_environment()
     submit = json.dumps({"conn_type": "spark", "host": "local[1]"})
@@ -801,7 +801,7 @@ def pipeline_environment(s3_endpoint, store_url: str, spark_connect=None) -> dic
 def s3_proxy(s3_endpoint):
     """A pausable TCP proxy in front of the S3 test endpoint (chaos: "S3 down for a few seconds");
     None for an https endpoint, which a plain TCP proxy cannot stand in for."""
-    from ft_harness.tcp_proxy import PausableProxy
+    from ft_harness.services.tcp_proxy import PausableProxy
 
     target = urllib.parse.urlparse(s3_endpoint.url)
     if target.scheme != "http":
@@ -815,7 +815,7 @@ def s3_proxy(s3_endpoint):
 @pytest.fixture(scope="session")
 def postgres_server():
     """A PostgreSQL server for the session's live Airflow instances (one database each)."""
-    from ft_harness.postgres import PostgresServer
+    from ft_harness.services.postgres import PostgresServer
 
     with PostgresServer() as server:
         yield server

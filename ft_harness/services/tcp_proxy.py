@@ -4,7 +4,7 @@ Stopping moto itself would lose its in-memory buckets, so clients talk to moto t
 ``outage(seconds)`` resets every open and every new connection for that long, then serves again.
 Used in-process (threads), or as a script:
 
-    python -m ft_harness.tcp_proxy <listen port> <target host> <target port>
+    python -m ft_harness.services.tcp_proxy <listen port> <target host> <target port>
 """
 
 from __future__ import annotations

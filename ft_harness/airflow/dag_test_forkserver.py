@@ -5,7 +5,7 @@ Airflow, the provider and the Spark Connect client (~7 s), and building the in-p
 API's versioned routes (~6 s; measured with py-spy). The server does that once, with the home's
 environment, then forks a child per run. The child takes the run's whole environment (connections
 and the provider's settings are read when a try needs them, never at import), writes its output to a
-file and runs :func:`ft_harness.dag_test_runner.main`; nothing a run leaves behind reaches the next
+file and runs :func:`ft_harness.airflow.dag_test_runner.main`; nothing a run leaves behind reaches the next
 one, which forks from the same untouched server. This is how Airflow's LocalExecutor runs tasks, too.
 
 Protocol, one JSON line each way on the server's stdin and a private copy of its stdout: a request
@@ -55,7 +55,7 @@ def _run_child(request: dict, protocol: int) -> None:
         os.close(null)
         os.environ.clear()
         os.environ.update(request["env"])
-        from ft_harness.dag_test_runner import main
+        from ft_harness.airflow.dag_test_runner import main
 
         main(*request["args"])
         code = 0
@@ -134,7 +134,11 @@ class DagTestForkServer:
         if self._server is None or self._server.poll() is not None:
             with self._log.open("ab") as log:
                 self._server = subprocess.Popen(
-                    [sys.executable, "-c", "from ft_harness.dag_test_forkserver import serve; serve()"],
+                    [
+                        sys.executable,
+                        "-c",
+                        "from ft_harness.airflow.dag_test_forkserver import serve; serve()",
+                    ],
                     cwd=self._cwd,
                     env=self._env,
                     stdin=subprocess.PIPE,

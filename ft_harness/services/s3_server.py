@@ -36,7 +36,7 @@ from typing import Any
 
 import pytest
 
-REPO_ROOT = Path(__file__).resolve().parents[1]
+REPO_ROOT = Path(__file__).resolve().parents[2]
 _ALLOW_ALL = '{"Version":"2012-10-17","Statement":[{"Effect":"Allow","Action":"*","Resource":"*"}]}'
 # IAM calls made before auth is enforced: CreateUser, CreateAccessKey, PutUserPolicy.
 _BOOTSTRAP_ACTIONS = 3
@@ -78,7 +78,7 @@ class S3Endpoint:
         )
 
     def env(self) -> dict[str, str]:
-        """For child processes (see ft_harness/commit_child.py)."""
+        """For child processes (see ft_harness/runners/commit_child.py)."""
         return {
             "FT_CHILD_S3_ENDPOINT": self.url,
             "FT_CHILD_S3_ACCESS_KEY": self.access_key,
@@ -135,7 +135,7 @@ def _patch_moto_conditional_put() -> None:
 
 
 def start_moto_server(*, auth: bool = True, timeout: float = 120.0) -> S3Endpoint:
-    """Start ``python -m ft_harness.s3_server`` (moto) and return its endpoint with valid keys.
+    """Start ``python -m ft_harness.services.s3_server`` (moto) and return its endpoint with valid keys.
 
     ``timeout`` is generous: the low-priority test session starts its server while the live-Airflow
     session keeps both cores busy, and on a slow machine importing moto then takes tens of seconds."""
@@ -147,7 +147,7 @@ def start_moto_server(*, auth: bool = True, timeout: float = 120.0) -> S3Endpoin
         env["INITIAL_NO_AUTH_ACTION_COUNT"] = str(_BOOTSTRAP_ACTIONS)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(REPO_ROOT), env.get("PYTHONPATH")]))
     process = subprocess.Popen(
-        [sys.executable, "-m", "ft_harness.s3_server", str(port)],
+        [sys.executable, "-m", "ft_harness.services.s3_server", str(port)],
         env=env,
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
@@ -249,7 +249,7 @@ def _list_moto_modules_once() -> None:
 
 
 def main(argv: list[str]) -> None:
-    """Run the patched moto server in this process: ``python -m ft_harness.s3_server PORT``."""
+    """Run the patched moto server in this process: ``python -m ft_harness.services.s3_server PORT``."""
     _patch_moto_conditional_put()
     _list_moto_modules_once()
     from moto.server import main as moto_main

@@ -30,7 +30,7 @@ from typing import IO, Any
 
 import pytest
 
-REPOSITORY = Path(__file__).resolve().parents[1]
+REPOSITORY = Path(__file__).resolve().parents[2]
 READY = "spark host ready"
 
 
@@ -169,5 +169,5 @@ def remote_spark(spark_host: SparkHost, tmp_path_factory: pytest.TempPathFactory
 if __name__ == "__main__":
     _hold([Path(p) for p in sys.argv[1:]])
 else:  # the fixtures' imports (the holder, run as a script, needs none of them)
-    from ft_harness.spark_cluster import SparkStandalone, StandaloneCluster
-    from ft_harness.spark_connect import SparkConnectServer
+    from ft_harness.services.spark_cluster import SparkStandalone, StandaloneCluster
+    from ft_harness.services.spark_connect import SparkConnectServer

@@ -1,9 +1,9 @@
 """Runs one DAG with ``dag.test()`` and prints its outcome as JSON.
 
-ft_harness/dag_test.py calls :func:`main` in a fork of its fork server (dag_test_forkserver.py); by
+ft_harness/airflow/dag_test.py calls :func:`main` in a fork of its fork server (dag_test_forkserver.py); by
 hand, with the Airflow home's environment::
 
-    python -m ft_harness.dag_test_runner DAG_FILE DAG_ID [CONF_JSON]
+    python -m ft_harness.airflow.dag_test_runner DAG_FILE DAG_ID [CONF_JSON]
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A running Airflow 3.3 with CeleryExecutor and several Celery workers, each standing in for a machine.
 
-:class:`CeleryAirflow` is :class:`~ft_harness.live_airflow.LiveAirflow` (API server, scheduler, DAG
+:class:`CeleryAirflow` is :class:`~ft_harness.airflow.live_airflow.LiveAirflow` (API server, scheduler, DAG
 processor, triggerer, metadata on the database given -- PostgreSQL for Celery) plus, per worker:
 
 * ``airflow celery worker`` with its own Celery hostname (``worker-1@…``), its own temporary directory
@@ -11,7 +11,7 @@ processor, triggerer, metadata on the database given -- PostgreSQL for Celery) p
   ``[logging] worker_log_server_port``, as every machine of a deployment serves its task logs: the
   API server fetches a try's log from the worker that ran it.
 
-The broker is Redis (:mod:`ft_harness.redis`); Celery's results go to the metadata database (the
+The broker is Redis (:mod:`ft_harness.services.redis`); Celery's results go to the metadata database (the
 provider's default: ``db+`` and the ``sql_alchemy_conn``). ``kill_worker`` SIGKILLs a worker with
 everything it started (pool processes, task supervisors and task processes): a lost machine, as far as
 Airflow can tell.
@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ft_harness.live_airflow import LiveAirflow, LiveAirflowError, free_port
+from ft_harness.airflow.live_airflow import LiveAirflow, LiveAirflowError, free_port
 
 WORKER_ADDRESS_ENV = "FT_WORKER_ADDRESS"
 _LOG_SERVER = """

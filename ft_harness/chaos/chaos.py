@@ -31,9 +31,9 @@ from typing import Any
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from ft_harness.airflow_rest import try_numbers
-from ft_harness.journal_records import stored_events
-from ft_harness.orders_expected import DAG_ID, actual_outputs, expected_outputs
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.chaos.orders_expected import DAG_ID, actual_outputs, expected_outputs
+from ft_harness.data.journal_records import stored_events
 
 STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "customer_aggregates")
 BLOCKING_INPUTS = {

@@ -26,7 +26,7 @@ from typing import IO, TYPE_CHECKING
 import pytest
 
 if TYPE_CHECKING:
-    from ft_harness.spark_host import SparkHost
+    from ft_harness.services.spark_host import SparkHost
 
 SPARK_HOME = Path(__import__("pyspark").__file__).parent
 
@@ -85,11 +85,11 @@ def spark_class_archive() -> Path:
     """
     archive = _archive_path()
     if not archive.exists():  # made in a session of its own, which outlives this process if need be
-        build = f"from ft_harness.spark_cluster import build_spark_class_archive as b; b({str(archive)!r})"
+        build = f"from {__name__} import build_spark_class_archive as b; b({str(archive)!r})"
         with (archive.parent / "warm-up.log").open("ab") as log:
             subprocess.Popen(
                 [sys.executable, "-c", build],
-                cwd=Path(__file__).resolve().parents[1],
+                cwd=Path(__file__).resolve().parents[2],
                 env=_base_environment(),
                 stdout=log,
                 stderr=subprocess.STDOUT,

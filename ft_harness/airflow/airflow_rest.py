@@ -4,7 +4,7 @@ authentication, retries of idempotent calls, and no blind repeat of a clear) plu
 It deliberately has no pytest dependency so that test DAGs can import it from inside a running task
 (the live-Airflow fixture puts the repository root on the components' ``PYTHONPATH``)::
 
-    from ft_harness.airflow_rest import AirflowRestClient
+    from ft_harness.airflow.airflow_rest import AirflowRestClient
 
     client = AirflowRestClient.from_connection("airflow_api")   # inside a task
     client.clear_task_instances(dag_id, run_id, [("mapped", 1)])

@@ -2,7 +2,7 @@
 
 Each DAG runs in a process of its own with its own AIRFLOW_HOME (Airflow reads its configuration when
 it is imported, so the pytest process stays untouched): a fork of a server that has imported Airflow
-once for that home (ft_harness/dag_test_forkserver.py). The DB is migrated once per session.
+once for that home (ft_harness/airflow/dag_test_forkserver.py). The DB is migrated once per session.
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ from typing import Any
 
 import pytest
 
-from ft_harness.dag_test_forkserver import DagTestForkServer
-from ft_harness.spark_cluster import spark_environment
+from ft_harness.airflow.dag_test_forkserver import DagTestForkServer
+from ft_harness.services.spark_cluster import spark_environment
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """A partition commit in a child process that can stop at a named step and wait to be killed.
 
-``python -m ft_harness.commit_child URL PIPELINE RUN_ID RESULT MAP_INDEX TRY SOURCE_DIR``
+``python -m ft_harness.runners.commit_child URL PIPELINE RUN_ID RESULT MAP_INDEX TRY SOURCE_DIR``
 with the endpoint in ``FT_CHILD_S3_*`` (see S3Endpoint.env) and ``FT_TEST_PAUSE_AT=<step>[:<n>]``
 (``file_uploaded:3`` = after the third file finished uploading). On reaching it the child prints
 ``PAUSED <step>`` and sleeps until it is killed, which makes the crash point deterministic.
