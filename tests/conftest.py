@@ -8,7 +8,7 @@ pytest_plugins = [
     "ft_harness.airflow.live_airflow",
     "ft_harness.services.spark_cluster",
     "ft_harness.services.spark_connect",
-    "ft_harness.services.spark_host",
+    "ft_harness.services.remote_spark",
     "ft_harness.airflow.dag_test",
     "ft_harness.chaos.scenario_runs",
     "ft_harness.runners.background_demo",

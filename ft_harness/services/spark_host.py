@@ -23,12 +23,9 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import IO, Any
-
-import pytest
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 READY = "spark host ready"
@@ -132,42 +129,5 @@ def _hold(hidden: list[Path]) -> None:
     sys.stdin.read()  # until the Airflow side closes the pipe or ends the holder
 
 
-@dataclass(frozen=True)
-class RemoteSpark:
-    """Spark on a host of its own: a standalone master and worker, and a Connect server on them."""
-
-    host: SparkHost
-    cluster: StandaloneCluster  # spark-submit --master cluster.url: the driver here, executors there
-    connect: SparkConnectServer  # driver and executors there
-
-
-@pytest.fixture(scope="session")
-def spark_host() -> Iterator[SparkHost]:
-    """A second machine for Spark (see the module's docstring)."""
-    with SparkHost() as host:
-        yield host
-
-
-@pytest.fixture(scope="session")
-def remote_spark(spark_host: SparkHost, tmp_path_factory: pytest.TempPathFactory) -> Iterator[RemoteSpark]:
-    """A standalone cluster (one worker, 2 cores) and a Connect server on it, all on ``spark_host``."""
-    folder = tmp_path_factory.mktemp("remote-spark")
-    standalone = SparkStandalone(folder, cores=2, memory="2g", host=spark_host)
-    try:
-        cluster = standalone.start()
-        connect = SparkConnectServer(
-            master=cluster.url, log_dir=folder, host=spark_host, conf={"spark.cores.max": "1"}
-        ).start()
-        try:
-            yield RemoteSpark(spark_host, cluster, connect)
-        finally:
-            connect.stop()
-    finally:
-        standalone.stop()
-
-
 if __name__ == "__main__":
     _hold([Path(p) for p in sys.argv[1:]])
-else:  # the fixtures' imports (the holder, run as a script, needs none of them)
-    from ft_harness.services.spark_cluster import SparkStandalone, StandaloneCluster
-    from ft_harness.services.spark_connect import SparkConnectServer
