@@ -71,7 +71,7 @@ def main() -> None:
 
         figures: dict[str, list[float]] = {"listing only": [], "first load": [], "reload": []}
         for _ in range(args.rounds):
-            figures["listing only"].append(timed(lambda: store.objects._list(prefix))[0])
+            figures["listing only"].append(timed(lambda: store.objects.list_under(prefix))[0])
             MANIFESTS.clear()  # a fresh API server
             figures["first load"].append(timed(page)[0])
             figures["reload"].append(timed(page)[0])

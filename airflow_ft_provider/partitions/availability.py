@@ -87,22 +87,22 @@ class PartitionAvailability:
             unavailable[pid] = UnavailablePartition(
                 pid, Unavailable.PIPELINED, "pipelined partitions are not kept after a failure"
             )
-        listing = self.objects._list(self.objects.layout.blocking_prefix(run)) if refs else {}
+        listing = self.objects.list_under(self.objects.layout.blocking_prefix(run)) if refs else {}
         manifests: dict[str, Manifest] = {}
 
         def check(ref: PartitionRef) -> UnavailablePartition | None:
-            loc = self.objects._blocking(ref)
+            loc = self.objects.blocking(ref)
             listed = listing.get(loc.manifest_key)
             if listed is None:
                 return UnavailablePartition(ref.partition_id, Unavailable.MISSING_MANIFEST)
             try:
-                manifest = self.objects._manifest(loc, listed.etag)
+                manifest = self.objects.read_manifest(loc, listed.etag)
             except PartitionNotFound as exc:
                 return UnavailablePartition(ref.partition_id, exc.reason, exc.detail)
             manifests[ref.partition_id] = manifest
             for entry in manifest.files:
                 key = loc.prefix + entry.key
-                info = listing.get(key) or self.objects._head(key)  # a HEAD only if written after the listing
+                info = listing.get(key) or self.objects.head(key)  # a HEAD only if written after the listing
                 if info is None:
                     return UnavailablePartition(
                         ref.partition_id, Unavailable.MISSING_OBJECT, f"{entry.key} is gone"
@@ -149,8 +149,8 @@ class PartitionAvailability:
 
     def _remote_checksum(self, key: str, expected: str) -> str | None:
         hasher = new_hasher(expected)
-        with self.objects._s3_errors("GetObject", key):
-            body = self.objects._open(key)
+        with self.objects.s3_errors("GetObject", key):
+            body = self.objects.open_object(key)
             if body is None:
                 return None
             with body:

@@ -77,7 +77,7 @@ class PartitionCommits:
         In a directory, names starting with '_' or '.' (``_SUCCESS``, ``.crc``, ``_temporary``) are
         skipped, as Spark and Hadoop do. Raises StaleCommitError when a newer try already committed.
         """
-        loc = self.objects._location(ref, execution_id)
+        loc = self.objects.location(ref, execution_id)
         return self._commit(
             loc, source, producer, format, compression, row_count, copy_from or {}, provenance
         )
@@ -123,7 +123,7 @@ class PartitionCommits:
     def attempt_location(self, ref: PartitionRef, attempt_id: str, *, execution_id: str | None = None) -> str:
         """``s3://`` prefix where a writer that talks to S3 itself (Spark with s3a) puts an attempt's
         files; with ``execution_id``, of the pipelined (scratch) partition of that execution."""
-        prefix = self.objects._location(ref, execution_id).prefix
+        prefix = self.objects.location(ref, execution_id).prefix
         return f"s3://{self.objects.bucket}/{prefix}{attempt_dir(check_name('attempt id', attempt_id))}"
 
     def commit_uploaded(
@@ -149,7 +149,7 @@ class PartitionCommits:
         Hadoop does. Same fencing as commit(). A file name readers would reject is a ValueError before
         anything is published or deleted.
         """
-        loc = self.objects._location(ref, execution_id)
+        loc = self.objects.location(ref, execution_id)
         attempt_prefix = loc.prefix + attempt_dir(attempt_id)
         if recorded:
             files = self.external.written_record(attempt_prefix)
@@ -186,7 +186,7 @@ class PartitionCommits:
         """Remove what a writer put under an attempt that is never committed (its try failed), and its
         unfinished multipart uploads: no manifest names it, so no reader saw it. Best effort: orphan
         clean-up removes whatever is left."""
-        prefix = self.objects._location(ref, execution_id).prefix + attempt_dir(
+        prefix = self.objects.location(ref, execution_id).prefix + attempt_dir(
             check_name("attempt id", attempt_id)
         )
         delete_quietly(self.objects, prefix)
@@ -198,7 +198,7 @@ class PartitionCommits:
     def recorded_rows(self, ref: PartitionRef, attempt_id: str) -> int | None:
         """The rows of an attempt the executors wrote, once Spark's driver recorded it (the job
         committed); None while there is no record (still running, failed, or never started)."""
-        prefix = self.objects._location(ref, None).prefix + attempt_dir(check_name("attempt id", attempt_id))
+        prefix = self.objects.location(ref, None).prefix + attempt_dir(check_name("attempt id", attempt_id))
         files = self.external.read_written_record(prefix)
         return None if files is None else sum(f.rows for f in files)
 
@@ -221,7 +221,7 @@ class PartitionCommits:
         try:
             entries = write_files()
             if any(entry.etag is None for entry in entries):  # not taken from a LIST of the attempt yet
-                listed = self.objects._list(
+                listed = self.objects.list_under(
                     attempt_prefix
                 )  # the ETags readers that leave the bytes to Spark compare
                 entries = with_etags(entries, {k: o.etag for k, o in listed.items()}, loc.prefix)
@@ -237,12 +237,12 @@ class PartitionCommits:
                 format=fmt,
                 compression=compression,
                 row_count=row_count,
-                created_at=round(self.objects._clock.now(), 3),  # what the manifest keeps (ms)
+                created_at=round(self.objects.clock.now(), 3),  # what the manifest keeps (ms)
                 provenance=provenance,
             )
             publishing = True
             self._publish(loc, manifest)
-            self.objects._step("after_manifest_put", attempt_id=attempt_id)
+            self.objects.step("after_manifest_put", attempt_id=attempt_id)
         except StaleCommitError:
             delete_quietly(self.objects, attempt_prefix)
             raise
@@ -282,7 +282,7 @@ class PartitionCommits:
                             existing.producer.try_number,
                             existing.attempt_id,
                         )
-            self.objects._step(
+            self.objects.step(
                 "before_manifest_put",
                 attempt_id=manifest.attempt_id,
                 round=rounds,

@@ -16,7 +16,7 @@ log = logging.getLogger(__name__)
 def delete_quietly(objects: StoreObjects, prefix: str) -> None:
     """Best effort after a failed commit; orphan clean-up removes whatever is left."""
     try:
-        objects._delete_keys(list(objects._list(prefix)))
+        objects.delete_batch(list(objects.list_under(prefix)))
     except Exception as exc:  # noqa: BLE001 - the original error matters more
         log.warning(
             "could not remove data of failed commit under s3://%s/%s: %s", objects.bucket, prefix, exc
@@ -27,7 +27,7 @@ def abort_uploads(
     objects: StoreObjects, prefix: str, *, older_than: float | None, keep_prefixes: tuple[str, ...] = ()
 ) -> list[str]:
     aborted = []
-    with objects._s3_errors("ListMultipartUploads", prefix):
+    with objects.s3_errors("ListMultipartUploads", prefix):
         pages = objects.client.get_paginator("list_multipart_uploads").paginate(
             Bucket=objects.bucket, Prefix=prefix
         )
@@ -37,7 +37,7 @@ def abort_uploads(
             continue
         if upload["Key"].startswith(keep_prefixes) and keep_prefixes:
             continue
-        with objects._s3_errors("AbortMultipartUpload", upload["Key"]):
+        with objects.s3_errors("AbortMultipartUpload", upload["Key"]):
             try:
                 objects.client.abort_multipart_upload(
                     Bucket=objects.bucket, Key=upload["Key"], UploadId=upload["UploadId"]

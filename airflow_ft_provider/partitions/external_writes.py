@@ -49,7 +49,7 @@ class ExternalWrites:
     def recorded_entries(
         self, attempt_prefix: str, attempt_id: str, files: list[WrittenFile]
     ) -> list[FileEntry]:
-        listed = self.objects._list(attempt_prefix)
+        listed = self.objects.list_under(attempt_prefix)
         for written in files:
             found = listed.get(attempt_prefix + written.key)
             if found is None or found.size != written.size:
@@ -68,7 +68,7 @@ class ExternalWrites:
 
     def uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
         """The data objects of an attempt, each name checked with the rule manifests are read with."""
-        with self.objects._s3_errors("ListObjectsV2", attempt_prefix):
+        with self.objects.s3_errors("ListObjectsV2", attempt_prefix):
             pages = self.objects.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.objects.bucket, Prefix=attempt_prefix
             )
@@ -97,7 +97,7 @@ class ExternalWrites:
         for obj in objects:
             name = obj["Key"][len(attempt_prefix) :]
             hasher = new_hasher(self.objects.checksum)
-            with self.objects._s3_errors("GetObject", obj["Key"]):
+            with self.objects.s3_errors("GetObject", obj["Key"]):
                 body = self.objects.client.get_object(Bucket=self.objects.bucket, Key=obj["Key"])["Body"]
 
                 def read_chunk(body: Any = body) -> bytes:

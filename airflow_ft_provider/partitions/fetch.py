@@ -116,9 +116,9 @@ class PartitionReads:
         the manifest recorded at commit (any rewrite, even to the same size, changes the ETag). An
         object the manifest has no ETag for (older manifests) is read once and its checksum compared.
         Raises PartitionNotFound like fetch()."""
-        loc = self.objects._location(ref, execution_id)
-        manifest = self.objects._manifest(loc)
-        listed = self.objects._list(loc.prefix + attempt_dir(manifest.attempt_id))
+        loc = self.objects.location(ref, execution_id)
+        manifest = self.objects.read_manifest(loc)
+        listed = self.objects.list_under(loc.prefix + attempt_dir(manifest.attempt_id))
         for entry in manifest.files:
             key = loc.prefix + entry.key
             found = listed.get(key)
@@ -156,7 +156,7 @@ class PartitionReads:
     def _stored_checksum(self, key: str, checksum: str) -> str:
         """The checksum (with the algorithm of ``checksum``) of an object's bytes, read from S3."""
         hasher = new_hasher(checksum)
-        with self.objects._s3_errors("GetObject", key):
+        with self.objects.s3_errors("GetObject", key):
             body = self.objects.client.get_object(Bucket=self.objects.bucket, Key=key)["Body"]
             for chunk in iter(lambda: body.read(1 << 20), b""):
                 hasher.update(chunk)
@@ -179,8 +179,8 @@ class PartitionReads:
         Raises PartitionNotFound when the partition is missing or fails its integrity check. With
         ``execution_id``: the pipelined partition that region execution wrote.
         """
-        loc = self.objects._location(ref, execution_id)
-        return self._fetch(loc, self.objects._manifest(loc), dest, verify, skip)
+        loc = self.objects.location(ref, execution_id)
+        return self._fetch(loc, self.objects.read_manifest(loc), dest, verify, skip)
 
     def _fetch(
         self, loc: _Location, manifest: Manifest, dest: Any, verify: bool, skip: Collection[str] = ()
@@ -264,7 +264,7 @@ class PartitionReads:
     def _download_result(self, loc: _Location, key: str, future: Any) -> None:
         from botocore.exceptions import ClientError
 
-        with self.objects._s3_errors("GetObject", key):
+        with self.objects.s3_errors("GetObject", key):
             try:
                 future.result()
             except ClientError as exc:

@@ -123,11 +123,11 @@ class ConsumerLeases:
         pids = None if partitions is None else tuple(sorted({run.parse(p).partition_id for p in partitions}))
         if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, (int, float)) or ttl <= 0):
             raise ValueError(f"lease ttl must be None (until unregistered) or seconds > 0, got {ttl!r}")
-        now = self.objects._clock.now()
+        now = self.objects.clock.now()
         lease = Lease(consumer, pids, now, None if ttl is None else now + ttl)
         self._refuse_if_releasing(run, consumer, pids)
         key = self.objects.layout.lease_key(run, consumer)
-        self.objects._put_json(
+        self.objects.put_json(
             key,
             {
                 "consumer": consumer,
@@ -141,20 +141,20 @@ class ConsumerLeases:
         try:
             self._refuse_if_releasing(run, consumer, pids)
         except ConsumerRegistrationRefused:
-            self.objects._delete_keys([key])
+            self.objects.delete_batch([key])
             raise
         return lease
 
     def unregister_consumer(self, pipeline: str, run_id: str, consumer: str) -> None:
         run = RunRef(pipeline, run_id)
-        self.objects._delete_keys([self.objects.layout.lease_key(run, consumer)])
+        self.objects.delete_batch([self.objects.layout.lease_key(run, consumer)])
 
     def consumers(self, pipeline: str, run_id: str, *, include_expired: bool = False) -> list[Lease]:
         run = RunRef(pipeline, run_id)
         prefix = self.objects.layout.leases_prefix(run)
-        now = self.objects._clock.now()
+        now = self.objects.clock.now()
         leases = []
-        for key in sorted(self.objects._list(prefix)):
+        for key in sorted(self.objects.list_under(prefix)):
             raw = self.objects.json_objects.get_bytes(
                 key, oversized="truncate"
             )  # too big: invalid, so blocking

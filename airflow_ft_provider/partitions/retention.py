@@ -70,36 +70,36 @@ class PartitionRetention:
         pids = None if partitions is None else tuple(sorted({run.parse(p).partition_id for p in partitions}))
         self.leases._refuse_if_leased(run, pids)
         marker = self.objects.layout.marker_key(run, "releasing")
-        self.objects._put_json(
+        self.objects.put_json(
             marker,
             {
                 "partitions": None if pids is None else list(pids),
-                "at": self.objects._clock.now(),
+                "at": self.objects.clock.now(),
                 "reason": reason,
             },
         )
         try:
             self.leases._refuse_if_leased(run, pids)
         except ReleaseRefused:
-            self.objects._delete_keys([marker])
+            self.objects.delete_batch([marker])
             raise
         run_prefix = self.objects.layout.run_prefix(run)
         if pids is None:
-            keys = [k for k in self.objects._list(run_prefix) if k != marker]
+            keys = [k for k in self.objects.list_under(run_prefix) if k != marker]
             abort_uploads(self.objects, run_prefix, older_than=None)
         else:
             keys = [
                 k
                 for pid in pids
-                for k in self.objects._list(self.objects.layout.partition_prefix(run.parse(pid)))
+                for k in self.objects.list_under(self.objects.layout.partition_prefix(run.parse(pid)))
             ]
-        self.objects._delete_keys(keys)
+        self.objects.delete_batch(keys)
         if pids is None:
-            self.objects._put_json(
+            self.objects.put_json(
                 self.objects.layout.marker_key(run, "released"),
-                {"at": self.objects._clock.now(), "reason": reason},
+                {"at": self.objects.clock.now(), "reason": reason},
             )
-        self.objects._delete_keys([marker])
+        self.objects.delete_batch([marker])
         if self.objects.cache is not None:
             if pids is None:
                 self.objects.cache.evict(self.objects.bucket, run_prefix)
@@ -121,7 +121,7 @@ class PartitionRetention:
         """The pipelines (DAG ids) that have data in this store; folders that are not valid names are
         not ours."""
         names = []
-        for prefix in self.objects._list_prefixes(self.objects.layout.prefix):
+        for prefix in self.objects.list_prefixes(self.objects.layout.prefix):
             name = prefix[len(self.objects.layout.prefix) :].rstrip("/")
             try:
                 names.append(check_name("pipeline (DAG id)", name))
@@ -132,11 +132,11 @@ class PartitionRetention:
     def release_scratch(self, pipeline: str, run_id: str, execution_id: str) -> int:
         """Delete the pipelined partitions of one region execution (they are never read again)."""
         keys = list(
-            self.objects._list(
+            self.objects.list_under(
                 self.objects.layout.scratch_execution_prefix(RunRef(pipeline, run_id), execution_id)
             )
         )
-        self.objects._delete_keys(keys)
+        self.objects.delete_batch(keys)
         return len(keys)
 
     def mark_run_ended(self, pipeline: str, run_id: str, *, succeeded: bool, at: float | None = None) -> None:
@@ -144,8 +144,8 @@ class PartitionRetention:
         acts on it). A run that is cleared and ends again is marked again. The marker keeps this store's
         retention (a pipeline's own, when it sets one), so any later sweep or ``gc`` honours it."""
         run = RunRef(pipeline, run_id)
-        at = self.objects._clock.now() if at is None else at
-        self.objects._put_json(
+        at = self.objects.clock.now() if at is None else at
+        self.objects.put_json(
             self.objects.layout.marker_key(run, "ended"),
             {"at": at, "succeeded": succeeded, "retention": self.retention},
         )
@@ -160,12 +160,12 @@ class PartitionRetention:
         the two ends counts. A run ``states`` reports active (cleared after it ended) is never released.
         """
         outcomes = []
-        now = self.objects._clock.now()
+        now = self.objects.clock.now()
         released = 0
         for run in self.objects.runs(pipeline):
             markers = {
                 k.rsplit("/", 1)[-1]: k
-                for k in self.objects._list(self.objects.layout.run_prefix(run) + "_run/")
+                for k in self.objects.list_under(self.objects.layout.run_prefix(run) + "_run/")
             }
             if "released.json" in markers:
                 outcomes.append(self._expire_released_marker(run, markers["released.json"], now))
@@ -215,7 +215,7 @@ class PartitionRetention:
         orchestrator's view, None if it has none) only when the sweep runs."""
         limits = limits or SweepLimits()
         key = self.objects.layout.pipeline_prefix(pipeline) + SWEEP_MARKER
-        now = self.objects._clock.now()
+        now = self.objects.clock.now()
         try:
             last = self._marker_time(key)
         except ValueError:
@@ -224,7 +224,7 @@ class PartitionRetention:
             return None
         # Claimed before the work, so concurrent run ends of one pipeline do not all sweep (two that read
         # the marker at the same moment may; releasing a run twice is harmless).
-        self.objects._put_json(key, {"at": now})
+        self.objects.put_json(key, {"at": now})
         seen = states() if states is not None else None
         report = SweepReport(
             pipeline, tuple(self.release_expired_runs(pipeline, states=seen, limit=limits.max_releases))
@@ -242,7 +242,7 @@ class PartitionRetention:
             return RetentionOutcome(run, False, ALREADY_RELEASED)
         if released_at is None or now - released_at < self.retention:
             return RetentionOutcome(run, False, ALREADY_RELEASED)
-        self.objects._delete_keys([key])
+        self.objects.delete_batch([key])
         log.info("removed the release marker of run %s (released %.0f s ago)", run, now - released_at)
         return RetentionOutcome(run, False, RELEASED_MARKER_EXPIRED)
 
@@ -279,12 +279,12 @@ class PartitionRetention:
         """
         run = RunRef(pipeline, run_id)
         grace = self.orphan_grace if grace is None else grace
-        cutoff = self.objects._clock.now() - grace
+        cutoff = self.objects.clock.now() - grace
         run_prefix = self.objects.layout.run_prefix(run)
         # partition prefix -> {attempt id -> (keys, newest mtime)}; and partition prefixes with a manifest
         attempts: dict[str, dict[str, tuple[list[str], float]]] = {}
         manifests: set[str] = set()
-        for key, info in self.objects._list(run_prefix).items():
+        for key, info in self.objects.list_under(run_prefix).items():
             rest = key[len(run_prefix) :]
             parts = rest.split("/")
             if parts[0] == "blocking" and len(parts) >= 4:
@@ -312,7 +312,7 @@ class PartitionRetention:
                     doomed.extend(keys)
                 else:
                     kept.append(f"{partition_prefix}{ATTEMPTS_DIR}/{attempt_id}/")
-        self.objects._delete_keys(doomed)
+        self.objects.delete_batch(doomed)
         # An upload into an attempt that is still in flight belongs to that commit (S3's Initiated
         # time alone would do, but S3-compatible stores do not all report it faithfully).
         aborted = abort_uploads(self.objects, run_prefix, older_than=cutoff, keep_prefixes=tuple(kept))
@@ -321,7 +321,7 @@ class PartitionRetention:
         return OrphanReport(run, tuple(sorted(doomed)), tuple(aborted), tuple(sorted(kept)))
 
     def _current_attempt(self, partition_prefix: str) -> str | None:
-        raw = self.objects._manifest_bytes(partition_prefix + MANIFEST_NAME)
+        raw = self.objects.manifest_bytes(partition_prefix + MANIFEST_NAME)
         if raw is None:
             return None
         try:

@@ -57,9 +57,9 @@ class PartitionReuse:
         if current.provenance.lineage != lineage or made_by != (producer.task_id, producer.map_index):
             return None
         reused = dataclasses.replace(
-            current, producer=producer, created_at=round(self.objects._clock.now(), 3)
+            current, producer=producer, created_at=round(self.objects.clock.now(), 3)
         )
-        self.commits._publish(self.objects._blocking(ref), reused)
+        self.commits._publish(self.objects.blocking(ref), reused)
         log.info(
             "reused partition %s (attempt %s of try %d) for try %d",
             ref,
@@ -107,12 +107,12 @@ class PartitionReuse:
         source_prefix = self.objects.layout.partition_prefix(
             RunRef(source.pipeline, source.run_id).partition(source.result, source.map_index)
         )
-        loc = self.objects._blocking(ref)
+        loc = self.objects.blocking(ref)
         attempt_id = new_attempt_id(producer.try_number)
 
         def copy(entry: FileEntry) -> FileEntry:
             key = attempt_dir(attempt_id) + entry.name
-            with self.objects._s3_errors("CopyObject", loc.prefix + key):
+            with self.objects.s3_errors("CopyObject", loc.prefix + key):
                 try:
                     self.objects.client.copy(
                         {"Bucket": self.objects.bucket, "Key": source_prefix + entry.key},

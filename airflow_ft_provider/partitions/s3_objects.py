@@ -103,8 +103,8 @@ class StoreObjects:
         self._client_or_factory = client
         self._client: S3Client | None = None
         self._client_lock = threading.Lock()
-        self._clock = clock
-        self._on_step = on_step
+        self.clock = clock
+        self.on_step = on_step
 
     @property
     def bucket(self) -> str:
@@ -145,45 +145,45 @@ class StoreObjects:
             credentials=self.credentials,
         )
 
-    def _s3_errors(self, operation: str, key: str | None) -> Any:
+    def s3_errors(self, operation: str, key: str | None) -> Any:
         return s3_errors(operation, self.bucket, key, credentials=self.credentials)
 
-    def _step(self, step: str, **info: Any) -> None:
-        if self._on_step is not None:
-            self._on_step(step, info)
+    def step(self, step: str, **info: Any) -> None:
+        if self.on_step is not None:
+            self.on_step(step, info)
 
-    def _blocking(self, ref: PartitionRef) -> _Location:
+    def blocking(self, ref: PartitionRef) -> _Location:
         return _Location(ref, "blocking", self.layout.partition_prefix(ref))
 
-    def _scratch(self, ref: PartitionRef, execution_id: str) -> _Location:
+    def scratch(self, ref: PartitionRef, execution_id: str) -> _Location:
         return _Location(ref, "pipelined", self.layout.scratch_prefix(ref, execution_id))
 
-    def _location(self, ref: PartitionRef, execution_id: str | None) -> _Location:
-        return self._blocking(ref) if execution_id is None else self._scratch(ref, execution_id)
+    def location(self, ref: PartitionRef, execution_id: str | None) -> _Location:
+        return self.blocking(ref) if execution_id is None else self.scratch(ref, execution_id)
 
     def check_connection(self) -> None:
         """One small listing of the prefix; a PartitionStoreError names the problem (bucket, keys, endpoint).
 
         Not HeadBucket: a HEAD response has no body, so S3 could only say 403 or 404, not why.
         """
-        with self._s3_errors("ListObjectsV2", self.layout.prefix or None):
+        with self.s3_errors("ListObjectsV2", self.layout.prefix or None):
             self.client.list_objects_v2(Bucket=self.bucket, Prefix=self.layout.prefix, MaxKeys=1)
 
     def manifest(self, ref: PartitionRef) -> Manifest:
         """The committed manifest of a blocking partition; PartitionNotFound when missing or invalid."""
-        return self._manifest(self._blocking(ref))
+        return self.read_manifest(self.blocking(ref))
 
-    def _manifest_bytes(self, key: str) -> Versioned[bytes] | None:
+    def manifest_bytes(self, key: str) -> Versioned[bytes] | None:
         """The object at a manifest key. An oversized one comes back cut short, so that it parses as
         an invalid manifest (which the next commit replaces) rather than failing the caller."""
         return self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(key, oversized="truncate")
 
-    def _manifest(self, loc: _Location, listed_etag: str | None = None) -> Manifest:
+    def read_manifest(self, loc: _Location, listed_etag: str | None = None) -> Manifest:
         """With the ETag a listing just gave, a manifest read before comes from ``manifest_cache.py``."""
         cache_key = partial(ManifestKey, store_name(self.client, self.bucket), loc.manifest_key)
         if listed_etag is not None and (cached := MANIFESTS.get(cache_key(listed_etag))) is not None:
             return cached
-        raw = self._manifest_bytes(loc.manifest_key)
+        raw = self.manifest_bytes(loc.manifest_key)
         if raw is None:
             raise PartitionNotFound(
                 loc.ref.partition_id,
@@ -202,28 +202,28 @@ class StoreObjects:
         return manifest
 
     # -- objects beside partitions (journal, markers, fault injection): keys inside the store only --
-    def _inside_store(self, key: str) -> str:
+    def inside_store(self, key: str) -> str:
         if not isinstance(key, str) or not key.startswith(self.layout.prefix) or "/../" in f"/{key}/":
             raise ValueError(f"{key!r} is outside the store's prefix {self.layout.prefix!r}")
         return key
 
     def write_object(self, key: str, data: bytes, *, content_type: str = "application/json") -> None:
         """Put one object (unconditionally: for objects each writer names uniquely, or rewrites whole)."""
-        self._inside_store(key)
-        with self._s3_errors("PutObject", key):
+        self.inside_store(key)
+        with self.s3_errors("PutObject", key):
             self.client.put_object(Bucket=self.bucket, Key=key, Body=data, ContentType=content_type)
 
     def read_object(self, key: str) -> bytes | None:
         """The whole object at ``key``; None when there is none."""
-        self._inside_store(key)
-        with self._s3_errors("GetObject", key):
-            body = self._open(key)
+        self.inside_store(key)
+        with self.s3_errors("GetObject", key):
+            body = self.open_object(key)
             if body is None:
                 return None
             with body:
                 return body.read()
 
-    def _open(self, key: str) -> Any | None:
+    def open_object(self, key: str) -> Any | None:
         """The streaming body of the object at ``key``, None when there is none (S3 errors: the
         caller's ``_s3_errors`` names the operation)."""
         from botocore.exceptions import ClientError
@@ -237,16 +237,16 @@ class StoreObjects:
 
     def upload_file(self, key: str, path: str | os.PathLike[str]) -> None:
         """Upload a local file to ``key`` (multipart when large, as the store's transfer config says)."""
-        self._inside_store(key)
-        with self._s3_errors("PutObject", key):
+        self.inside_store(key)
+        with self.s3_errors("PutObject", key):
             self.client.upload_file(str(path), self.bucket, key, Config=self.transfer_config)
 
     def download_file(self, key: str, path: str | os.PathLike[str]) -> bool:
         """Download ``key`` to a local file; False when there is no such object."""
         from botocore.exceptions import ClientError
 
-        self._inside_store(key)
-        with self._s3_errors("GetObject", key):
+        self.inside_store(key)
+        with self.s3_errors("GetObject", key):
             try:
                 self.client.download_file(self.bucket, key, str(path), Config=self.transfer_config)
             except ClientError as exc:
@@ -257,7 +257,7 @@ class StoreObjects:
 
     def list_objects(self, prefix: str) -> dict[str, ObjectInfo]:
         """Every key under ``prefix`` (inside this store) with its size and last-modified time."""
-        return self._list(self._inside_store(prefix))
+        return self.list_under(self.inside_store(prefix))
 
     def modified_times(self, prefix: str) -> dict[str, float]:
         """Every key under ``prefix`` (inside this store) with its last-modified time (epoch seconds)."""
@@ -265,14 +265,14 @@ class StoreObjects:
 
     def delete_keys(self, keys: Iterable[str]) -> int:
         """Delete keys inside this store (releases of data nobody reads again); how many."""
-        keys = [self._inside_store(k) for k in keys]
-        self._delete_keys(keys)
+        keys = [self.inside_store(k) for k in keys]
+        self.delete_batch(keys)
         return len(keys)
 
-    def _head(self, key: str) -> ObjectInfo | None:
+    def head(self, key: str) -> ObjectInfo | None:
         from botocore.exceptions import ClientError
 
-        with self._s3_errors("HeadObject", key):
+        with self.s3_errors("HeadObject", key):
             try:
                 response = self.client.head_object(Bucket=self.bucket, Key=key)
             except ClientError as exc:
@@ -283,9 +283,9 @@ class StoreObjects:
             response["ContentLength"], response["LastModified"].timestamp(), bare_etag(response.get("ETag"))
         )
 
-    def _list(self, prefix: str) -> dict[str, ObjectInfo]:
+    def list_under(self, prefix: str) -> dict[str, ObjectInfo]:
         objects: dict[str, ObjectInfo] = {}
-        with self._s3_errors("ListObjectsV2", prefix):
+        with self.s3_errors("ListObjectsV2", prefix):
             for page in self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=prefix
             ):
@@ -295,9 +295,9 @@ class StoreObjects:
                     )
         return objects
 
-    def _list_prefixes(self, prefix: str) -> list[str]:
+    def list_prefixes(self, prefix: str) -> list[str]:
         prefixes: list[str] = []
-        with self._s3_errors("ListObjectsV2", prefix):
+        with self.s3_errors("ListObjectsV2", prefix):
             pages = self.client.get_paginator("list_objects_v2").paginate(
                 Bucket=self.bucket, Prefix=prefix, Delimiter="/"
             )
@@ -308,16 +308,16 @@ class StoreObjects:
     def runs(self, pipeline: str) -> list[RunRef]:
         """The runs of ``pipeline`` that have data in this store (one LIST)."""
         runs = []
-        for prefix in self._list_prefixes(self.layout.pipeline_prefix(pipeline)):
+        for prefix in self.list_prefixes(self.layout.pipeline_prefix(pipeline)):
             try:
                 runs.append(self.layout.run_from_prefix(pipeline, prefix))
             except ValueError:
                 continue  # not a run directory of ours
         return runs
 
-    def _put_json(self, key: str, value: Any) -> None:
+    def put_json(self, key: str, value: Any) -> None:
 
-        with self._s3_errors("PutObject", key):
+        with self.s3_errors("PutObject", key):
             self.client.put_object(
                 Bucket=self.bucket,
                 Key=key,
@@ -325,10 +325,10 @@ class StoreObjects:
                 ContentType="application/json",
             )
 
-    def _delete_keys(self, keys: list[str]) -> None:
+    def delete_batch(self, keys: list[str]) -> None:
         for start in range(0, len(keys), 1000):
             batch = keys[start : start + 1000]
-            with self._s3_errors("DeleteObjects", batch[0]):
+            with self.s3_errors("DeleteObjects", batch[0]):
                 response = self.client.delete_objects(
                     Bucket=self.bucket, Delete={"Objects": [{"Key": k} for k in batch], "Quiet": True}
                 )

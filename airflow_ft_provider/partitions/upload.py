@@ -120,11 +120,11 @@ class AttemptUploads:
                         copies[i] = None
                         self._transfer(transfers, i, files[i], None, prefix + keys[i], sizes[i])
                         continue
-                    with self.objects._s3_errors("PutObject", prefix + keys[i]):
+                    with self.objects.s3_errors("PutObject", prefix + keys[i]):
                         future.result()
                     uploaded += 1
-                    self.objects._step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
-            self.objects._step("files_uploaded", total=len(files))
+                    self.objects.step("file_uploaded", uploaded=uploaded, total=len(files), key=keys[i])
+            self.objects.step("files_uploaded", total=len(files))
             entries = [
                 FileEntry(keys[i], sizes[i], checksum.result() if checksum else _stored(files[i]).checksum)
                 for i, checksum in enumerate(checksums)
@@ -158,7 +158,7 @@ class AttemptUploads:
     ) -> None:
         if stored is not None:  # the same bytes are in the store: copied inside S3
             transfers.manager.copy(
-                {"Bucket": self.objects.bucket, "Key": self.objects._inside_store(stored.key)},
+                {"Bucket": self.objects.bucket, "Key": self.objects.inside_store(stored.key)},
                 self.objects.bucket,
                 key,
                 subscribers=[transfers.subscriber(tag, size)],

@@ -111,7 +111,7 @@ def test_the_later_end_and_the_recorded_retention_count_and_old_succeeded_marker
     store = make_store(retention=HOUR)
     commit(store, tmp_path, "legacy")
     run = PartitionRef("etl", "legacy", "orders", 0).run
-    store.objects._put_json(store.layout.marker_key(run, "succeeded"), {"at": clock.now()})  # older versions
+    store.objects.put_json(store.layout.marker_key(run, "succeeded"), {"at": clock.now()})  # older versions
     commit(store, tmp_path, "re-ended")
     store.mark_run_ended("etl", "re-ended", succeeded=False, at=clock.now())
     commit(store, tmp_path, "kept-longer")  # a pipeline with its own retention marked it
