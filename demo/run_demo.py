@@ -346,7 +346,8 @@ def build_report(
     store = infra.store()
     faulty, reference = runs["with faults"], runs["failure-free"]
     run = RunRef(DAG_ID, faulty)
-    events = [e.to_json() for e in RecoveryJournal(store, run).events()]
+    history = RecoveryJournal(store, run).events()
+    events = [e.to_json() for e in history]
     failovers = [e for e in events if e.get("kind") == "failover"]
     first_failure = min((e["time"] for e in failovers), default=None)
     partitions = run_partitions(api, faulty)
@@ -425,7 +426,7 @@ def build_report(
 
     add("Partitions of the run with faults (manifests in S3; reused = kept from before the failures):")
     reused_raw = False
-    lost_then_rebuilt = found_lost(failovers)
+    lost_then_rebuilt = found_lost(history)
     for part in partitions:
         pid = part["partition"]
         if part.get("type") == "pipelined":
