@@ -139,7 +139,7 @@ def _history(events: Iterable[JournalEvent]) -> list[dict[str, Any]]:
         row = {
             **_HISTORY_ROW,
             "time": event.time,
-            "kind": event.to_json()["kind"],
+            "kind": event.kind_name,
             "task": event.task or None,
             "reason": event.reason,
         }

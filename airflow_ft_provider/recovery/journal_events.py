@@ -38,11 +38,16 @@ class JournalEvent:
     def to_json(self) -> dict[str, object]:
         return {
             "time": self.time,
-            "kind": self.kind,
+            "kind": self.kind_name,
             "task": self.task,
             "reason": self.reason,
             **self._details(),
         }
+
+    @property
+    def kind_name(self) -> str:
+        """The kind this event is stored and shown as."""
+        return self.kind
 
     def _details(self) -> Mapping[str, object]:
         return {}
@@ -200,9 +205,9 @@ class OtherEvent(JournalEvent):
 
     named_kind: str = ""
 
-    def to_json(self) -> dict[str, object]:
-        return {**super().to_json(), "kind": self.named_kind}
+    @property
+    def kind_name(self) -> str:
+        return self.named_kind
 
 
-EARLIER_OUTPUT_EVENTS: tuple[type[TryEvent], ...] = (OutputsReused, WorkAdopted)
 CHECKPOINT_EVENTS: tuple[type[TryEvent], ...] = (CheckpointRestored, CheckpointsTaken)
