@@ -10,11 +10,14 @@ its name, rather than somewhere in a pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
-from typing import Any
+from collections.abc import Iterable, Mapping, Sized
+from typing import TypeAlias
 
+from airflow.sdk import DAG, BaseOperator, TaskGroup
 from airflow.sdk.definitions._internal.contextmanager import DagContext
 from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+Task: TypeAlias = BaseOperator | MappedOperator
 
 # A RetryPolicy's RETRY still goes through Airflow's retry-count check (task_runner's
 # _finalize_task_failure): it cannot grant more tries than ``retries``. Stages get a budget no restart
@@ -24,70 +27,78 @@ from airflow.sdk.definitions.mappedoperator import MappedOperator
 RETRY_BUDGET = 10_000
 
 
-def current_dag() -> Any:
+def current_dag() -> DAG | None:
     """The DAG whose ``with`` block is open (None outside one): ``DagContext``, private in the SDK."""
     return DagContext.get_current()
 
 
-def is_mapped(task: Any) -> bool:
+def is_mapped(task: object) -> bool:
     """A ``.partial().expand()`` task (``MappedOperator``, not exported by ``airflow.sdk``)."""
     return isinstance(task, MappedOperator)
 
 
-def mapped_operator_class(task: Any) -> type:
+def mapped_operator_class(task: MappedOperator) -> type:
     """The operator class a mapped task expands to."""
     return task.operator_class
 
 
-def map_length_at_parse(task: Any) -> int:
+def map_length_at_parse(task: MappedOperator) -> int:
     """How many map indexes a mapped task has, from its literal ``expand()`` arguments (TypeError when
     they are not literal, e.g. an XCom result). ``expand_input.value`` is the SDK's internal form."""
     value = task.expand_input.value
-    lengths = [len(v) for v in value.values()] if isinstance(value, Mapping) else [len(value)]
+    lists = list(value.values()) if isinstance(value, Mapping) else [value]
+    lengths = [_literal_length(v) for v in lists]
     count = 1
     for n in lengths:
         count *= n
     return max(1, count) if lengths else 1
 
 
-def given_arguments(task: Any) -> Mapping[str, Any]:
+def _literal_length(values: object) -> int:
+    if not isinstance(values, Sized):
+        raise TypeError(f"object of type {type(values).__name__} has no len()")
+    return len(values)
+
+
+def given_arguments(task: Task) -> Mapping[str, object]:
     """The arguments a task was created with, default_args merged in.
 
     A plain operator keeps them in the name-mangled ``__init_kwargs`` of BaseOperator; a mapped one
     keeps only ``partial_kwargs`` (where an argument equal to its default cannot be told from none).
     """
-    if is_mapped(task):
+    if isinstance(task, MappedOperator):
         return task.partial_kwargs
     return getattr(task, "_BaseOperator__init_kwargs", {})
 
 
-def set_arguments(task: Any, **arguments: Any) -> None:
+def set_arguments(task: Task, **arguments: object) -> None:
     """Set operator arguments after creation; a mapped task keeps them in ``partial_kwargs``, which
     every expanded task instance is built from."""
-    if is_mapped(task):
+    if isinstance(task, MappedOperator):
         task.partial_kwargs.update(arguments)
     else:
         for name, value in arguments.items():
             setattr(task, name, value)
 
 
-def add_outlets(task: Any, outlets: Iterable[Any]) -> None:
+def add_outlets(task: Task, outlets: Iterable[object]) -> None:
     """Append outlets (Assets) to a task, mapped or not."""
-    if is_mapped(task):
+    if isinstance(task, MappedOperator):
         task.partial_kwargs["outlets"] = [*task.partial_kwargs.get("outlets", []), *outlets]
     else:
         task.outlets = [*task.outlets, *outlets]
 
 
-def move_into_group(task: Any, group: Any) -> None:
+def move_into_group(task: Task, group: TaskGroup) -> None:
     """Move a task from the DAG's root TaskGroup into ``group``. ``TaskGroup.add`` refuses a task that
     already has a group, and the root lists its children in a plain dict (``children``)."""
-    task.dag.task_group.children.pop(task.task_id, None)
+    if task.dag is not None:
+        task.dag.task_group.children.pop(task.task_id, None)
     task.task_group = None
     group.add(task)
 
 
-def request_dag_callbacks(dag: Any) -> None:
+def request_dag_callbacks(dag: DAG) -> None:
     """Make the scheduler ask the DAG processor to run this DAG's success and failure callbacks.
     ``DAG.__init__`` sets ``has_on_*_callback`` from its arguments only, and the serialized DAG carries
     them; callbacks added after the DAG was created are otherwise never run."""

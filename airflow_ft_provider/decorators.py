@@ -20,17 +20,22 @@ from __future__ import annotations
 import inspect
 import itertools
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import overload
+
+from airflow.sdk.definitions.mappedoperator import MappedOperator
 
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 
-StageCallable = Callable[..., Any]
+StageCallable = Callable[..., object]
+# The operator with its arguments unchecked by mypy: they are the DAG author's, passed through as given
+# and checked by SparkStageOperator itself when the DAG is parsed.
+_new_stage: Callable[..., SparkStageOperator] = SparkStageOperator
 
 
 class StageFunction:
     """A decorated stage function: calling it (or ``partial(...).expand(...)``) adds a stage task."""
 
-    def __init__(self, function: StageCallable, operator_kwargs: Mapping[str, Any]) -> None:
+    def __init__(self, function: StageCallable, operator_kwargs: Mapping[str, object]) -> None:
         if not callable(function):
             raise TypeError(f"@ft_stage decorates a function of (spark, io, ...), got {function!r}")
         self.function = function
@@ -53,7 +58,7 @@ class StageFunction:
     def task_id(self) -> str:
         return str(self.operator_kwargs.get("task_id") or self.function.__name__)
 
-    def _ordered(self, given: Mapping[str, Any]) -> list[Any]:
+    def _ordered(self, given: Mapping[str, object]) -> list[object]:
         """The function's arguments after (spark, io), in its own order, from names given by the caller."""
         names = [p.name for p in self.arguments]
         if unknown := sorted(set(given) - set(names)):
@@ -70,10 +75,10 @@ class StageFunction:
                 raise TypeError(f"@ft_stage {self.task_id!r} needs its argument {parameter.name!r}")
         return values
 
-    def _operator_kwargs(self) -> dict[str, Any]:
+    def _operator_kwargs(self) -> dict[str, object]:
         return {"task_id": self.task_id, "python_callable": self.function, **self.operator_kwargs}
 
-    def __call__(self, *args: Any, **kwargs: Any) -> SparkStageOperator:
+    def __call__(self, *args: object, **kwargs: object) -> SparkStageOperator:
         """One stage task, the function called with these arguments after (spark, io)."""
         names = [p.name for p in self.arguments]
         if len(args) > len(names):
@@ -81,28 +86,26 @@ class StageFunction:
         given = dict(zip(names, args, strict=False))
         if twice := sorted(set(given) & set(kwargs)):
             raise TypeError(f"@ft_stage {self.task_id!r} got argument {twice[0]!r} twice")
-        return SparkStageOperator(
-            application_args=self._ordered({**given, **kwargs}), **self._operator_kwargs()
-        )
+        return _new_stage(application_args=self._ordered({**given, **kwargs}), **self._operator_kwargs())
 
-    def override(self, **operator_kwargs: Any) -> StageFunction:
+    def override(self, **operator_kwargs: object) -> StageFunction:
         """The same function with other operator arguments (task_id, spark_conn_id, conf, ...)."""
         return StageFunction(self.function, {**self.operator_kwargs, **operator_kwargs})
 
-    def partial(self, **fixed: Any) -> PartialStage:
+    def partial(self, **fixed: object) -> PartialStage:
         """Arguments every map index gets; ``expand`` names the ones that vary."""
         return PartialStage(self, fixed)
 
-    def expand(self, **varying: Sequence[Any]) -> Any:
+    def expand(self, **varying: Sequence[object]) -> MappedOperator:
         return self.partial().expand(**varying)
 
 
 class PartialStage:
-    def __init__(self, stage: StageFunction, fixed: Mapping[str, Any]) -> None:
+    def __init__(self, stage: StageFunction, fixed: Mapping[str, object]) -> None:
         self.stage = stage
         self.fixed = dict(fixed)
 
-    def expand(self, **varying: Sequence[Any]) -> Any:
+    def expand(self, **varying: Sequence[object]) -> MappedOperator:
         """A mapped stage: one map index per combination of the lists (their product, in order, as
         Airflow's ``expand`` over several arguments)."""
         if not varying:
@@ -125,14 +128,24 @@ class PartialStage:
         return SparkStageOperator.partial(**self.stage._operator_kwargs()).expand(application_args=arguments)
 
 
+@overload
+def ft_stage(function: StageCallable, /, **operator_kwargs: object) -> StageFunction: ...
+
+
+@overload
+def ft_stage(
+    function: None = None, /, **operator_kwargs: object
+) -> Callable[[StageCallable], StageFunction]: ...
+
+
 def ft_stage(
     function: StageCallable | None = None,
     /,
     *,
     inputs: object = None,
     outputs: object = None,
-    **operator_kwargs: Any,
-) -> Any:
+    **operator_kwargs: object,
+) -> StageFunction | Callable[[StageCallable], StageFunction]:
     """Declare a pipeline stage as a function ``fn(spark, io, ...)``: ``@ft_stage`` or
     ``@ft_stage(inputs=[...], outputs={...}, spark_conn_id=..., ...)`` (any SparkStageOperator argument
     but ``application`` and ``python_callable``)."""

@@ -18,15 +18,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from types import TracebackType
-from typing import Any
 
-from airflow.sdk import TaskGroup
+from airflow.sdk import DAG, TaskGroup
 
 from airflow_ft_provider._compat import (
     RETRY_BUDGET,
+    Task,
     current_dag,
-    given_arguments,
-    is_mapped,
     request_dag_callbacks,
     set_arguments,
 )
@@ -56,6 +54,7 @@ from airflow_ft_provider.stage_settings import (
     checkpoint_configs,
     data_paths,
     pipeline_data_path,
+    stage_arguments,
     stage_classifications,
     stage_declaration,
 )
@@ -63,7 +62,7 @@ from airflow_ft_provider.stage_settings import (
 __all__ = ["RETRY_BUDGET", "FailoverPipeline", "pipeline_of", "stage_declaration"]
 
 
-def pipeline_of(dag: Any) -> FailoverPipeline:
+def pipeline_of(dag: DAG) -> FailoverPipeline:
     """The FailoverPipeline declared in ``dag`` (which carries it); PipelineWiringError if none."""
     parsed_description(dag)  # says what is wrong when the DAG has none
     pipeline = attached(dag)
@@ -92,6 +91,8 @@ def pipeline_retention(value: str | float) -> float:
 
 
 class FailoverPipeline:
+    dag: DAG  # the DAG whose with block it was entered in
+
     def __init__(
         self,
         *,
@@ -142,7 +143,6 @@ class FailoverPipeline:
             raise PipelineWiringError(str(err)) from None
         self.pipelined_in_engine = pipelined_in_engine
         self.group_regions = group_regions
-        self.dag: Any = None
         self.description: PipelineDescription | None = None  # built on leaving the with block
         self.graph = StageGraph()
         self.stages: dict[str, StageDeclaration] = {}
@@ -167,9 +167,10 @@ class FailoverPipeline:
 
     # -- context manager ----------------------------------------------------------------------------
     def __enter__(self) -> FailoverPipeline:
-        self.dag = current_dag()
-        if self.dag is None:
+        dag = current_dag()
+        if dag is None:
             raise PipelineWiringError("FailoverPipeline must be used inside a DAG: 'with DAG(...):' first")
+        self.dag = dag
         if attached(self.dag) is not None:
             raise PipelineWiringError(
                 f"DAG {self.dag.dag_id!r} already has a FailoverPipeline; use one per DAG"
@@ -193,7 +194,7 @@ class FailoverPipeline:
             self.build([t for tid, t in self.dag.task_dict.items() if tid not in self._tasks_before])
 
     # -- building -----------------------------------------------------------------------------------
-    def build(self, tasks: list[Any]) -> None:
+    def build(self, tasks: list[Task]) -> None:
         declared = [d for d in map(stage_declaration, tasks) if d is not None]
         if not declared:
             raise PipelineWiringError(
@@ -249,9 +250,8 @@ class FailoverPipeline:
             self._add_run_end_callbacks()
         attach(self.dag, self)  # how this process's tries, retry policies and callbacks find it
 
-    def _spark_connection(self, task: Any) -> str:
-        own = given_arguments(task).get("spark_conn_id") if is_mapped(task) else task.spark_conn_id
-        return own or self.spark_conn_id
+    def _spark_connection(self, task: Task) -> str:
+        return str(stage_arguments(task).get("spark_conn_id") or self.spark_conn_id)
 
     def _add_run_end_callbacks(self) -> None:
         """Release the run's pipelined partitions when it ends (airflow_ft_provider/run_end.py), after
@@ -282,7 +282,7 @@ class FailoverPipeline:
                     "same spark_conn_id, or make the result blocking"
                 )
 
-    def _refuseown_retry_settings(self, tasks_by_id: dict[str, Any]) -> None:
+    def _refuseown_retry_settings(self, tasks_by_id: dict[str, Task]) -> None:
         """A stage's own ``retries`` or ``retry_policy`` would be replaced by the restart strategy's
         policy below: refuse them rather than drop them without a word."""
         for stage in self.stages:
@@ -299,7 +299,7 @@ class FailoverPipeline:
                 "e.g. {'restart-strategy.type': 'fixed-delay', 'restart-strategy.fixed-delay.attempts': 3}"
             )
 
-    def _install_retry_policy(self, tasks_by_id: dict[str, Any]) -> None:
+    def _install_retry_policy(self, tasks_by_id: dict[str, Task]) -> None:
         """The restart strategy, not Airflow's retry count, decides when to stop: a policy cannot grant
         more tries than ``retries``, so stages get a budget no strategy will reach. Airflow's own delay
         only applies to the tries the policy never saw (``UNSEEN_TRY_RETRY``)."""
@@ -309,7 +309,7 @@ class FailoverPipeline:
         for stage in self.stages:
             set_arguments(tasks_by_id[stage], **settings)
 
-    def _check_explicit_edges(self, tasks_by_id: dict[str, Any]) -> None:
+    def _check_explicit_edges(self, tasks_by_id: dict[str, Task]) -> None:
         feeds = {(self.graph.results[c.result].producer, c.stage) for c in self.graph.consumptions}
         for task_id in self.stages:
             for upstream in tasks_by_id[task_id].upstream_task_ids:

@@ -4,11 +4,10 @@ and an Asset per blocking output (lineage, and DAGs scheduled on it)."""
 from __future__ import annotations
 
 from collections.abc import Collection, Iterable
-from typing import Any
 
-from airflow.sdk import Asset, TaskGroup
+from airflow.sdk import DAG, Asset, TaskGroup
 
-from airflow_ft_provider._compat import add_outlets, move_into_group
+from airflow_ft_provider._compat import Task, add_outlets, move_into_group
 from airflow_ft_provider.failover import StageGraph
 from airflow_ft_provider.failover.union_find import UnionFind
 from airflow_ft_provider.model.description import PipelineWiringError, StageDeclaration
@@ -20,7 +19,7 @@ def declare_assets(
     store_url: str,
     aws_conn_id: str,
     stages: Iterable[StageDeclaration],
-    tasks_by_id: dict[str, object],
+    tasks_by_id: dict[str, Task],
 ) -> None:
     """Blocking outputs become Assets (outlets): lineage in the UI, and other DAGs can be scheduled
     on them."""
@@ -46,7 +45,7 @@ def declare_assets(
 
 
 def group_regions(
-    dag: Any, graph: StageGraph, regions: Iterable[Collection[str]], tasks_by_id: dict[str, object]
+    dag: DAG, graph: StageGraph, regions: Iterable[Collection[str]], tasks_by_id: dict[str, Task]
 ) -> dict[str, TaskGroup]:
     """One TaskGroup per multi-stage region. A region of map indexes (pointwise pipelines) is
     shown at stage level: the group holds every stage any of whose tasks share a region."""

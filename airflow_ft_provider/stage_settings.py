@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Collection, Iterable, Mapping
-from typing import Any
+from typing import Protocol, TypeGuard
 
-from airflow_ft_provider._compat import given_arguments, is_mapped, map_length_at_parse, mapped_operator_class
+from airflow.sdk.definitions.mappedoperator import MappedOperator
+
+from airflow_ft_provider._compat import Task, given_arguments, map_length_at_parse, mapped_operator_class
 from airflow_ft_provider.checkpoints.config import (
     KNOWN_KEYS,
     CheckpointConfig,
@@ -18,14 +20,32 @@ from airflow_ft_provider.checkpoints.config import (
 )
 from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.model.description import PipelineWiringError, StageDeclaration
-from airflow_ft_provider.model.exchanges import normalize_inputs, normalize_outputs
+from airflow_ft_provider.model.exchanges import Input, Output, normalize_inputs, normalize_outputs
 from airflow_ft_provider.recovery.failure_facts import StageClassification, failure_classifier, failure_rules
 from airflow_ft_provider.recovery.layered_restarts import CLUSTER_SOURCE, cluster_keys
 
 
-def stage_declaration(task: Any) -> StageDeclaration | None:
+class StageTask(Protocol):
+    """What a (not mapped) pipeline stage task declares: the ``SparkStageOperator`` attributes read here."""
+
+    task_id: str
+    is_pipeline_stage: bool
+    inputs: Iterable[Input]
+    outputs: Iterable[Output]
+
+
+def is_stage_task(task: object) -> TypeGuard[StageTask]:
+    return bool(getattr(task, "is_pipeline_stage", False))
+
+
+def stage_arguments(task: Task) -> Mapping[str, object]:
+    """What a stage was given: a mapped one's ``partial`` arguments, a plain one's attributes."""
+    return given_arguments(task) if isinstance(task, MappedOperator) else vars(task)
+
+
+def stage_declaration(task: Task) -> StageDeclaration | None:
     """The partitions a stage task declares, or None for tasks that are not pipeline stages."""
-    if is_mapped(task):
+    if isinstance(task, MappedOperator):
         if not getattr(mapped_operator_class(task), "is_pipeline_stage", False):
             return None
         kwargs = given_arguments(task)
@@ -49,14 +69,14 @@ def stage_declaration(task: Any) -> StageDeclaration | None:
             normalize_outputs(kwargs.get("outputs")),
             mapped=True,
         )
-    if not getattr(task, "is_pipeline_stage", False):
+    if not is_stage_task(task):
         return None
     return StageDeclaration(task.task_id, 1, tuple(task.inputs), tuple(task.outputs))
 
 
 def checkpoint_configs(
     stages: Iterable[str],
-    tasks_by_id: Mapping[str, Any],
+    tasks_by_id: Mapping[str, Task],
     *,
     pipeline_default: bool | Mapping[str, object] | None,
 ) -> dict[str, CheckpointConfig]:
@@ -74,7 +94,7 @@ def checkpoint_configs(
     configs = {}
     for stage in stages:
         task = tasks_by_id[stage]
-        own = given_arguments(task) if is_mapped(task) else vars(task)
+        own = stage_arguments(task)
         try:
             config = stage_checkpointing(
                 stage, own.get("checkpointing"), pipeline=pipeline_default, cluster=cluster
@@ -105,7 +125,7 @@ def pipeline_data_path(declared: DataPath | str | None) -> DataPath:
 
 def data_paths(
     stages: Iterable[str],
-    tasks_by_id: Mapping[str, Any],
+    tasks_by_id: Mapping[str, Task],
     *,
     pipeline: DataPath,
     checkpointed: Collection[str],
@@ -114,7 +134,7 @@ def data_paths(
     paths = {}
     for stage in stages:
         task = tasks_by_id[stage]
-        own = (given_arguments(task) if is_mapped(task) else vars(task)).get("data_path")
+        own = stage_arguments(task).get("data_path")
         try:
             declared = None if own is None else DataPath.parse(own, where=f"stage {stage!r}")
         except ValueError as err:
@@ -132,7 +152,7 @@ def data_paths(
 
 def stage_classifications(
     stages: Iterable[str],
-    tasks_by_id: Mapping[str, Any],
+    tasks_by_id: Mapping[str, Task],
     *,
     pipeline_rules: object,
     pipeline_classifier: object,
@@ -147,7 +167,7 @@ def stage_classifications(
         classifications = {}
         for stage in stages:
             task = tasks_by_id[stage]
-            own = given_arguments(task) if is_mapped(task) else vars(task)
+            own = stage_arguments(task)
             where = f"stage {stage!r}"
             classifications[stage] = base.extended(
                 failure_rules(own.get("failure_rules"), where),

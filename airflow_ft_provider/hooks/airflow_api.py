@@ -20,11 +20,11 @@ Credentials and tokens are never logged.
 
 from __future__ import annotations
 
-import os
-import ssl
-from collections.abc import Collection, Iterable, Sequence
+import reprlib
+from collections.abc import Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TypeAlias, TypeGuard
 
 import httpx
 import tenacity
@@ -38,11 +38,21 @@ from airflow_ft_provider.hooks.api_errors import (
     api_path,
     retryable,
 )
-from airflow_ft_provider.hooks.api_server import ApiServer, is_loopback, parse_flag
+from airflow_ft_provider.hooks.api_server import ApiServer, api_server
 from airflow_ft_provider.hooks.task_instances import TaskInstanceRow
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 TOKEN_PATH = "/auth/token"
+Primitive: TypeAlias = str | int | float | bool | None
+QueryValue: TypeAlias = Primitive | Sequence[Primitive]
+
+
+@dataclass(frozen=True)
+class Body:
+    """What a request sends besides its method and path: query parameters and a JSON body."""
+
+    params: Mapping[str, QueryValue] | None = None
+    json: object = None
 
 
 class AirflowApiHook(BaseHook):
@@ -65,9 +75,9 @@ class AirflowApiHook(BaseHook):
         *,
         timeout: float = 30.0,
         server: ApiServer | None = None,
-        **kwargs: Any,
+        logger_name: str | None = None,
     ) -> None:
-        super().__init__(**kwargs)
+        super().__init__(logger_name=logger_name)
         self.airflow_api_conn_id = airflow_api_conn_id
         self.timeout = timeout
         self._token: str | None = None
@@ -89,63 +99,7 @@ class AirflowApiHook(BaseHook):
                 f"tasks through the Airflow REST API: AIRFLOW_CONN_{conn_id.upper()}="
                 "'https://<user>:<password>@<api-server host>:<port>'"
             ) from None
-        if not conn.host or not conn.login:
-            raise ValueError(
-                f"connection {conn_id!r} needs host and login/password of the Airflow API "
-                "server (e.g. AIRFLOW_CONN_AIRFLOW_API='http://admin:secret@localhost:8080'); region "
-                "failover uses it to restart tasks of the failed region's neighbours"
-            )
-        extra = conn.extra_dejson or {}
-        if "://" in conn.host:  # host given as a whole URL
-            url = httpx.URL(conn.host)
-            scheme, host, port, path = url.scheme, url.host, conn.port or url.port, url.path
-        else:
-            schema = (conn.schema or "").strip("/")
-            if schema.lower() in ("http", "https"):
-                scheme, path = schema.lower(), ""
-            else:  # an https:// URI gives conn_type "https"; a URI's path arrives as the schema
-                scheme, path = ("https" if conn.conn_type == "https" else "http"), schema
-            host, port = conn.host, conn.port
-        if scheme not in ("http", "https"):
-            raise ValueError(f"connection {conn_id!r}: scheme {scheme!r} is not http or https")
-        allow_http = parse_flag(
-            extra.get("allow_insecure_http", False), what=f"connection {conn_id!r} extra allow_insecure_http"
-        )
-        if scheme == "http" and not is_loopback(host) and not allow_http:
-            raise ValueError(
-                f"connection {conn_id!r} would send the password of {conn.login!r} in clear text over "
-                f"http to {host!r}, which is not a loopback address; use https "
-                f"(e.g. AIRFLOW_CONN_{conn_id.upper()}="
-                f"'https://<user>:<password>@{host}:<port>') or, on a private network you trust, set the "
-                "extra "
-                '{"allow_insecure_http": true}'
-            )
-        netloc = f"[{host}]" if ":" in host and not host.startswith("[") else host
-        base = f"{scheme}://{netloc}{f':{port}' if port else ''}/{path.strip('/')}".rstrip("/")
-        return ApiServer(base, conn.login, conn.password or "", self._verify(extra.get("verify", True)))
-
-    def _verify(self, value: object) -> bool | ssl.SSLContext:
-        """``verify`` of the extra: on (default), off, or a CA bundle (file or directory)."""
-        flag = parse_flag(value, what="")
-        if flag is True:
-            return True
-        if flag is False:
-            self.log.warning(
-                "TLS certificate verification is off for connection %r: anyone on the network "
-                "path can impersonate the API server",
-                self.airflow_api_conn_id,
-            )
-            return False
-        path = os.path.expanduser(str(value))
-        if not os.path.exists(path):
-            raise ValueError(
-                f"connection {self.airflow_api_conn_id!r}: extra verify={value!r} is neither true/false "
-                "nor an existing CA bundle (file or directory); give the path of the PEM file that signed "
-                "the API server's certificate"
-            )
-        if os.path.isdir(path):
-            return ssl.create_default_context(capath=path)
-        return ssl.create_default_context(cafile=path)
+        return api_server(conn, conn_id, self.log)
 
     @cached_property
     def _http(self) -> httpx.Client:
@@ -170,9 +124,11 @@ class AirflowApiHook(BaseHook):
         self.close()
 
     # -- requests -----------------------------------------------------------------------------------
-    def _send(self, method: str, path: str, *, idempotent: bool, **kwargs: Any) -> httpx.Response:
+    def _send(
+        self, method: str, path: str, *, idempotent: bool, body: Body, headers: Mapping[str, str] = {}
+    ) -> httpx.Response:
         try:
-            return self._http.request(method, path, **kwargs)
+            return self._http.request(method, path, params=body.params, json=body.json, headers=headers)
         except (httpx.ConnectError, httpx.ConnectTimeout):
             raise  # never sent: tenacity may repeat it
         except httpx.TransportError as err:
@@ -187,7 +143,10 @@ class AirflowApiHook(BaseHook):
         server = self.server
         # Repeating a login is harmless: it mints another token.
         response = self._send(
-            "POST", TOKEN_PATH, idempotent=True, json={"username": server.login, "password": server.password}
+            "POST",
+            TOKEN_PATH,
+            idempotent=True,
+            body=Body(json={"username": server.login, "password": server.password}),
         )
         if response.status_code not in (200, 201):
             raise AirflowApiError(
@@ -207,8 +166,9 @@ class AirflowApiHook(BaseHook):
         *,
         idempotent: bool | None = None,
         accept: Collection[int] = (),
-        **kwargs: Any,
-    ) -> Any:
+        params: Mapping[str, QueryValue] | None = None,
+        json: object = None,
+    ) -> object:
         """One authenticated call; retried on transport errors and 5xx answers only when ``idempotent``
         (default: by its method), else :class:`AirflowApiOutcomeUnknown` when its answer is lost.
 
@@ -217,7 +177,7 @@ class AirflowApiHook(BaseHook):
         """
         idempotent = method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
         try:
-            return self._request(method, path, idempotent=idempotent, accept=accept, **kwargs)
+            return self._request(method, path, idempotent=idempotent, accept=accept, body=Body(params, json))
         except httpx.TransportError as err:
             cause = err.__cause__ if isinstance(err, RetryableTransportError) and err.__cause__ else err
             raise AirflowApiUnreachable(
@@ -233,17 +193,16 @@ class AirflowApiHook(BaseHook):
         reraise=True,
     )
     def _request(
-        self, method: str, path: str, *, idempotent: bool, accept: Collection[int], **kwargs: Any
-    ) -> Any:
-        headers = kwargs.pop("headers", {})
+        self, method: str, path: str, *, idempotent: bool, accept: Collection[int], body: Body
+    ) -> object:
         for fresh_login in (False, True):  # a 401 is answered before anything is applied: repeat once
             token = self._token if self._token and not fresh_login else self._authenticate()
             response = self._send(
                 method,
                 path,
                 idempotent=idempotent,
-                headers={**headers, "Authorization": f"Bearer {token}"},
-                **kwargs,
+                body=body,
+                headers={"Authorization": f"Bearer {token}"},
             )
             if response.status_code != 401:
                 break
@@ -267,23 +226,28 @@ class AirflowApiHook(BaseHook):
         return self._authenticate()
 
     # -- task instances -----------------------------------------------------------------------------
-    def paged(self, path: str, key: str, params: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    def paged(
+        self, path: str, key: str, params: Mapping[str, QueryValue] | None = None
+    ) -> list[Mapping[str, object]]:
         """Every item of a paginated collection (``key`` names the list in each page)."""
-        items: list[dict[str, Any]] = []
+        items: list[Mapping[str, object]] = []
         while True:
             page = self.request("GET", path, params={**(params or {}), "limit": 100, "offset": len(items)})
-            items.extend(page[key])
-            if not page[key] or len(items) >= page.get("total_entries", 0):
+            if not isinstance(page, Mapping) or not _mappings(listed := page.get(key)):
+                raise AirflowApiError("GET", path, 200, f"not a page of {key}: {reprlib.repr(page)}")
+            items.extend(listed)
+            total = page.get("total_entries", 0)
+            if not listed or len(items) >= (total if isinstance(total, int) else 0):
                 return items
 
-    def task_instances(self, dag_id: str, run_id: str) -> list[dict[str, Any]]:
+    def task_instances(self, dag_id: str, run_id: str) -> list[Mapping[str, object]]:
         """All task instances of a run, one entry per map index (``TaskInstanceResponse``: ``task_id``,
         ``map_index``, ``state``, ``try_number``, ``id``, ...)."""
         return self.paged(api_path("dags", dag_id, "dagRuns", run_id, "taskInstances"), "task_instances")
 
     def clear(
         self, dag_id: str, run_id: str, task_instances: Iterable[tuple[str, int]]
-    ) -> list[dict[str, Any]]:
+    ) -> list[Mapping[str, object]]:
         """Clear exactly these (task id, map index) instances of one run, whatever their state.
 
         Sent once: raises :class:`AirflowApiOutcomeUnknown` when the answer is lost. Every instance a
@@ -300,8 +264,15 @@ class AirflowApiHook(BaseHook):
             "include_upstream": False,
             "reset_dag_runs": True,
         }
-        answer = self.request("POST", api_path("dags", dag_id, "clearTaskInstances"), json=body)
-        return answer["task_instances"]
+        path = api_path("dags", dag_id, "clearTaskInstances")
+        answer = self.request("POST", path, json=body)
+        cleared = answer.get("task_instances") if isinstance(answer, Mapping) else None
+        if not _mappings(cleared):
+            raise AirflowApiOutcomeUnknown(
+                f"Airflow REST API POST {path} answered without a list of task instances "
+                f"({reprlib.repr(answer)}); the clear may or may not have been applied"
+            )
+        return cleared
 
     def instances(self, dag_id: str, run_id: str) -> list[TaskInstanceRow]:
         """The ``TaskInstanceApi`` of region failover (hooks/task_instances.py): typed rows."""
@@ -317,9 +288,15 @@ class AirflowApiHook(BaseHook):
     ) -> str | None:
         one_try = ("taskInstances", task_id, *((map_index,) if map_index >= 0 else ()), "tries", try_number)
         try:
-            state = self.request("GET", api_path("dags", dag_id, "dagRuns", run_id, *one_try)).get("state")
+            answer = self.request("GET", api_path("dags", dag_id, "dagRuns", run_id, *one_try))
         except AirflowApiError as err:
             if err.status == 404:  # a try its worker could not start: Airflow failed it without a record
                 return None
             raise
+        state = answer.get("state") if isinstance(answer, Mapping) else None
         return state if isinstance(state, str) else None
+
+
+def _mappings(value: object) -> TypeGuard[list[Mapping[str, object]]]:
+    """A JSON list of objects, as the REST API's collections are."""
+    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)

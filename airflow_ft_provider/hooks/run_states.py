@@ -25,11 +25,11 @@ def run_states(hook: AirflowApiHook, dag_id: str, *, ended_before: float) -> Run
     ended: dict[str, float] = {}
     for run in hook.paged(path, "dag_runs", {"state": list(ENDED), "end_date_lte": cutoff}):
         end = run.get("end_date")
-        if isinstance(run.get("dag_run_id"), str) and isinstance(end, str):
-            ended[run["dag_run_id"]] = datetime.fromisoformat(end).timestamp()
+        if isinstance(run_id := run.get("dag_run_id"), str) and isinstance(end, str):
+            ended[run_id] = datetime.fromisoformat(end).timestamp()
     active = {
-        run["dag_run_id"]
+        run_id
         for run in hook.paged(path, "dag_runs", {"state": list(ACTIVE)})
-        if isinstance(run.get("dag_run_id"), str)
+        if isinstance(run_id := run.get("dag_run_id"), str)
     }
     return RunStates(ended_at=ended, active=frozenset(active))

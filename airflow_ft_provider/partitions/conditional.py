@@ -20,7 +20,7 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Generic, TypeVar
 from urllib.parse import urlsplit
 
 from ..safe_json import InvalidJson, load_json
@@ -138,32 +138,32 @@ class ConditionalJsonStore:
         return response["ETag"]
 
     # -- JSON -------------------------------------------------------------------------------------
-    def get(self, key: str) -> Versioned[Any] | None:
+    def get(self, key: str) -> Versioned[object] | None:
         raw = self.get_bytes(key)
         if raw is None:
             return None
         return Versioned(self._load(key, raw.value), raw.etag)
 
-    def create(self, key: str, value: Any) -> str:
+    def create(self, key: str, value: object) -> str:
         return self.put_bytes(key, _dump(value), etag=None)
 
-    def replace(self, key: str, value: Any, etag: str) -> str:
+    def replace(self, key: str, value: object, etag: str) -> str:
         return self.put_bytes(key, _dump(value), etag=etag)
 
     def update(
-        self, key: str, change: Callable[[Any | None], Any | None], *, max_attempts: int = 50
-    ) -> Versioned[Any] | None:
+        self, key: str, change: Callable[[object | None], object | None], *, max_attempts: int = 50
+    ) -> Versioned[object] | None:
         """Read-modify-write until no one else wrote in between; ``change`` may run several times.
 
         ``change(current)`` gets the current value (None when absent) and returns the new value, or
         None to leave the object as it is; it may raise to abort. Returns what is stored afterwards.
         """
-        return self.update_raw(
+        stored = self.update_raw(
             key,
             lambda raw: None if (new := change(self._load(key, raw))) is None else _dump(new),
             max_attempts=max_attempts,
-            decode=lambda data: self._load(key, data),
         )
+        return None if stored is None else Versioned(self._load(key, stored.value), stored.etag)
 
     def update_raw(
         self,
@@ -171,18 +171,17 @@ class ConditionalJsonStore:
         change: Callable[[bytes | None], bytes | None],
         *,
         max_attempts: int = 50,
-        decode: Callable[[bytes], Any] = lambda data: data,
         oversized: str = "raise",
-    ) -> Versioned[Any] | None:
+    ) -> Versioned[bytes] | None:
         """``update`` on bytes, for callers with their own (validated) encoding such as manifests."""
         for attempt in range(max_attempts):
             current = self.get_bytes(key, oversized=oversized)
             new = change(None if current is None else current.value)
             if new is None:
-                return None if current is None else Versioned(decode(current.value), current.etag)
+                return current
             try:
                 etag = self.put_bytes(key, new, etag=None if current is None else current.etag)
-                return Versioned(decode(new), etag)
+                return Versioned(new, etag)
             except ConditionalWriteConflict:
                 # Someone else won this round; back off a little so that N writers do not livelock.
                 self._sleep(self._rng.uniform(0, min(0.5, 0.005 * 2**attempt)))
@@ -195,7 +194,7 @@ class ConditionalJsonStore:
             operation="PutObject",
         )
 
-    def _load(self, key: str, raw: bytes | None) -> Any | None:
+    def _load(self, key: str, raw: bytes | None) -> object | None:
         return _load(self.bucket, key, raw, self.max_bytes)
 
     def delete(self, key: str) -> None:
@@ -203,11 +202,11 @@ class ConditionalJsonStore:
             self._client.delete_object(Bucket=self.bucket, Key=key)
 
 
-def _dump(value: Any) -> bytes:
+def _dump(value: object) -> bytes:
     return json.dumps(value, sort_keys=True, separators=(",", ":")).encode("utf-8")
 
 
-def _load(bucket: str, key: str, raw: bytes | None, max_bytes: int) -> Any | None:
+def _load(bucket: str, key: str, raw: bytes | None, max_bytes: int) -> object | None:
     if raw is None:
         return None
     try:

@@ -15,11 +15,11 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterable, Mapping
 from datetime import timedelta
-from typing import Any
 
 from airflow.sdk import RetryDecision
+from airflow.sdk.definitions.mappedoperator import MappedOperator
 
-from airflow_ft_provider._compat import given_arguments, is_mapped, mapped_operator_class
+from airflow_ft_provider._compat import Task, given_arguments, is_mapped, mapped_operator_class
 from airflow_ft_provider.failover import (
     FAILOVER_STRATEGY_KEY,
     RESTART_STRATEGY_KEYS,
@@ -105,7 +105,7 @@ def unrecorded_retry(try_number: int, err: Exception) -> RetryDecision:
     return RetryDecision.retry(delay=delay, reason=f"failover not recorded: {err}")
 
 
-def own_retry_settings(task: Any) -> dict[str, object]:
+def own_retry_settings(task: Task) -> dict[str, object]:
     """``retries`` / ``retry_policy`` as the DAG author gave them: as arguments, through default_args
     (the DAG's, a TaskGroup's or the task's) or to ``.partial()``; Airflow's defaults are not listed.
 
@@ -113,7 +113,7 @@ def own_retry_settings(task: Any) -> dict[str, object]:
     (``[core] default_task_retries``, usually 0) cannot be told apart from no value.
     """
     kwargs = given_arguments(task)
-    if is_mapped(task):
+    if isinstance(task, MappedOperator):
         default = default_retries(mapped_operator_class(task))
         found = {"retries": kwargs["retries"]} if kwargs.get("retries", default) != default else {}
     else:
@@ -135,7 +135,7 @@ def default_retries(operator_class: type) -> object:
     return None
 
 
-def where_set(task: Any, name: str, value: object) -> str:
+def where_set(task: Task, name: str, value: object) -> str:
     """Where a retry setting most likely came from, for the error message."""
     group = getattr(task, "task_group", None)
     group_args = getattr(group, "default_args", None) or {}
