@@ -28,9 +28,10 @@ import logging
 import os
 import sys
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from airflow_ft_provider.model.description import PipelineDescription
     from airflow_ft_provider.partitions import S3PartitionStore
 
 EPILOG = """results: stdout (JSON lines for history, partitions, show, restart-region); logs, errors: stderr.
@@ -94,7 +95,7 @@ def run() -> int:
         results.flush()
 
 
-def main(argv: list[str] | None = None, *, out: Any = None) -> int:
+def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
     out = out or sys.stdout
     parser = argparse.ArgumentParser(
         prog="airflow-ft",
@@ -205,7 +206,9 @@ def main(argv: list[str] | None = None, *, out: Any = None) -> int:
     return 0
 
 
-def _show(args: argparse.Namespace, store: Any, description: Any, out: Any) -> None:
+def _show(
+    args: argparse.Namespace, store: S3PartitionStore, description: PipelineDescription, out: TextIO
+) -> None:
     """One partition's rows, through the store's reader (manifest, sizes and checksums verified)."""
     from airflow_ft_provider.partitions import RunRef
     from airflow_ft_provider.partitions.parquet import read_table
@@ -235,7 +238,7 @@ def _show(args: argparse.Namespace, store: Any, description: Any, out: Any) -> N
         print(json.dumps(row), file=out)
 
 
-def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace, out: Any) -> int:
+def _collect_garbage(parser: argparse.ArgumentParser, args: argparse.Namespace, out: TextIO) -> int:
     from airflow.sdk.exceptions import AirflowNotFoundException
 
     from airflow_ft_provider.partitions.errors import PartitionStoreError

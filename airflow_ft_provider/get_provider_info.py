@@ -16,7 +16,7 @@ providers' configuration first): it preloads the stage clients there (``executio
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TypeAlias
 
 from airflow_ft_provider import __version__
 from airflow_ft_provider.failover.durations import format_duration
@@ -30,9 +30,12 @@ from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SW
 CONFIG_SECTION = "ft_provider"
 PIPELINES = "Fault-tolerant Spark pipelines"
 PARTITIONS = "Result partition store"
+# One option of a config section, in the providers manager's form: description, version_added, type,
+# example and default, each a string or null.
+ConfigOption: TypeAlias = dict[str, str | None]
 
 
-def _partition_store_options() -> dict[str, dict[str, Any]]:
+def _partition_store_options() -> dict[str, ConfigOption]:
     """The keys ``PartitionStoreHook`` reads (airflow_ft_provider/hooks/partition_store.py)."""
     return {
         "partition_store_url": {
@@ -136,7 +139,7 @@ def _partition_store_options() -> dict[str, dict[str, Any]]:
     }
 
 
-def _checkpoint_options() -> dict[str, dict[str, Any]]:
+def _checkpoint_options() -> dict[str, ConfigOption]:
     """Flink's checkpoint keys (airflow_ft_provider/checkpoints/config.py): cluster defaults of
     checkpointed stages, overridden by a pipeline's and a stage's ``checkpointing=``."""
     from airflow_ft_provider.checkpoints.config import DESCRIPTIONS, CheckpointConfig
@@ -167,8 +170,8 @@ def _checkpoint_options() -> dict[str, dict[str, Any]]:
     }
 
 
-def _config_options() -> dict[str, dict[str, Any]]:
-    options: dict[str, dict[str, Any]] = {
+def _config_options() -> dict[str, ConfigOption]:
+    options: dict[str, ConfigOption] = {
         TYPE_KEY: {
             "description": "Default restart strategy: none (off, disable), fixed-delay, failure-rate or "
             "exponential-delay. Unset: exponential-delay when a partition store is configured, else none. "
@@ -258,7 +261,7 @@ def _config_options() -> dict[str, dict[str, Any]]:
     return options
 
 
-def get_provider_info() -> dict[str, Any]:
+def get_provider_info() -> dict[str, object]:
     _preload_stage_clients()
     return {
         "package-name": "airflow-ft-provider",

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, TypeGuard
+from typing import NoReturn, TypeGuard
 
 MAX_BYTES = 1 << 20
 MAX_DEPTH = 32  # our documents nest 5 levels at most
@@ -37,7 +37,7 @@ def is_finite_number(value: object) -> TypeGuard[int | float]:
     return not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
 
 
-def load_json(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> Any:
+def load_json(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int = MAX_DEPTH) -> object:
     """Parse ``data`` (UTF-8), refusing anything over ``max_bytes`` or ``max_depth`` levels, NaN and
     Infinity, numbers outside 64-bit integers and finite floats, duplicate keys and lone surrogates."""
     if len(data) > max_bytes:
@@ -65,7 +65,15 @@ def load_json(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int =
     return doc
 
 
-def _refuse_constant(name: str) -> Any:
+def load_json_object(data: bytes | str, *, max_bytes: int = MAX_BYTES) -> dict[str, object]:
+    """``load_json`` of a document that must be a JSON object (InvalidJson otherwise)."""
+    doc = load_json(data, max_bytes=max_bytes)
+    if not isinstance(doc, dict):
+        raise InvalidJson(f"a JSON object was expected, got {type(doc).__name__}")
+    return doc
+
+
+def _refuse_constant(name: str) -> NoReturn:
     raise InvalidJson(f"{name} is not a JSON number")
 
 
@@ -85,7 +93,7 @@ def _finite_float(text: str) -> float:
     return value
 
 
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, object]:
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict[str, object]:
     doc = dict(pairs)
     if len(doc) != len(pairs):
         seen: set[str] = set()
@@ -94,7 +102,7 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, object]:
     return doc
 
 
-def _check_tree(doc: Any, max_depth: int) -> None:
+def _check_tree(doc: object, max_depth: int) -> None:
     """Depth and strings, iteratively (a recursive walk is what the depth limit protects against)."""
     stack = [(doc, 1)]
     while stack:

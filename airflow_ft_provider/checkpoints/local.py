@@ -27,7 +27,7 @@ from pathlib import Path
 from airflow_ft_provider.checkpoints.fencing import CompletedCheckpoint
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.naming import encode_segment
-from airflow_ft_provider.safe_json import load_json
+from airflow_ft_provider.safe_json import load_json_object
 
 FENCE_FILE = "_ft_fence.json"
 DEFAULT_ROOT = Path(tempfile.gettempdir()) / "airflow-ft-checkpoints"
@@ -82,11 +82,11 @@ class LocalCheckpoint:
         if last is None:
             return None
         try:
-            fence = load_json(self.fence_file.read_bytes(), max_bytes=1 << 20)
-            inputs, total, taken_by = fence["inputs"], int(fence["total_bytes"]), int(fence["try_number"])
-        except (OSError, ValueError, KeyError, TypeError):
+            fence = load_json_object(self.fence_file.read_bytes(), max_bytes=1 << 20)
+        except (OSError, ValueError):
             return None
-        if not isinstance(inputs, dict):
+        inputs, total, taken_by = fence.get("inputs"), fence.get("total_bytes"), fence.get("try_number")
+        if not isinstance(inputs, dict) or not isinstance(total, int) or not isinstance(taken_by, int):
             return None
         return CompletedCheckpoint(last, dict(inputs), self.bytes_read_through(last), total, taken_by)
 

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from airflow_ft_provider.execution.contracts import StageBackend, StageSettings, TaskLog
+from airflow_ft_provider.execution.contracts import StageBackend, StageSettings
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.partitions import S3PartitionStore
+from airflow_ft_provider.task_log import TaskLog
 
 CONNECT_CONN_TYPE = "spark_connect"  # the Spark provider's SparkConnectHook.conn_type
 

@@ -21,7 +21,7 @@ import urllib.parse
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, cast
 
 from airflow_ft_provider.execution.connect_operations import first_line, join, release
 from airflow_ft_provider.execution.connect_sessions import (
@@ -30,11 +30,18 @@ from airflow_ft_provider.execution.connect_sessions import (
     previous_session,
     with_session_id,
 )
-from airflow_ft_provider.execution.contracts import StageSettings, TaskLog, WrittenOutput
+from airflow_ft_provider.execution.contracts import StageSettings, WrittenOutput
 from airflow_ft_provider.execution.submit import output_missing, runtime_zip
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.spark import stage_io
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec, StoreCredentials
+from airflow_ft_provider.task_log import TaskLog
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
+
+    from airflow_ft_provider.partitions.pipelined_handle import EngineLocation
 
 
 def server_identity(url: str) -> str:
@@ -48,7 +55,9 @@ def _import_root(py_file: str) -> str:
     return full if full.endswith((".zip", ".egg", ".whl")) else os.path.dirname(full)
 
 
-def drop_views(conn_id: str, views: Iterable[Any], log: Any, *, connect_timeout: float = 5.0) -> list[str]:
+def drop_views(
+    conn_id: str, views: Iterable[EngineLocation], log: TaskLog, *, connect_timeout: float = 5.0
+) -> list[str]:
     """Drop the global temporary views (``EngineLocation``s) that the server of ``conn_id`` keeps for
     a run that ended; the names dropped. A view recorded on another server is left (named in the log);
     a server that does not answer took its views with it."""
@@ -135,7 +144,7 @@ class ConnectBackend:
         self._earlier_stopped = False
         self.url = SparkConnectHook(conn_id).get_connection_url()
         self.server = server_identity(self.url)
-        self.session: Any = None
+        self.session: ConnectSession | None = None
         self.try_session: TrySession | None = None  # recorded for the next try (connect_sessions.py)
         self.outputs: dict[str, WrittenOutput] = {}
 
@@ -147,7 +156,7 @@ class ConnectBackend:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def open(self) -> Any:
+    def open(self) -> ConnectSession:
         """This try's session (a new one if the application stopped it), with the stage's settings."""
         if self.session is not None and not self.session.is_stopped:
             return self.session
@@ -256,7 +265,9 @@ class ConnectBackend:
         )
         with running_stage as running, self._connect_mode():
             if stage.python_callable is not None:  # its arguments as given (@ft_stage passes ints, dates…)
-                stage.python_callable(session, stage_io.for_session(session), *stage.application_args)
+                # pyspark types its API with the classic SparkSession; a Connect session stands in for it
+                io = stage_io.for_session(cast("SparkSession", session))
+                stage.python_callable(session, io, *stage.application_args)
             elif stage.application is not None:  # a file gets them on its command line
                 self._run_file(stage.application, [str(a) for a in stage.application_args])
             else:  # the pipeline refuses such a stage when the DAG is parsed
@@ -287,7 +298,7 @@ class ConnectBackend:
         importable (as under spark-submit), and the py_files are shipped to the server for UDFs."""
         py_files = [f for f in str(self.stage.spark_submit_kwargs.get("py_files") or "").split(",") if f]
         if py_files:
-            self.session.addArtifacts(*py_files, pyfile=True)
+            self.open().addArtifacts(*py_files, pyfile=True)
         saved_argv, saved_path = sys.argv, list(sys.path)
         sys.argv = [path, *args]
         sys.path[:0] = [os.path.dirname(os.path.abspath(path)), *map(_import_root, py_files)]

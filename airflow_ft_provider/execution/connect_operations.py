@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from airflow_ft_provider.execution.connect_sessions import TrySession, with_session_id
-from airflow_ft_provider.execution.contracts import TaskLog
+from airflow_ft_provider.task_log import TaskLog
+
+if TYPE_CHECKING:
+    from pyspark.sql.connect.session import SparkSession as ConnectSession
 
 POLL_SECONDS = 1.0
 
@@ -28,7 +31,7 @@ class Waited:
     why: str = ""  # why the state could not be told ("": it could)
 
 
-def join(url: str, earlier: TrySession) -> Any:
+def join(url: str, earlier: TrySession) -> ConnectSession:
     """A client of ``earlier``'s session on the server of ``url`` (the connection, with its
     credentials); raises when the server no longer has that session."""
     from pyspark.sql.connect.session import SparkSession
@@ -36,7 +39,7 @@ def join(url: str, earlier: TrySession) -> Any:
     return SparkSession.builder.remote(with_session_id(url, earlier.session_id)).create()
 
 
-def release(session: Any) -> list[str]:
+def release(session: ConnectSession) -> list[str]:
     """Interrupt what still runs in ``session`` (a terminating execution still holds its results too),
     then release the session; the operations interrupted."""
     try:

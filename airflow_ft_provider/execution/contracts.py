@@ -106,16 +106,6 @@ class Killable(Protocol):
     def kill(self) -> None: ...
 
 
-class TaskLog(Protocol):
-    """The task's logger (Airflow's structured logger, or a ``logging.Logger``)."""
-
-    def info(self, msg: str, /, *args: object) -> object: ...
-
-    def warning(self, msg: str, /, *args: object) -> object: ...
-
-    def error(self, msg: str, /, *args: object) -> object: ...
-
-
 class PlannedWrite(Protocol):
     """One output a try planned: its partition, and the attempt the application writes into (if any)."""
 

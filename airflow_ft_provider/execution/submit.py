@@ -13,7 +13,7 @@ from airflow_ft_provider.execution.contracts import StageSettings, WrittenOutput
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.provenance import CONTENT
-from airflow_ft_provider.safe_json import InvalidJson, load_json
+from airflow_ft_provider.safe_json import InvalidJson, load_json_object
 from airflow_ft_provider.spark.failure_report import FAILURE_REPORT_CONF, read_report
 from airflow_ft_provider.spark.spec import (
     CREDENTIAL_ENV_VARS,
@@ -42,7 +42,7 @@ def parse_output_marker(data: bytes, *, where: str) -> WrittenOutput:
     """The marker stage_io wrote beside an output (data from storage: validated); ValueError naming
     ``where`` and the problem if it is not one."""
     try:
-        doc = load_json(data, max_bytes=64 << 10)
+        doc = load_json_object(data, max_bytes=64 << 10)
         rows, content = doc["rows"], doc.get("content")
         if isinstance(rows, bool) or not isinstance(rows, int) or rows < 0:
             raise ValueError(f"'rows' must be a whole number >= 0, got {rows!r}")

@@ -22,7 +22,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+
+from airflow_ft_provider.task_log import TaskLog
 
 __all__ = ["TryWorkdir", "adopt_abandoned", "keep_for_next_try", "remove_abandoned"]
 
@@ -44,7 +45,7 @@ class TryWorkdir:
     Entering first removes the directories of earlier tries whose owner process is gone (see the
     module's docstring); ``removed`` lists them, for the try's log."""
 
-    def __init__(self, base: str | os.PathLike[str] | None = None, *, log: Any = None) -> None:
+    def __init__(self, base: str | os.PathLike[str] | None = None, *, log: TaskLog | None = None) -> None:
         self.base = Path(base if base is not None else tempfile.gettempdir())
         self.log = log
         self.path: Path | None = None

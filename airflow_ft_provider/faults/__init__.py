@@ -25,7 +25,7 @@ This package is the seam a stage try calls (``faults_for``): a try whose run ask
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow_ft_provider.faults.request import (
     ALLOW_KEY,
@@ -35,6 +35,7 @@ from airflow_ft_provider.faults.request import (
     TryFaults,
     requested_faults,
 )
+from airflow_ft_provider.task_log import TaskLog
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -52,7 +53,7 @@ def faults_for(
     graph: StageGraph,
     store: S3PartitionStore,
     run: RunRef,
-    log: Any,
+    log: TaskLog,
 ) -> TryFaults:
     """The faults this try must inject (``injection.injector_for``); none, without loading anything,
     when the run asks for none."""

@@ -7,10 +7,11 @@ import os
 import signal
 from collections.abc import Collection
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow_ft_provider.faults.request import ALLOW_KEY, FAULTS_KEY, MODES, NoFaults, requested_faults
 from airflow_ft_provider.spark.failure_report import InjectedFailure  # stdlib: the driver raises it too
+from airflow_ft_provider.task_log import TaskLog
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -100,7 +101,7 @@ class FaultInjector:
         try_number: int,
         store: S3PartitionStore,
         run: RunRef,
-        log: Any,
+        log: TaskLog,
     ) -> None:
         self.faults = [f for f in faults if try_number <= f.times]
         self.task = task
@@ -140,7 +141,7 @@ def injector_for(
     graph: StageGraph,
     store: S3PartitionStore,
     run: RunRef,
-    log: Any,
+    log: TaskLog,
 ) -> NoFaults | FaultInjector:
     """The faults this try must inject: none unless the run asks for them and the deployment allows it.
     Where it does, an invalid ``ft_faults`` fails the try without a retry (AirflowFailException): the
@@ -171,7 +172,12 @@ def injector_for(
 
 
 def delete_partitions(
-    store: S3PartitionStore, run: RunRef, partition_ids: tuple[str, ...], log: Any, *, truncate: bool = False
+    store: S3PartitionStore,
+    run: RunRef,
+    partition_ids: tuple[str, ...],
+    log: TaskLog,
+    *,
+    truncate: bool = False,
 ) -> None:
     """Lose (or cut in half) one data object of each partition, and this worker's cached copy of it; the
     manifest stays, so the partition is corrupt rather than missing, and readers must notice."""

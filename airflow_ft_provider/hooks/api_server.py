@@ -7,21 +7,17 @@ import ipaddress
 import os
 import ssl
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING
 
 import httpx
+
+from airflow_ft_provider.task_log import TaskLog
 
 if TYPE_CHECKING:
     from airflow.sdk import Connection
 
 TRUE = {"true", "1", "yes", "on"}
 FALSE = {"false", "0", "no", "off"}
-
-
-class WarningLog(Protocol):
-    """The hook's logger, as far as reading its connection needs it."""
-
-    def warning(self, event: str, /, *args: object) -> object: ...
 
 
 @dataclass(frozen=True)
@@ -56,7 +52,7 @@ def is_loopback(host: str) -> bool:
         return False
 
 
-def api_server(conn: Connection, conn_id: str, log: WarningLog) -> ApiServer:
+def api_server(conn: Connection, conn_id: str, log: TaskLog) -> ApiServer:
     """The API server a connection names, refusing what would leak its password or cannot work."""
     if not conn.host or not conn.login:
         raise ValueError(
@@ -96,7 +92,7 @@ def api_server(conn: Connection, conn_id: str, log: WarningLog) -> ApiServer:
     )
 
 
-def _verification(value: object, conn_id: str, log: WarningLog) -> bool | ssl.SSLContext:
+def _verification(value: object, conn_id: str, log: TaskLog) -> bool | ssl.SSLContext:
     """``verify`` of the extra: on (default), off, or a CA bundle (file or directory)."""
     flag = parse_flag(value, what="")
     if flag is True:

@@ -14,7 +14,7 @@ import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any
+from typing import TypeGuard
 
 from airflow_ft_provider.failover import (
     DistributionPattern,
@@ -25,6 +25,7 @@ from airflow_ft_provider.failover import (
     load_restart_strategy,
     pipelined_regions,
 )
+from airflow_ft_provider.failover.clock import Clock
 from airflow_ft_provider.failover.failover_strategies import FailoverStrategy
 from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName, all_indexed, indexed
 from airflow_ft_provider.failover.restart_strategies import RestartStrategy
@@ -47,7 +48,7 @@ class StageDeclaration:
     outputs: tuple[Output, ...]
     mapped: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return {
             "task_id": self.task_id,
             "parallelism": self.parallelism,
@@ -60,15 +61,18 @@ class StageDeclaration:
         }
 
     @classmethod
-    def from_dict(cls, doc: Mapping[str, Any]) -> StageDeclaration:
+    def from_dict(cls, doc: Mapping[str, object]) -> StageDeclaration:
+        parallelism, inputs, outputs = doc["parallelism"], doc["inputs"], doc["outputs"]
+        if not isinstance(parallelism, int) or not _objects(inputs) or not _objects(outputs):
+            raise TypeError(f"stage {doc['task_id']!r}: parallelism, inputs or outputs of the wrong type")
         return cls(
             task_id=str(doc["task_id"]),
-            parallelism=int(doc["parallelism"]),
+            parallelism=parallelism,
             mapped=bool(doc.get("mapped", False)),
-            inputs=tuple(Input(str(i["result"]), DistributionPattern(i["pattern"])) for i in doc["inputs"]),
+            inputs=tuple(Input(str(i["result"]), DistributionPattern(i["pattern"])) for i in inputs),
             outputs=tuple(
                 Output(str(o["result"]), ResultPartitionType(o["type"]), str(o["compression"]))
-                for o in doc["outputs"]
+                for o in outputs
             ),
         )
 
@@ -185,8 +189,8 @@ class PipelineDescription:
         """Fail at parse time on an unknown failover strategy, without building the strategy."""
         failover_strategy_name(self.restart_config)
 
-    def restart_strategy(self, **kwargs: Any) -> RestartStrategy:
-        return load_restart_strategy(self.restart_config, partitions_persisted=True, **kwargs)
+    def restart_strategy(self, *, clock: Clock | None = None) -> RestartStrategy:
+        return load_restart_strategy(self.restart_config, partitions_persisted=True, clock=clock)
 
     def airflow_key(self, core_task: str) -> tuple[str, int]:
         """The (task id, map index) of a core task id; -1 for a task that is not mapped."""
@@ -276,3 +280,7 @@ class PipelineDescription:
                 continue
             partitions.extend(all_indexed(result.name, self.graph.stages[result.producer].parallelism))
         return partitions
+
+
+def _objects(value: object) -> TypeGuard[list[Mapping[str, object]]]:
+    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)

@@ -4,7 +4,7 @@ every data object listed and checksummed when there is no record."""
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from ..safe_json import load_json
 from ..spark.checksums import new_hasher
@@ -12,7 +12,16 @@ from ..spark.written import MAX_RECORD_BYTES, WRITTEN_RECORD, WrittenFile, writt
 from .errors import PartitionStoreError
 from .manifest import FileEntry
 from .naming import attempt_dir, check_relative_path
+from .s3_client import ObjectBody
 from .s3_objects import StoreObjects
+
+
+@dataclass(frozen=True)
+class ListedObject:
+    """A data object found under an attempt: its full key and size."""
+
+    key: str
+    size: int
 
 
 class ExternalWrites:
@@ -66,7 +75,7 @@ class ExternalWrites:
         etags = {f.key: listed[attempt_prefix + f.key].etag for f in files}
         return [FileEntry(attempt_dir(attempt_id) + f.key, f.size, f.checksum, etags[f.key]) for f in files]
 
-    def uploaded_objects(self, attempt_prefix: str) -> list[dict[str, Any]]:
+    def uploaded_objects(self, attempt_prefix: str) -> list[ListedObject]:
         """The data objects of an attempt, each name checked with the rule manifests are read with."""
         with self.objects.s3_errors("ListObjectsV2", attempt_prefix):
             pages = self.objects.client.get_paginator("list_objects_v2").paginate(
@@ -86,29 +95,26 @@ class ExternalWrites:
                     "the partition, so nothing was published; make the writer name its files that way (or "
                     "delete this object) and commit again"
                 ) from None
-            data.append(obj)
+            data.append(ListedObject(obj["Key"], obj["Size"]))
         return data
 
-    def checksum_uploaded(
-        self, prefix: str, attempt_id: str, objects: list[dict[str, Any]]
-    ) -> list[FileEntry]:
+    def checksum_uploaded(self, prefix: str, attempt_id: str, objects: list[ListedObject]) -> list[FileEntry]:
         attempt_prefix = prefix + attempt_dir(attempt_id)
         entries = []
         for obj in objects:
-            name = obj["Key"][len(attempt_prefix) :]
+            name = obj.key[len(attempt_prefix) :]
             hasher = new_hasher(self.objects.checksum)
-            with self.objects.s3_errors("GetObject", obj["Key"]):
-                body = self.objects.client.get_object(Bucket=self.objects.bucket, Key=obj["Key"])["Body"]
-
-                def read_chunk(body: Any = body) -> bytes:
-                    return body.read(1 << 20)
-
-                for chunk in iter(read_chunk, b""):
-                    hasher.update(chunk)
+            with self.objects.s3_errors("GetObject", obj.key):
+                body: ObjectBody = self.objects.client.get_object(Bucket=self.objects.bucket, Key=obj.key)[
+                    "Body"
+                ]
+                with body:
+                    for chunk in body.iter_chunks(1 << 20):
+                        hasher.update(chunk)
             entries.append(
                 FileEntry(
                     attempt_dir(attempt_id) + name,
-                    obj["Size"],
+                    obj.size,
                     f"{self.objects.checksum}:{hasher.hexdigest()}",
                 )
             )

@@ -8,10 +8,22 @@ relies on a value; its transfers (``upload_file``, ``download_file``, ``copy``) 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any, Protocol
 
 Response = dict[str, Any]  # boto3's answer: parsed XML as a dict, read by key
+
+
+class ObjectBody(Protocol):
+    """A GetObject answer's streaming body (botocore's ``StreamingBody``), read whole or by chunks."""
+
+    def read(self, amt: int | None = None) -> bytes: ...
+
+    def iter_chunks(self, chunk_size: int = ...) -> Iterator[bytes]: ...
+
+    def __enter__(self) -> ObjectBody: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 class Paginator(Protocol):

@@ -11,13 +11,17 @@ fork.
 from __future__ import annotations
 
 import threading
-from typing import Any
+from typing import TYPE_CHECKING
 
-_LOADER: Any = None
+if TYPE_CHECKING:
+    import boto3.session
+    import botocore.loaders
+
+_LOADER: botocore.loaders.Loader | None = None
 _LOCK = threading.Lock()
 
 
-def boto3_session(**settings: Any) -> Any:
+def boto3_session(**settings: str | None) -> boto3.session.Session:
     """A new boto3 session (``settings``: boto3's Session arguments) whose botocore session uses the
     process's shared data loader."""
     import boto3.session
@@ -37,7 +41,7 @@ def boto3_session(**settings: Any) -> Any:
     return session
 
 
-def share_loader(session: Any) -> Any:
+def share_loader(session: boto3.session.Session) -> boto3.session.Session:
     """``session`` (a boto3 session made elsewhere, e.g. by the Amazon provider's ``AwsBaseHook``), its
     botocore session now on the process's shared data loader; returned for chaining."""
     core = session._session

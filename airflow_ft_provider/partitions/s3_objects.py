@@ -14,13 +14,14 @@ import logging
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from functools import partial
-from typing import TYPE_CHECKING, Any, cast
+from typing import TYPE_CHECKING, cast
 
 from ..failover.clock import Clock
 from .cache import LocalPartitionCache
-from .conditional import ConditionalJsonStore, Versioned, require_conditional_writes
+from .conditional import MAX_OBJECT_BYTES, ConditionalJsonStore, Versioned, require_conditional_writes
 from .errors import (
     MISSING_CODES,
     PartitionNotFound,
@@ -32,7 +33,7 @@ from .errors import (
 from .manifest import MAX_MANIFEST_BYTES, InvalidManifest, Manifest
 from .manifest_cache import MANIFESTS, ManifestKey, store_name
 from .naming import MANIFEST_NAME, PartitionRef, RunRef, StoreLayout
-from .s3_client import ClientFactory, ClientOrFactory, S3Client
+from .s3_client import ClientFactory, ClientOrFactory, ObjectBody, S3Client
 
 if TYPE_CHECKING:
     from boto3.s3.transfer import TransferConfig
@@ -123,7 +124,7 @@ class StoreObjects:
         """The compare-and-swap primitive on this store's bucket, for state kept beside partitions."""
         return self.conditional_objects()
 
-    def conditional_objects(self, **kwargs: Any) -> ConditionalJsonStore:
+    def conditional_objects(self, *, max_bytes: int = MAX_OBJECT_BYTES) -> ConditionalJsonStore:
         """``json_objects`` with other settings, e.g. ``max_bytes`` for objects larger than 1 MiB."""
         return ConditionalJsonStore(
             self.client,
@@ -131,7 +132,7 @@ class StoreObjects:
             credentials=self.credentials,
             probe_prefix=self.layout.prefix,
             allow_unconditional_writes=self.allow_unconditional_writes,
-            **kwargs,
+            max_bytes=max_bytes,
         )
 
     def require_conditional_writes(self) -> None:
@@ -145,10 +146,10 @@ class StoreObjects:
             credentials=self.credentials,
         )
 
-    def s3_errors(self, operation: str, key: str | None) -> Any:
+    def s3_errors(self, operation: str, key: str | None) -> AbstractContextManager[None]:
         return s3_errors(operation, self.bucket, key, credentials=self.credentials)
 
-    def step(self, step: str, **info: Any) -> None:
+    def step(self, step: str, **info: object) -> None:
         if self.on_step is not None:
             self.on_step(step, info)
 
@@ -223,7 +224,7 @@ class StoreObjects:
             with body:
                 return body.read()
 
-    def open_object(self, key: str) -> Any | None:
+    def open_object(self, key: str) -> ObjectBody | None:
         """The streaming body of the object at ``key``, None when there is none (S3 errors: the
         caller's ``_s3_errors`` names the operation)."""
         from botocore.exceptions import ClientError
@@ -315,7 +316,7 @@ class StoreObjects:
                 continue  # not a run directory of ours
         return runs
 
-    def put_json(self, key: str, value: Any) -> None:
+    def put_json(self, key: str, value: object) -> None:
 
         with self.s3_errors("PutObject", key):
             self.client.put_object(

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import queue
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from boto3.s3.transfer import TransferConfig
+    from s3transfer.futures import TransferFuture
+    from s3transfer.manager import TransferManager
+    from s3transfer.subscribers import BaseSubscriber
 
 MiB = 1 << 20
 
@@ -28,20 +31,21 @@ def default_transfer_config() -> TransferConfig:
 class Transfers:
     """Runs boto3 transfers in parallel and hands each finished one back to the calling thread."""
 
-    manager: Any
-    done: queue.Queue[Any] = field(default_factory=queue.Queue)
+    manager: TransferManager
+    done: queue.Queue[tuple[int, TransferFuture]] = field(default_factory=queue.Queue)
 
-    def subscriber(self, tag: Any, size: int | None = None) -> Any:
+    def subscriber(self, tag: int, size: int | None = None) -> BaseSubscriber:
+        """Reports transfer ``tag`` to ``done`` when it ends; ``size``, when known, spares a HEAD."""
         from s3transfer.subscribers import BaseSubscriber
 
         outer = self
 
         class _Subscriber(BaseSubscriber):
-            def on_queued(self, future: Any, **kwargs: Any) -> None:
+            def on_queued(self, future: TransferFuture, **kwargs: object) -> None:
                 if size is not None:
                     future.meta.provide_transfer_size(size)  # known from the manifest: skip a HEAD
 
-            def on_done(self, future: Any, **kwargs: Any) -> None:
+            def on_done(self, future: TransferFuture, **kwargs: object) -> None:
                 outer.done.put((tag, future))
 
         return _Subscriber()

@@ -25,7 +25,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 from urllib.parse import urlsplit
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
@@ -105,24 +105,12 @@ def same_origin_if_cookie(request: Request) -> None:
         )
 
 
-def _masked_view(view: dict[str, Any]) -> dict[str, Any]:
-    """Free text from S3 (causes, reasons) passes Airflow's secrets masker before it is shown."""
-    for row in view["history"]:
-        for key in ("cause", "reason", "strategy"):
-            if isinstance(row.get(key), str):
-                row[key] = mask_secrets(row[key])
-    for row in view["partitions"]:
-        row["reason"] = mask_secrets(row["reason"])
-    view["journal"]["reason"] = mask_secrets(view["journal"]["reason"])
-    return view
-
-
 @lru_cache(maxsize=1)
 def _page_template() -> str:
     return PAGE.read_text()
 
 
-def _page(config: dict[str, Any]) -> HTMLResponse:
+def _page(config: dict[str, object]) -> HTMLResponse:
     # JSON inside <script>: '<', '>' and '&' escaped so that no run id can close the element or open
     # a comment.
     data = json.dumps(config).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
@@ -157,7 +145,7 @@ def create_app() -> FastAPI:
         return _page({"view": "run", "dag_id": dag_id, "run_id": run_id})
 
     @app.get("/api/runs", dependencies=[can_read_runs])
-    def list_runs(user: GetUserDep, session: SessionDep) -> dict[str, Any]:
+    def list_runs(user: GetUserDep, session: SessionDep) -> dict[str, object]:
         from airflow.api_fastapi.app import get_auth_manager
         from airflow.models.dagrun import DagRun
         from airflow.models.xcom import XComModel
@@ -185,7 +173,7 @@ def create_app() -> FastAPI:
         }
 
     @app.get("/api/runs/{dag_id}/{run_id}", dependencies=[can_read_runs, can_read_task_instances])
-    def run_data(dag_id: str, run_id: str, session: SessionDep) -> dict[str, Any]:
+    def run_data(dag_id: str, run_id: str, session: SessionDep) -> dict[str, object]:
         run = dag_run(session, dag_id, run_id)
         recovery = verified_recovery(session, run)
         journal, description = recovery.journal, recovery.pipeline
@@ -212,10 +200,11 @@ def create_app() -> FastAPI:
             state=state,
             events=events,
             report=report,
+            mask=mask_secrets,
         )
         view["store"] = journal.store.layout.url
-        view["journal"] = {"damaged": bool(damaged), "reason": damaged}
-        return _masked_view(view)
+        view["journal"] = {"damaged": bool(damaged), "reason": mask_secrets(damaged)}
+        return view
 
     @app.post(
         "/api/runs/{dag_id}/{run_id}/restart",
@@ -232,7 +221,7 @@ def create_app() -> FastAPI:
         request: Request,
         user: GetUserDep,
         session: SessionDep,
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         from airflow_ft_provider.plugins.clear import CallerClears
 
         # JSON only: a cross-site form post cannot send it without a CORS preflight (CSRF).

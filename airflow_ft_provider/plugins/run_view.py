@@ -8,9 +8,8 @@ availability report (S3). Nothing here talks to Airflow or S3, so it is tested w
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime, timezone
-from typing import Any
 
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.clock import Clock, SystemClock
@@ -32,6 +31,7 @@ from airflow_ft_provider.recovery.journal_events import (
 )
 
 SUCCESS = "success"
+Mask = Callable[[str], str]
 # a try that reused its outputs (stage_try/reuse.py), or committed a killed try's (adoption.py)
 
 
@@ -40,9 +40,11 @@ def region_id(region: Iterable[str]) -> str:
     return min(region)
 
 
-def _task_rows(description: PipelineDescription, instances: Iterable[Mapping[str, Any]]) -> dict[str, dict]:
+def _task_rows(
+    description: PipelineDescription, instances: Iterable[Mapping[str, object]]
+) -> dict[str, dict[str, object]]:
     by_key = {(ti["task_id"], ti.get("map_index", UNMAPPED)): ti for ti in instances}
-    rows: dict[str, dict] = {}
+    rows: dict[str, dict[str, object]] = {}
     for stage in description.graph.stages.values():
         for task in stage.task_ids:
             ti = by_key.get(description.airflow_key(task), {})
@@ -59,15 +61,18 @@ def _task_rows(description: PipelineDescription, instances: Iterable[Mapping[str
 
 
 def _partition_rows(
-    description: PipelineDescription, report: AvailabilityReport | None, tasks: Mapping[str, dict]
-) -> list[dict[str, Any]]:
+    description: PipelineDescription,
+    report: AvailabilityReport | None,
+    tasks: Mapping[str, dict[str, object]],
+    mask: Mask,
+) -> list[dict[str, object]]:
     rows = []
     graph = description.graph
     for result in graph.results.values():
         producer_stage = graph.stages[result.producer]
         for index, partition_id in enumerate(graph.partition_ids(result.name)):
             producer = producer_stage.task_ids[index]
-            row: dict[str, Any] = {
+            row: dict[str, object] = {
                 "id": partition_id,
                 "result": result.name,
                 "type": result.result_type.value,
@@ -91,7 +96,7 @@ def _partition_rows(
             elif partition_id in report.available:
                 row["status"] = "committed"
             elif (problem := report.unavailable.get(partition_id)) is not None:
-                row["reason"] = problem.explanation
+                row["reason"] = mask(problem.explanation)
                 if problem.reason is Unavailable.MISSING_MANIFEST:
                     row["status"] = "missing" if tasks[producer]["state"] == SUCCESS else "pending"
                 elif problem.reason is Unavailable.RELEASED:
@@ -114,7 +119,7 @@ def _partition_rows(
     return rows
 
 
-def _strategy(description: PipelineDescription, state: FailoverState, clock: Clock) -> dict[str, Any]:
+def _strategy(description: PipelineDescription, state: FailoverState, clock: Clock) -> dict[str, object]:
     in_force = description.restart_strategy(clock=clock)
     scopes = []
     for scope in sorted(set(state.strategies) | {RUN_SCOPE}):
@@ -133,7 +138,7 @@ def _strategy(description: PipelineDescription, state: FailoverState, clock: Clo
     }
 
 
-def _history(events: Iterable[JournalEvent]) -> list[dict[str, Any]]:
+def _history(events: Iterable[JournalEvent], mask: Mask) -> list[dict[str, object]]:
     rows = []
     for event in events:
         row = {
@@ -177,12 +182,15 @@ def _history(events: Iterable[JournalEvent]) -> list[dict[str, Any]]:
                 row |= {"cleared": list(event.cleared), "decision": f"fail: {event.reason}"}
             case _:
                 row["decision"] = f"fail: {event.reason}"
+        for free_text in ("cause", "reason", "strategy"):  # from S3: may quote a secret
+            if isinstance(text := row[free_text], str):
+                row[free_text] = mask(text)
         rows.append(row)
     return rows
 
 
 # A history row's fields, as the page reads them, before the event's own.
-_HISTORY_ROW: dict[str, Any] = {
+_HISTORY_ROW: dict[str, object] = {
     "try_number": None,
     "cause": None,
     "restart": False,
@@ -219,16 +227,18 @@ def _labels(labels: FailureLabels | None) -> str:
     return labels.describe() + ("" if labels.recoverable else " · not recoverable")
 
 
-def _checkpoint_rows(events: Iterable[JournalEvent]) -> list[dict[str, Any]]:
+def _checkpoint_rows(events: Iterable[JournalEvent]) -> list[dict[str, object]]:
     """Per checkpointed task (seed 003's monitoring): its newest try's statistics and every try's
     restore point."""
-    rows: dict[str, dict[str, Any]] = {}
+    rows: dict[str, dict[str, object]] = {}
+    restore_points: dict[str, list[dict[str, object]]] = {}
     for event in events:
         if not isinstance(event, CHECKPOINT_EVENTS) or not event.task:
             continue
-        row = rows.setdefault(event.task, {"task": event.task, "restores": []})
+        restores = restore_points.setdefault(event.task, [])
+        row = rows.setdefault(event.task, {"task": event.task, "restores": restores})
         if isinstance(event, CheckpointRestored):
-            row["restores"].append(
+            restores.append(
                 {"try_number": event.try_number, "restored_from": event.restored_from,
                  "restored_via": event.restored_via, "reason": event.reason}
             )  # fmt: skip
@@ -256,13 +266,15 @@ def build_run_view(
     description: PipelineDescription,
     run_id: str,
     *,
-    task_instances: Iterable[Mapping[str, Any]],
+    task_instances: Iterable[Mapping[str, object]],
     state: FailoverState,
     events: Iterable[JournalEvent],
     report: AvailabilityReport | None,
     clock: Clock | None = None,
-) -> dict[str, Any]:
-    """The page's data: regions (with task states), stage edges, partitions, history, strategy."""
+    mask: Mask = str,
+) -> dict[str, object]:
+    """The page's data: regions (with task states), stage edges, partitions, history, strategy.
+    ``mask`` hides secrets in the free text read from S3 (causes, reasons)."""
     clock = clock or SystemClock()
     events = list(events)
     tasks = _task_rows(description, task_instances)
@@ -275,8 +287,8 @@ def build_run_view(
             {
                 "id": rid,
                 "tasks": sorted(region),
-                "stages": sorted({tasks[t]["stage"] for t in region}),
-                "states": sorted({tasks[t]["state"] for t in region}),
+                "stages": sorted({str(tasks[t]["stage"]) for t in region}),
+                "states": sorted({str(tasks[t]["state"]) for t in region}),
                 "restart_not_before": max((state.not_before.get(t, 0.0) for t in region), default=0.0)
                 or None,
             }
@@ -301,8 +313,8 @@ def build_run_view(
         "tasks": list(tasks.values()),
         "edges": edges,
         "regions": regions,
-        "partitions": _partition_rows(description, report, tasks),
-        "history": _history(events),
+        "partitions": _partition_rows(description, report, tasks, mask),
+        "history": _history(events, mask),
         "checkpoints": _checkpoint_rows(events),
         "strategy": _strategy(description, state, clock),
     }

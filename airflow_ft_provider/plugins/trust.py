@@ -22,9 +22,9 @@ The API server trusts what DAG files decide and its own settings, and it never i
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Protocol
 
 from airflow_ft_provider.hooks.task_instances import TaskInstanceApi
 from airflow_ft_provider.model.description import PipelineDescription
@@ -42,6 +42,21 @@ class UntrustedRun(ValueError):
     """The run's stored pointers disagree with its DAG's configuration: nothing was read or changed."""
 
 
+class ServedTask(Protocol):
+    @property
+    def task_id(self) -> str: ...
+
+
+class ServedDag(Protocol):
+    """A DAG as the API server holds it (serialized): its id and tasks are all that is read here."""
+
+    @property
+    def dag_id(self) -> str: ...
+
+    @property
+    def tasks(self) -> Sequence[ServedTask]: ...
+
+
 @dataclass(frozen=True)
 class StorePointer:
     """A partition store and the ``aws`` connection it is reached through."""
@@ -50,7 +65,7 @@ class StorePointer:
     aws_conn_id: str
 
 
-def _asset_fields(outlet: Any) -> tuple[str | None, str | None, object]:
+def _asset_fields(outlet: object) -> tuple[str | None, str | None, object]:
     """(uri, group, extra) of an outlet. Deserialized operators hold Asset objects; mapped ones keep the
     serialized dicts of partial_kwargs."""
     if isinstance(outlet, Mapping):
@@ -59,7 +74,7 @@ def _asset_fields(outlet: Any) -> tuple[str | None, str | None, object]:
     return getattr(outlet, "uri", None), getattr(outlet, "group", None), getattr(outlet, "extra", None)
 
 
-def configured_store(dag: Any, *, default: StorePointer | None) -> StorePointer | None:
+def configured_store(dag: ServedDag, *, default: StorePointer | None) -> StorePointer | None:
     """The store and connection the serialized DAG's partition Assets name; ``default`` (the API server's
     own settings) if it declares none. An asset serialized without a connection (an older release of
     this provider) names the default connection until the DAG processor serializes the DAG again."""
@@ -123,7 +138,7 @@ def check_pointer(pointer: object, *, dag_id: str, run_id: str, trusted: StorePo
 
 
 def check_description(
-    description: PipelineDescription, *, dag: Any, pointer: StorePointer, max_parallelism: int
+    description: PipelineDescription, *, dag: ServedDag, pointer: StorePointer, max_parallelism: int
 ) -> PipelineDescription:
     """The run's stored description, accepted only if it belongs to this DAG and fits it."""
     dag_id = dag.dag_id
@@ -164,7 +179,7 @@ def check_description(
 
 def trusted_run(
     *,
-    dag: Any,
+    dag: ServedDag,
     run_id: str,
     pointer: object,
     default: StorePointer | None,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -79,7 +79,7 @@ class PartitionSensor(AwsBaseSensor[PartitionStoreHook]):
         self.deferrable = deferrable
 
     @property
-    def _hook_parameters(self) -> dict[str, Any]:
+    def _hook_parameters(self) -> dict[str, object]:
         return {**super()._hook_parameters, "url": self.store_url}
 
     def _target(self, context: Context) -> tuple[str, str, list[str]]:
@@ -131,16 +131,16 @@ class PartitionSensor(AwsBaseSensor[PartitionStoreHook]):
             timeout=timedelta(seconds=self.timeout + self.poke_interval + TRIGGER_TIMEOUT_GRACE),
         )
 
-    def execute_complete(self, context: Context, event: dict[str, Any] | None = None) -> list[str]:
+    def execute_complete(self, context: Context, event: dict[str, object] | None = None) -> list[str]:
         """Turn the trigger's event into the task's outcome."""
         pipeline, run_id, _ = self._target(context)
         event = event or {}
         status = event.get("status")
-        if status == "success":
-            self.log.info("partitions %s of run %s/%s are available", event["partitions"], pipeline, run_id)
-            return list(event["partitions"])
-        if status == "timeout":
-            missing = event.get("missing") or {}
+        partitions, missing = event.get("partitions"), event.get("missing") or {}
+        if status == "success" and isinstance(partitions, list):
+            self.log.info("partitions %s of run %s/%s are available", partitions, pipeline, run_id)
+            return [str(p) for p in partitions]
+        if status == "timeout" and isinstance(missing, Mapping):
             detail = "; ".join(f"{pid}: {why}" for pid, why in missing.items())
             raise AirflowSensorTimeout(
                 f"partitions of run {pipeline}/{run_id} still unavailable after {self.timeout:g} s: {detail}"

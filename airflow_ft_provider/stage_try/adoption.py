@@ -35,7 +35,7 @@ from airflow_ft_provider import metrics
 from airflow_ft_provider.execution.connect import quiet_abandoned_releases, server_identity
 from airflow_ft_provider.execution.connect_operations import wait_for_operations
 from airflow_ft_provider.execution.connect_sessions import TrySession
-from airflow_ft_provider.execution.contracts import DataPlacement, TaskLog, WrittenOutput
+from airflow_ft_provider.execution.contracts import DataPlacement, WrittenOutput
 from airflow_ft_provider.execution.finished_work import (
     FINISHED_KEY,
     FinishedOutput,
@@ -55,6 +55,7 @@ from airflow_ft_provider.spark.spec import StoreAccess
 from airflow_ft_provider.stage_try.entries import Committed, PartitionEntry
 from airflow_ft_provider.stage_try.reuse import OutputReuse
 from airflow_ft_provider.stage_try.scope import TryScope
+from airflow_ft_provider.task_log import TaskLog
 
 SUCCESS_MARKER = "_SUCCESS"  # Spark's (Hadoop's) file of a committed write job
 WAIT_FOR_RUNNING_WORK = "wait_for_running_work"  # [ft_provider] key (get_provider_info.py)

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
-from airflow_ft_provider.execution.contracts import TaskLog
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.partitions import StoredCopy
 from airflow_ft_provider.spark.spec import CheckpointSpec
+from airflow_ft_provider.task_log import TaskLog
 
 
 @dataclass(frozen=True)

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Protocol
 
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
-from airflow_ft_provider.execution.contracts import StageSettings, TaskLog
+from airflow_ft_provider.execution.contracts import StageSettings
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
 from airflow_ft_provider.model.data_path import DataPath
@@ -22,6 +22,7 @@ from airflow_ft_provider.model.exchanges import Output
 from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions import PartitionRef, Producer, RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.run_recovery import RunRecovery
+from airflow_ft_provider.task_log import TaskLog
 
 
 class PipelineSettings(Protocol):

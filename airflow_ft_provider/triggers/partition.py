@@ -5,17 +5,17 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import AsyncIterator, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_ft_provider.partitions.errors import PartitionStoreError
 
 if TYPE_CHECKING:
-    from airflow_ft_provider.partitions import S3PartitionStore
+    from airflow_ft_provider.partitions import S3PartitionStore, UnavailablePartition
 
 
-def describe_unavailable(unavailable: Mapping[str, Any]) -> dict[str, str]:
+def describe_unavailable(unavailable: Mapping[str, UnavailablePartition]) -> dict[str, str]:
     """``{partition id: "reason (detail)"}`` of an AvailabilityReport's ``unavailable`` mapping."""
     return {
         pid: f"{problem.reason}" + (f" ({problem.detail})" if problem.detail else "")
@@ -70,7 +70,7 @@ class PartitionTrigger(BaseTrigger):
         self.timeout_at = timeout_at
         self.deep_check = deep_check
 
-    def serialize(self) -> tuple[str, dict[str, Any]]:
+    def serialize(self) -> tuple[str, dict[str, object]]:
         return (
             "airflow_ft_provider.triggers.partition.PartitionTrigger",
             {
