@@ -5,12 +5,10 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
-from typing import Any
 
 from .clock import Clock, now_millis
 from .durations import JAVA_LONG_MAX, format_duration, whole_millis
-from .restart_strategies import StrategyState, check_state
+from .strategy_state import ExponentialDelayState, StrategyState, restorable
 
 
 class ExponentialDelayRestartStrategy:
@@ -110,23 +108,19 @@ class ExponentialDelayRestartStrategy:
         return max(0, self._restart_at_ms - now_millis(self._clock)) / 1000
 
     def export_state(self) -> StrategyState:
-        return {
-            "type": self.type_name,
-            "attempt": self._attempt,
-            "backoff": self._backoff_ms / 1000,
-            "failed_at": None if self._failed_at_ms is None else self._failed_at_ms / 1000,
-            "restart_at": None if self._restart_at_ms is None else self._restart_at_ms / 1000,
-        }
-
-    def restore_state(self, state: Mapping[str, Any]) -> None:
-        number = (int, float)
-        check_state(
-            self, state, {"attempt": int, "backoff": number, "failed_at": number, "restart_at": number}
+        return ExponentialDelayState(
+            self._attempt,
+            self._backoff_ms / 1000,
+            None if self._failed_at_ms is None else self._failed_at_ms / 1000,
+            None if self._restart_at_ms is None else self._restart_at_ms / 1000,
         )
-        self._attempt = int(state.get("attempt", 0))
-        self._backoff_ms = _millis_of(state.get("backoff")) or 0
-        self._failed_at_ms = _millis_of(state.get("failed_at"))
-        self._restart_at_ms = _millis_of(state.get("restart_at"))
+
+    def restore_state(self, state: StrategyState) -> None:
+        state = restorable(state, ExponentialDelayState)
+        self._attempt = state.attempt
+        self._backoff_ms = _millis_of(state.backoff) or 0
+        self._failed_at_ms = _millis_of(state.failed_at)
+        self._restart_at_ms = _millis_of(state.restart_at)
 
     def remaining_budget(self) -> str:
         quiet = format_duration(self.reset_backoff_threshold)

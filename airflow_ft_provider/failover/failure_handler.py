@@ -23,7 +23,7 @@ from .clock import Clock
 from .decision import FailoverDecision, Outcome, TryKey
 from .failover_strategies import FailoverStrategy
 from .restart_config import restart_strategy_factory
-from .restart_strategies import StrategyState
+from .strategy_state import StrategyState
 
 RUN_SCOPE = "run"
 __all__ = [

@@ -1,22 +1,24 @@
 """Restart strategies answer *whether and when* a failed run may restart (Flink's backoff strategies).
 
 Each strategy is fed every failure through ``notify_failure`` and then asked ``can_restart`` and
-``backoff_seconds``. Time and randomness are injected; state round-trips through plain JSON so that
-several worker processes can share one strategy per run.
+``backoff_seconds``. Time and randomness are injected; their state (``strategy_state.py``) is data, so
+that several worker processes can share one strategy per run.
 """
 
 from __future__ import annotations
 
-import math
 from collections import deque
-from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from .clock import Clock, now_millis
 from .durations import format_duration, whole_millis
-
-StrategyState = dict[str, object]
-"""A restart strategy's mutable state as JSON-compatible data (its ``type`` and counters)."""
+from .strategy_state import (
+    FailureRateState,
+    FixedDelayState,
+    NoRestartState,
+    StrategyState,
+    restorable,
+)
 
 
 class RestartStrategy(Protocol):
@@ -32,10 +34,11 @@ class RestartStrategy(Protocol):
         """How long to wait, from now, before restarting."""
 
     def export_state(self) -> StrategyState:
-        """The strategy's mutable state as JSON-compatible data."""
+        """The strategy's mutable state."""
 
-    def restore_state(self, state: Mapping[str, Any]) -> None:
-        """Replace the mutable state with one produced by ``export_state``."""
+    def restore_state(self, state: StrategyState) -> None:
+        """Replace the mutable state with one produced by ``export_state`` (ValueError if another
+        strategy's, or unreadable)."""
 
     def remaining_budget(self) -> str:
         """In plain words, how many more failures a restart follows (for the UI and logs)."""
@@ -43,21 +46,6 @@ class RestartStrategy(Protocol):
     def explain_backoff(self) -> str:
         """How the last failure's backoff was made, e.g. ``exponential-delay, attempt 3: 4 s + jitter
         0.3 s`` (asked right after ``notify_failure``)."""
-
-
-def check_state(
-    strategy: RestartStrategy, state: Mapping[str, Any], fields: Mapping[str, type | tuple[type, ...]]
-) -> None:
-    if not isinstance(state, Mapping) or state.get("type") != strategy.type_name:
-        found = state.get("type") if isinstance(state, Mapping) else state
-        raise ValueError(
-            f"cannot restore {strategy.type_name} restart-strategy state from {found!r}; the run's "
-            "stored state belongs to another strategy type (delete it to start counting afresh)"
-        )
-    for name, kind in fields.items():
-        value = state.get(name)
-        if value is not None and (isinstance(value, bool) or not isinstance(value, kind)):
-            raise ValueError(f"malformed {strategy.type_name} restart-strategy state: {name}={value!r}")
 
 
 class NoRestartStrategy:
@@ -75,10 +63,10 @@ class NoRestartStrategy:
         return 0.0
 
     def export_state(self) -> StrategyState:
-        return {"type": self.type_name}
+        return NoRestartState()
 
-    def restore_state(self, state: Mapping[str, Any]) -> None:
-        check_state(self, state, {})
+    def restore_state(self, state: StrategyState) -> None:
+        restorable(state, NoRestartState)
 
     def remaining_budget(self) -> str:
         return "no restarts: the first failure fails the run"
@@ -112,11 +100,11 @@ class FixedDelayRestartStrategy:
         return self._delay_ms / 1000
 
     def export_state(self) -> StrategyState:
-        return {"type": self.type_name, "failures": self._failures}
+        return FixedDelayState(self._failures)
 
-    def restore_state(self, state: Mapping[str, Any]) -> None:
-        check_state(self, state, {"failures": int})
-        self._failures = int(state.get("failures", 0))
+    def restore_state(self, state: StrategyState) -> None:
+        state = restorable(state, FixedDelayState)
+        self._failures = state.failures
 
     def remaining_budget(self) -> str:
         left = max(0, self.attempts - self._failures)
@@ -159,16 +147,12 @@ class FailureRateRestartStrategy:
         return self._delay_ms / 1000
 
     def export_state(self) -> StrategyState:
-        return {"type": self.type_name, "failure_times": [t / 1000 for t in self._failures]}
+        return FailureRateState(tuple(t / 1000 for t in self._failures))
 
-    def restore_state(self, state: Mapping[str, Any]) -> None:
-        check_state(self, state, {"failure_times": list})
-        times = state.get("failure_times", [])
-        if not all(
-            isinstance(t, (int, float)) and not isinstance(t, bool) and math.isfinite(t) for t in times
-        ):
-            raise ValueError(f"malformed failure-rate restart-strategy state: failure_times={times!r}")
-        self._failures = deque((round(t * 1000) for t in times), maxlen=self.max_failures_per_interval + 1)
+    def restore_state(self, state: StrategyState) -> None:
+        state = restorable(state, FailureRateState)
+        times = (round(t * 1000) for t in state.failure_times)
+        self._failures = deque(times, maxlen=self.max_failures_per_interval + 1)
 
     def remaining_budget(self) -> str:
         now = now_millis(self._clock)

@@ -16,6 +16,7 @@ from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.durations import representable
 from airflow_ft_provider.failover.failure_handler import RUN_SCOPE, FailoverState
 from airflow_ft_provider.failover.indexed_name import UNMAPPED
+from airflow_ft_provider.failover.strategy_state import state_to_json
 from airflow_ft_provider.model.description import PipelineDescription
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.partitions.store import AvailabilityReport
@@ -127,7 +128,11 @@ def _strategy(description: PipelineDescription, state: FailoverState, clock: Clo
         if scope in state.strategies:
             strategy.restore_state(state.strategies[scope])
         scopes.append(
-            {"scope": scope, "budget": strategy.remaining_budget(), "state": state.strategies.get(scope, {})}
+            {
+                "scope": scope,
+                "budget": strategy.remaining_budget(),
+                "state": state_to_json(state.strategies[scope]) if scope in state.strategies else {},
+            }
         )
     failover = description.failover_strategy()
     return {
@@ -161,7 +166,9 @@ def _history(events: Iterable[JournalEvent], mask: Mask) -> list[dict[str, objec
                     "stopped": list(event.stopped),
                     "delay": event.delay,
                     "strategy": event.strategy,
-                    "strategy_state": event.strategy_state,
+                    "strategy_state": None
+                    if event.strategy_state is None
+                    else state_to_json(event.strategy_state),
                     "labels": _labels(event.labels),
                     "next_try": _next_try(event) if event.restart else "",
                 }

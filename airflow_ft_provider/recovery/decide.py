@@ -16,7 +16,7 @@ from airflow_ft_provider import metrics
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome, TryKey
 from airflow_ft_provider.failover.failure_handler import ExecutionFailureHandler, Failure
-from airflow_ft_provider.failover.restart_strategies import StrategyState
+from airflow_ft_provider.failover.strategy_state import StrategyState
 from airflow_ft_provider.hooks.api_errors import api_unavailable
 from airflow_ft_provider.partitions import PartitionNotFound
 from airflow_ft_provider.partitions.errors import Unavailable

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import ClassVar
 
 from airflow_ft_provider.failover.classification import FailureLabels
+from airflow_ft_provider.failover.strategy_state import StrategyState, state_to_json
 
 Names = tuple[str, ...]
 
@@ -74,7 +75,7 @@ class FailoverRecorded(JournalEvent):
     backoff: str = ""
     cleared: Names = ()
     stopped: Names = ()
-    strategy_state: Mapping[str, object] | None = None
+    strategy_state: StrategyState | None = None  # the budget as the decision left it
 
     def _details(self) -> Mapping[str, object]:
         return {
@@ -94,7 +95,7 @@ class FailoverRecorded(JournalEvent):
             **({"backoff": self.backoff} if self.backoff else {}),
             "cleared": list(self.cleared),
             "stopped": list(self.stopped),
-            "strategy_state": dict(self.strategy_state) if self.strategy_state is not None else None,
+            "strategy_state": None if self.strategy_state is None else state_to_json(self.strategy_state),
         }
 
 

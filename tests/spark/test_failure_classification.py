@@ -51,4 +51,4 @@ def test_code_bugs_fail_once_with_their_labels_and_a_flaky_stage_restarts(
     assert decisions["flaky"]["restart"] is True and labels["recoverable"] is True
     assert labels["kind"] == "infrastructure"  # ConnectionResetError
     state = journal.load()
-    assert state.strategies["run"]["failures"] == 1, "only the flaky failure counts against the budget"
+    assert state.strategies["run"].failures == 1, "only the flaky failure counts against the budget"

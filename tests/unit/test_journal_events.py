@@ -9,6 +9,7 @@ import json
 import pytest
 
 from airflow_ft_provider.failover.classification import FailureKind, FailureLabels
+from airflow_ft_provider.failover.strategy_state import ExponentialDelayState
 from airflow_ft_provider.recovery.journal_events import (
     CheckpointRestored,
     CheckpointsTaken,
@@ -41,7 +42,7 @@ EVENTS = [
         labels=FailureLabels(True, FailureKind.INFRASTRUCTURE, "EXECUTOR_LOST"),
         backoff="attempt 2: 4 s",
         cleared=("enrich",),
-        strategy_state={"type": "exponential-delay", "attempt": 2},
+        strategy_state=ExponentialDelayState(attempt=2),
     ),
     RestartReconciled(time=11.0, task="score", reason="finished the clears", cleared=("enrich",)),
     ManualRestart(

@@ -2,6 +2,7 @@
 
 from airflow_ft_provider.failover import ManualClock, ResultPartitionType
 from airflow_ft_provider.failover.failure_handler import ExecutionFailureHandler, FailoverState, Failure
+from airflow_ft_provider.failover.strategy_state import state_to_json
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration
 from airflow_ft_provider.model.exchanges import Input, Output
 from airflow_ft_provider.partitions import RunRef
@@ -69,7 +70,7 @@ def test_view_of_a_run_with_one_failover():
             **decision_fields(decision),
             "reason": decision_reason(decision),
             "cleared": ["enrich"],
-            "strategy_state": state.strategies["run"],
+            "strategy_state": state_to_json(state.strategies["run"]),
         }
     ]
     report = AvailabilityReport(

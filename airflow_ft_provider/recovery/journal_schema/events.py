@@ -12,6 +12,7 @@ from typing import TypedDict
 
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision
+from airflow_ft_provider.failover.strategy_state import StrategyState, state_from_json
 from airflow_ft_provider.recovery.journal_events import (
     CheckpointRestored,
     CheckpointsTaken,
@@ -37,7 +38,7 @@ def failover_event(
     reason: str,
     cleared: list[str],
     stopped: list[str],
-    strategy_state: Mapping[str, object] | None,
+    strategy_state: StrategyState | None,
 ) -> FailoverRecorded:
     """A decision as the run's history records it (the fields of ``decision_fields``)."""
     plan = decision.plan
@@ -203,9 +204,9 @@ class _Fields:
             raise ValueError(f"{name!r} has the wrong shape: {reprlib.repr(items)}")
         return tuple(tuple(r) for r in items)
 
-    def state(self, name: str) -> Mapping[str, object] | None:
+    def state(self, name: str) -> StrategyState | None:
         value = self._get(name, (dict, type(None)))
-        return value if isinstance(value, dict) else None
+        return state_from_json(value) if isinstance(value, dict) else None
 
 
 def _event_labels(value: object) -> FailureLabels | None:

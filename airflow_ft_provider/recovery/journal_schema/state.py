@@ -22,7 +22,7 @@ from typing import TypeVar
 
 from airflow_ft_provider.failover.classification import FailureLabels
 from airflow_ft_provider.failover.decision import FailoverDecision, TryKey
-from airflow_ft_provider.failover.restart_strategies import StrategyState
+from airflow_ft_provider.failover.strategy_state import StrategyState, state_from_json, state_to_json
 from airflow_ft_provider.recovery.journal_schema.events import failover_event
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
 from airflow_ft_provider.safe_json import InvalidJson, is_finite_number, load_json
@@ -52,7 +52,7 @@ def encode(state: RunState) -> bytes:
     return json.dumps(
         {
             "version": SCHEMA_VERSION,
-            "strategies": state.strategies,
+            "strategies": {scope: state_to_json(s) for scope, s in state.strategies.items()},
             "not_before": state.not_before,
             "handled": state.handled,
             "decisions": {str(key): decision_fields(d) for key, d in state.decisions.items()},
@@ -126,7 +126,7 @@ def _object(value: object, where: str) -> Mapping[str, object]:
 
 
 def _strategy_state(value: object, where: str) -> StrategyState:
-    return dict(_object(value, where))  # its strategy validates the fields when it restores them
+    return state_from_json(_object(value, where))  # its strategy refuses what it cannot restore
 
 
 def _try_key(text: str, name: str) -> TryKey:

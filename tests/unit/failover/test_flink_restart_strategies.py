@@ -9,6 +9,7 @@ starts at 0 like Flink's. Jitter is checked as Flink checks it: the set of value
 from __future__ import annotations
 
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -271,7 +272,7 @@ def test_huge_attempt_counts_saturate_like_java_and_still_clamp():
     # Math.pow overflows to Infinity, (long) Infinity is Long.MAX_VALUE: the backoff is max-backoff.
     clock = ManualClock(10)
     strategy = exponential(clock, 1000, 10_000, 1000.0, 3_600_000, 1.0, rng=random.Random(3))
-    strategy.restore_state({**strategy.export_state(), "attempt": 100_000, "restart_at": 0.0})
+    strategy.restore_state(replace(strategy.export_state(), attempt=100_000, restart_at=0.0))
     assert strategy.notify_failure() is True
     assert backoff_ms(strategy) == 10_000
 

@@ -96,7 +96,7 @@ def test_the_same_failure_handled_twice_counts_once(seed_002):
     first, state = fail(state, seed_002, "C", 1, clock)
     again, state = fail(state, seed_002, "C", 1, clock)  # e.g. policy ran, then crash reconciliation
     assert again.already_handled and again.restart_at == first.restart_at
-    assert state.strategies["run"]["failures"] == 1
+    assert state.strategies["run"].failures == 1
 
 
 def test_merged_exponential_failures_share_one_restart_time(seed_002):
@@ -190,7 +190,7 @@ def test_a_non_recoverable_failure_restarts_nothing_and_counts_no_restart(seed_0
         _ = decision.tasks
     transient = FailureLabels(True, FailureKind.INFRASTRUCTURE)
     restarted, state = fail(state, seed_002, "D", 1, clock, labels=transient)
-    assert restarted.restart and state.strategies["run"]["failures"] == 1  # the first counted
+    assert restarted.restart and state.strategies["run"].failures == 1  # the first counted
     assert "[infrastructure]; restarting 1 region(s)" in decision_reason(restarted)
     again = journal_schema.decode(journal_schema.encode(state)).decisions[TryKey("D", 1)]
     assert again.labels == transient

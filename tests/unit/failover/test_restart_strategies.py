@@ -2,6 +2,7 @@
 
 import json
 import random
+from dataclasses import replace
 
 import pytest
 
@@ -13,6 +14,7 @@ from airflow_ft_provider.failover import (
     NoRestartStrategy,
     load_restart_strategy,
 )
+from airflow_ft_provider.failover.strategy_state import state_from_json, state_to_json
 
 ED = "restart-strategy.exponential-delay."
 
@@ -121,9 +123,7 @@ def test_huge_attempt_counts_do_not_overflow():
     config = {**SEED_000_EXAMPLE, ED + "backoff-multiplier": "1000"}
     clock = ManualClock()
     strategy = load_restart_strategy(config, clock=clock)
-    strategy.restore_state(
-        {**strategy.export_state(), "attempt": 10_000, "restart_at": 0.0, "failed_at": 0.0}
-    )
+    strategy.restore_state(replace(strategy.export_state(), attempt=10_000, restart_at=0.0, failed_at=0.0))
     clock.advance(1)
     strategy.notify_failure()
     assert strategy.backoff_seconds() == 10.0
@@ -225,15 +225,15 @@ def test_state_round_trips_through_json_between_processes(config):
     """Two 'workers' alternate, each loading the run's state, recording a failure and saving it."""
     clock = ManualClock(1_000_000)
     reference = load_restart_strategy(config, clock=clock, rng=random.Random(7))
-    stored = json.dumps(load_restart_strategy(config, clock=clock).export_state())
+    stored = json.dumps(state_to_json(load_restart_strategy(config, clock=clock).export_state()))
     for _ in range(5):
         worker = load_restart_strategy(config, clock=clock, rng=random.Random(7))
-        worker.restore_state(json.loads(stored))
+        worker.restore_state(state_from_json(json.loads(stored)))
         expected_new = reference.notify_failure()
         assert worker.notify_failure() == expected_new
         # jitter draws differ per process, so compare decisions; delays must stay in range
         assert worker.can_restart() == reference.can_restart()
-        stored = json.dumps(worker.export_state())
+        stored = json.dumps(state_to_json(worker.export_state()))
         clock.advance(30)
     assert json.loads(stored)["type"] == reference.type_name
 
@@ -241,9 +241,9 @@ def test_state_round_trips_through_json_between_processes(config):
 def test_restoring_state_of_another_type_is_refused():
     fixed = load_restart_strategy({"restart-strategy.type": "fixed-delay"})
     with pytest.raises(ValueError, match=r"cannot restore fixed-delay .* from 'failure-rate'"):
-        fixed.restore_state({"type": "failure-rate", "failure_times": []})
+        fixed.restore_state(state_from_json({"type": "failure-rate", "failure_times": []}))
     with pytest.raises(ValueError, match=r"malformed fixed-delay restart-strategy state: failures='3'"):
-        fixed.restore_state({"type": "fixed-delay", "failures": "3"})
+        fixed.restore_state(state_from_json({"type": "fixed-delay", "failures": "3"}))
 
 
 def test_exponential_repr_names_every_setting():
