@@ -217,20 +217,43 @@ class SparkStageOperator(BaseOperator):
         from airflow_ft_provider.stage_try.attempt import StageTry
         from airflow_ft_provider.stage_try.entries import PARTITIONS_XCOM_KEY, as_xcom
         from airflow_ft_provider.stage_try.phases import TryPhases
-        from airflow_ft_provider.stage_try.scope import TryScope
+        from airflow_ft_provider.stage_try.scope import StageSnapshot, TryScope
 
         ti = context["ti"]
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
-        self.application = self.resolved_application()
         phases = TryPhases()
         if self.pipeline.store_url:
             with phases.phase("gate"):  # a deferral leaves here: the resumed try starts a new clock
                 self._wait_for_restart_time(context, map_index, resumed=event is not None)
+        stage = StageSnapshot(  # the operator's settings, as this try runs them
+            task_id=self.task_id,
+            dag_id=self.dag_id,
+            spark_name=self.spark_name,
+            spark_conn_id=self.spark_conn_id,
+            application=self.resolved_application(),
+            python_callable=self.python_callable,
+            application_args=list(self.application_args),
+            outputs=self.outputs,
+            reuse=self.reuse,
+            description=self.description,
+            conf=dict(self.conf),
+            store=self.store,
+            pipeline=self.pipeline,
+            log=self.log,
+            env_vars=dict(self.env_vars),
+            spark_hook=self.spark_hook,
+            spark_submit_kwargs=dict(self.spark_submit_kwargs),
+        )
         scope = TryScope.of(
-            self, context["run_id"], map_index, ti.try_number, context.get("task_state_store")
+            stage, context["run_id"], map_index, ti.try_number, context.get("task_state_store")
         )
         faults = faults_for(
-            context, scope.task, graph=self.description.graph, store=scope.store, run=scope.run, log=self.log
+            context,
+            scope.task,
+            graph=scope.description.graph,
+            store=scope.store,
+            run=scope.run,
+            log=scope.log,
         )
         attempt = StageTry(scope, faults, phases)
         self._attempt = attempt

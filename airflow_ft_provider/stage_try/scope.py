@@ -7,7 +7,7 @@ each; nothing in it is Airflow's, so the phases can be driven without a running 
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Protocol
@@ -57,6 +57,31 @@ class AttemptedStage(StageSettings, Protocol):
     def spark_conn_id(self) -> str | None: ...
     @property
     def log(self) -> TaskLog: ...
+
+
+@dataclass(frozen=True)
+class StageSnapshot:
+    """The stage as one try runs it (an ``AttemptedStage``): the operator's settings, read once when
+    the try starts. The phases never hold the live operator, so nothing a phase does can change what
+    the next phase, or the next try, reads of it."""
+
+    task_id: str
+    dag_id: str
+    application: str | None
+    python_callable: Callable[..., object] | None
+    application_args: list[object]
+    conf: dict[str, object]
+    env_vars: dict[str, str]
+    spark_name: str | None
+    spark_submit_kwargs: dict[str, object]
+    spark_conn_id: str | None
+    outputs: tuple[Output, ...]
+    reuse: ReuseScope | None
+    description: PipelineDescription
+    store: S3PartitionStore
+    pipeline: PipelineSettings
+    log: TaskLog
+    spark_hook: Callable[..., object]  # the operator's, so that a test (or a subclass) can wrap it
 
 
 @dataclass(frozen=True)
