@@ -122,19 +122,6 @@ class ExponentialDelayRestartStrategy:
         self._failed_at_ms = _millis_of(state.failed_at)
         self._restart_at_ms = _millis_of(state.restart_at)
 
-    def remaining_budget(self) -> str:
-        quiet = format_duration(self.reset_backoff_threshold)
-        if math.isinf(self.attempts_before_reset_backoff):
-            return (
-                f"unlimited restarts; {self._attempt} so far, the backoff resets after {quiet} "
-                "without failure"
-            )
-        left = max(0, int(self.attempts_before_reset_backoff) - self._attempt)
-        return (
-            f"{left} of {int(self.attempts_before_reset_backoff)} restarts left; "
-            f"the count resets after {quiet} without failure"
-        )
-
     def explain_backoff(self) -> str:
         backoff, jitter = self._drawn
         sign = "+" if jitter >= 0 else "−"

@@ -40,9 +40,6 @@ class RestartStrategy(Protocol):
         """Replace the mutable state with one produced by ``export_state`` (ValueError if another
         strategy's, or unreadable)."""
 
-    def remaining_budget(self) -> str:
-        """In plain words, how many more failures a restart follows (for the UI and logs)."""
-
     def explain_backoff(self) -> str:
         """How the last failure's backoff was made, e.g. ``exponential-delay, attempt 3: 4 s + jitter
         0.3 s`` (asked right after ``notify_failure``)."""
@@ -67,9 +64,6 @@ class NoRestartStrategy:
 
     def restore_state(self, state: StrategyState) -> None:
         restorable(state, NoRestartState)
-
-    def remaining_budget(self) -> str:
-        return "no restarts: the first failure fails the run"
 
     def explain_backoff(self) -> str:
         return "none: no restart"
@@ -105,10 +99,6 @@ class FixedDelayRestartStrategy:
     def restore_state(self, state: StrategyState) -> None:
         state = restorable(state, FixedDelayState)
         self._failures = state.failures
-
-    def remaining_budget(self) -> str:
-        left = max(0, self.attempts - self._failures)
-        return f"{left} of {self.attempts} restarts left ({self._failures} failures so far)"
 
     def explain_backoff(self) -> str:
         return f"fixed-delay, restart {self._failures} of {self.attempts}: {format_duration(self.delay)}"
@@ -154,14 +144,10 @@ class FailureRateRestartStrategy:
         times = (round(t * 1000) for t in state.failure_times)
         self._failures = deque(times, maxlen=self.max_failures_per_interval + 1)
 
-    def remaining_budget(self) -> str:
+    def recent_failures(self) -> int:
+        """How many of the remembered failures fall inside the interval now."""
         now = now_millis(self._clock)
-        recent = sum(1 for t in self._failures if now - t <= self._interval_ms)
-        left = max(0, self.max_failures_per_interval - recent)
-        return (
-            f"{left} more failures allowed within {format_duration(self.interval)} "
-            f"({recent} of {self.max_failures_per_interval} in the last {format_duration(self.interval)})"
-        )
+        return sum(1 for t in self._failures if now - t <= self._interval_ms)
 
     def explain_backoff(self) -> str:
         return f"failure-rate: {format_duration(self.delay)}"

@@ -30,6 +30,7 @@ from airflow_ft_provider.recovery.journal_events import (
     RestartReconciled,
     TryEvent,
 )
+from airflow_ft_provider.recovery.wording import remaining_budget
 
 SUCCESS = "success"
 Mask = Callable[[str], str]
@@ -130,7 +131,7 @@ def _strategy(description: PipelineDescription, state: FailoverState, clock: Clo
         scopes.append(
             {
                 "scope": scope,
-                "budget": strategy.remaining_budget(),
+                "budget": remaining_budget(strategy),
                 "state": state_to_json(state.strategies[scope]) if scope in state.strategies else {},
             }
         )

@@ -6,11 +6,19 @@ Rendered here, outside the core, from its typed decisions; causes are masked bef
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome
 from airflow_ft_provider.failover.durations import format_duration, representable
+from airflow_ft_provider.failover.exponential_delay import ExponentialDelayRestartStrategy
+from airflow_ft_provider.failover.restart_strategies import (
+    FailureRateRestartStrategy,
+    FixedDelayRestartStrategy,
+    RestartStrategy,
+)
+from airflow_ft_provider.failover.strategy_state import ExponentialDelayState, FixedDelayState
 
 KILLED_CAUSE = (
     "the previous try ended without a recorded failure: its process was killed "
@@ -92,3 +100,31 @@ API_UNREACHABLE_REASON = "the Airflow REST API is unreachable: a restart of this
 
 def restarts_after(task: str, producers: set[str]) -> str:
     return f"{task} restarts after {task_names(producers)}"
+
+
+def remaining_budget(strategy: RestartStrategy) -> str:
+    """How many more failures a restart follows, in plain words (the failover page's budget)."""
+    state = strategy.export_state()
+    match strategy:
+        case FixedDelayRestartStrategy() if isinstance(state, FixedDelayState):
+            left = max(0, strategy.attempts - state.failures)
+            return f"{left} of {strategy.attempts} restarts left ({state.failures} failures so far)"
+        case FailureRateRestartStrategy():
+            recent, most = strategy.recent_failures(), strategy.max_failures_per_interval
+            interval = format_duration(strategy.interval)
+            left = max(0, most - recent)
+            return (
+                f"{left} more failures allowed within {interval} ({recent} of {most} in the last {interval})"
+            )
+        case ExponentialDelayRestartStrategy() if isinstance(state, ExponentialDelayState):
+            quiet = format_duration(strategy.reset_backoff_threshold)
+            if math.isinf(strategy.attempts_before_reset_backoff):
+                return (
+                    f"unlimited restarts; {state.attempt} so far, the backoff resets after {quiet} "
+                    "without failure"
+                )
+            most = int(strategy.attempts_before_reset_backoff)
+            left = max(0, most - state.attempt)
+            return f"{left} of {most} restarts left; the count resets after {quiet} without failure"
+        case _:
+            return "no restarts: the first failure fails the run"

@@ -254,31 +254,6 @@ def test_exponential_repr_names_every_setting():
     )
 
 
-def test_remaining_budget_counts_down_in_plain_words():
-    clock = ManualClock(1000.0)
-    fixed = FixedDelayRestartStrategy(attempts=3, delay=10)
-    assert fixed.remaining_budget() == "3 of 3 restarts left (0 failures so far)"
-    fixed.notify_failure()
-    fixed.notify_failure()
-    assert fixed.remaining_budget() == "1 of 3 restarts left (2 failures so far)"
-    fixed.notify_failure()
-    fixed.notify_failure()
-    assert fixed.remaining_budget().startswith("0 of 3 restarts left")
-
-    rate = FailureRateRestartStrategy(max_failures_per_interval=2, interval=60, delay=1, clock=clock)
-    rate.notify_failure()
-    assert rate.remaining_budget().startswith("1 more failures allowed within 1 min")
-    clock.advance(61)  # the first failure leaves the interval
-    assert rate.remaining_budget().startswith("2 more failures allowed")
-
-    expo = load_restart_strategy({**SEED_000_EXAMPLE, ED + "attempts-before-reset-backoff": "4"}, clock=clock)
-    fail_after_restart(expo, clock)
-    assert expo.remaining_budget().startswith("3 of 4 restarts left")
-    unlimited = load_restart_strategy(SEED_000_EXAMPLE, clock=clock)
-    assert unlimited.remaining_budget().startswith("unlimited restarts; 0 so far")
-    assert NoRestartStrategy().remaining_budget().startswith("no restarts")
-
-
 def test_each_strategy_explains_the_backoff_it_made():
     clock = ManualClock()
     jittered = load_restart_strategy(
