@@ -1,12 +1,12 @@
 """The sentences people read about recovery: a decision stays readable for a region of hundreds of
 tasks, and a restart budget counts down in plain words."""
 
-from airflow_ft_provider.failover import (
+from airflow_ft_provider.failover.clock import ManualClock
+from airflow_ft_provider.failover.restart_config import load_restart_strategy
+from airflow_ft_provider.failover.restart_strategies import (
     FailureRateRestartStrategy,
     FixedDelayRestartStrategy,
-    ManualClock,
     NoRestartStrategy,
-    load_restart_strategy,
 )
 from airflow_ft_provider.failover.decision import FailoverDecision, TryKey
 from airflow_ft_provider.recovery.wording import decision_reason, remaining_budget, task_names
