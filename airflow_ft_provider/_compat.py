@@ -3,7 +3,7 @@
 The pipeline builder needs a few things Airflow 3.3 has no public API for: the DAG being defined, the
 arguments an operator was given, where a mapped operator keeps its arguments, moving a task into a
 TaskGroup after it was created, asking for DAG callbacks after the DAG was built, and how many tries a
-retry policy can grant. Each function below names what it relies on; ``tests/unit/airflow/
+retry policy can grant. Each function below names what it relies on; ``tests/unit/
 test_compat.py`` has one test per assumption, so an Airflow upgrade that breaks one fails there, with
 its name, rather than somewhere in a pipeline.
 """

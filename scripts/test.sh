@@ -11,7 +11,8 @@
 if [ "${1:-}" = "--fast" ]; then
     shift
     source "$(dirname "$0")/env.sh"
-    exec python -m pytest -p no:cacheprovider tests/unit tests/checkpoints tests/partitions "$@"
+    exec python -m pytest -p no:cacheprovider tests/unit -m "not spark" \
+        --ignore=tests/unit/sensors --ignore=tests/unit/triggers "$@"
 fi
 source "$(dirname "$0")/debian-packages.sh"
 missing_debs "chromium=/usr/bin/chromium" "chromium-driver=/usr/bin/chromedriver" \
@@ -41,9 +42,13 @@ fi
 #   bounds have 30 s of slack. Alone after everything else, its waits were the suite's last 7.5 min.
 # Each session has its own temporary directory, its report follows TIMED's, and any failing fails the
 # suite. The untimed tests start before the Debian packages are in: they need none.
-TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/spark/test_connect_backend.py)
-WAITING=(tests/sensors tests/triggers tests/unit/test_airflow_api_hook.py tests/unit/test_plugin_security.py)
-S3=(tests/partitions)
+TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/unit/execution/test_connect.py)
+WAITING=(tests/unit/sensors tests/unit/triggers tests/unit/hooks/test_airflow_api.py
+    tests/unit/plugins/test_app_security.py)
+# The S3 session: the tests of tests/unit whose marker says they need the S3 endpoint and nothing
+# else; the rest session takes every other test of tests/unit (the two markers' expressions are
+# complements, so each test runs in exactly one session).
+S3_ONLY="s3 and not spark and not airflow"
 CLUSTER=(tests/cluster)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
@@ -54,10 +59,10 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
 (
     s3="" waiting="" rest="" rc=0
     trap 'kill $s3 $waiting $rest 2>/dev/null; exit 143' INT TERM
-    start s3 10 "${S3[@]}"; s3=$!
+    start s3 10 tests/unit -m "$S3_ONLY" "${WAITING[@]/#/--ignore=}" "${TIMED[@]/#/--ignore=}"; s3=$!
     wait $s3 || rc=1
     start waiting 0 "${WAITING[@]}"; waiting=$!
-    start rest 10 "${TIMED[@]/#/--ignore=}" "${WAITING[@]/#/--ignore=}" "${S3[@]/#/--ignore=}" \
+    start rest 10 -m "not ($S3_ONLY)" "${TIMED[@]/#/--ignore=}" "${WAITING[@]/#/--ignore=}" \
         "${CLUSTER[@]/#/--ignore=}"; rest=$!
     wait $rest || rc=1
     wait $waiting || rc=1
@@ -66,7 +71,7 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
 untimed=$!
 trap 'kill $untimed 2>/dev/null' INT TERM
 wait_for_debs || true  # only TIMED needs them (PostgreSQL, Chromium): the others have started
-echo ">> ${SECONDS} s: ${TIMED[*]} here; the others run alongside: ${S3[*]}, then the rest at low priority and ${WAITING[*]} (reports below)"
+echo ">> ${SECONDS} s: ${TIMED[*]} here; the others run alongside: tests/unit -m \"$S3_ONLY\", then the rest at low priority and ${WAITING[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
 echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment)," \

@@ -6,7 +6,7 @@ ft_e2e_reuse_noisy: P (a random column) --p--> Q. After a failure-free run, P's 
 hand: P writes new rows, so Q's new try computes its output again.
 
 ft_e2e_reuse_across (``reuse="across-runs"``): a second run copies the first run's output of Q. Off by
-default and invalidated by a changed application file: tests/partitions/test_output_reuse_decision.py."""
+default and invalidated by a changed application file: tests/unit/stage_try/test_reuse_decision.py."""
 
 from __future__ import annotations
 

@@ -52,6 +52,34 @@ def test_no_product_module_is_over_the_size_limit():
     assert {path: n for path, n in sizes.items() if n > MAX_MODULE_LINES} == {}
 
 
+# The unit tests at the top of tests/unit that test the repository rather than a module of the package.
+REPOSITORY_TESTS = {
+    "architecture",
+    "bad_input_catalogue",
+    "debian_packages",
+    "demo_airflow_home",
+    "failure_table",
+}
+REPOSITORY_TESTS |= {"spark_host"}  # the harness's second host (ft_harness/services/spark_host.py)
+
+
+def test_the_unit_tests_mirror_the_package():
+    """A module's tests are where its path says: ``airflow_ft_provider/<package>/<module>.py`` is tested by
+    ``tests/unit/<package>/test_<module>.py`` (or ``test_<module>_<concern>.py``)."""
+    unit = REPO / "tests" / "unit"
+    misplaced = []
+    for test in sorted(unit.rglob("test_*.py")):
+        folder = test.parent.relative_to(unit)
+        package = PACKAGE / folder
+        names = {p.stem.lstrip("_") for p in package.glob("*.py")} | {p.name for p in package.glob("*/")}
+        tested = test.stem.removeprefix("test_")
+        if folder == Path(".") and tested in REPOSITORY_TESTS:
+            continue
+        if not any(tested == name or tested.startswith(name + "_") for name in names - {"__init__"}):
+            misplaced.append(str(test.relative_to(unit)))
+    assert misplaced == []
+
+
 # Every Python file of the repository: the package, and what tests, measures and shows it.
 LINTED = ("airflow_ft_provider", "tests", "bench", "ft_harness", "demo", "dags_examples")
 

@@ -2,13 +2,13 @@
 tasks, and a restart budget counts down in plain words."""
 
 from airflow_ft_provider.failover.clock import ManualClock
+from airflow_ft_provider.failover.decision import FailoverDecision, TryKey
 from airflow_ft_provider.failover.restart_config import load_restart_strategy
 from airflow_ft_provider.failover.restart_strategies import (
     FailureRateRestartStrategy,
     FixedDelayRestartStrategy,
     NoRestartStrategy,
 )
-from airflow_ft_provider.failover.decision import FailoverDecision, TryKey
 from airflow_ft_provider.recovery.wording import decision_reason, remaining_budget, task_names
 
 ED = "restart-strategy.exponential-delay."
