@@ -12,13 +12,7 @@ from airflow_ft_provider.failover.restart_strategies import (
 from airflow_ft_provider.recovery.wording import decision_reason, remaining_budget, task_names
 
 ED = "restart-strategy.exponential-delay."
-EXPONENTIAL = {
-    "restart-strategy.type": "exponential-delay",
-    ED + "initial-backoff": "1 s",
-    ED + "backoff-multiplier": "2",
-    ED + "max-backoff": "10 s",
-    ED + "jitter-factor": "0",
-}
+EXPONENTIAL = {"restart-strategy.type": "exponential-delay"}  # attempts-before-reset-backoff: infinite
 
 
 def test_a_big_region_is_named_by_its_first_tasks_and_its_size():
