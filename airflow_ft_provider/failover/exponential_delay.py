@@ -6,6 +6,7 @@ from __future__ import annotations
 import math
 import random
 
+from .backoff import Backoff, ExponentialBackoff
 from .clock import Clock, now_millis
 from .durations import JAVA_LONG_MAX, format_duration, whole_millis
 from .strategy_state import ExponentialDelayState, StrategyState, restorable
@@ -61,7 +62,7 @@ class ExponentialDelayRestartStrategy:
         self._rng = rng
         self._attempt = 0
         self._backoff_ms = 0  # the backoff drawn for the current attempt (shown in the run's state)
-        self._drawn: tuple[int, int] = (0, 0)  # the last backoff before jitter, and its jitter (words only)
+        self._drawn: tuple[int, int] = (0, 0)  # the last backoff before jitter, and its jitter
         self._failed_at_ms: int | None = None
         self._restart_at_ms: int | None = None  # Flink's nextRestartTimestamp; None before any failure
 
@@ -122,16 +123,14 @@ class ExponentialDelayRestartStrategy:
         self._failed_at_ms = _millis_of(state.failed_at)
         self._restart_at_ms = _millis_of(state.restart_at)
 
-    def explain_backoff(self) -> str:
-        backoff, jitter = self._drawn
-        sign = "+" if jitter >= 0 else "−"
-        text = f"exponential-delay, attempt {self._attempt}: {format_duration(backoff / 1000)}"
-        if self.jitter_factor:
-            text += f" {sign} jitter {format_duration(abs(jitter) / 1000)}"
-        if self._backoff_ms != backoff + jitter:
-            bound = "max-backoff" if self._backoff_ms == self._max_ms else "initial-backoff"
-            text += f", held to {bound} {format_duration(self._backoff_ms / 1000)}"
-        return text
+    def last_backoff(self) -> Backoff:
+        drawn, jitter = self._drawn
+        held = None
+        if self._backoff_ms != drawn + jitter:
+            held = "max-backoff" if self._backoff_ms == self._max_ms else "initial-backoff"
+        return ExponentialBackoff(
+            self._attempt, drawn, jitter, self.jitter_factor != 0, self._backoff_ms, held
+        )
 
     def __repr__(self) -> str:
         attempts = self.attempts_before_reset_backoff

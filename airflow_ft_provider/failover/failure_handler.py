@@ -15,9 +15,10 @@ also finds it when reconciling a hard crash) is counted once.
 from __future__ import annotations
 
 import random
-from collections.abc import Collection, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field
 
+from .backoff import Backoff
 from .classification import FailureLabels
 from .clock import Clock
 from .decision import FailoverDecision, Outcome, TryKey
@@ -105,10 +106,12 @@ class ExecutionFailureHandler:
         rng: random.Random | None = None,
         partitions_persisted: bool = True,
         per_region: bool = False,
+        describe_backoff: Callable[[Backoff], str] = lambda backoff: "",
     ) -> None:
         self.failover = failover
         self.clock = clock
         self.per_region = per_region
+        self.describe_backoff = describe_backoff  # the words are the caller's (recovery/wording.py)
         # Read and validated once (an invalid configuration fails here); each decision takes a strategy
         # with a fresh budget from it and restores its scope's budget into that.
         self._new_strategy = restart_strategy_factory(
@@ -154,7 +157,7 @@ class ExecutionFailureHandler:
                 strategy=repr(strategy),
                 scope=scope,
                 labels=labels,
-                backoff=strategy.explain_backoff() if new_attempt else "",
+                backoff=self.describe_backoff(strategy.last_backoff()) if new_attempt else "",
             )
             for task in decision.tasks:
                 state.not_before[task] = max(state.not_before.get(task, 0.0), now + delay)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections import deque
 from typing import Protocol
 
+from .backoff import Backoff, FixedBackoff, NoBackoff, RateBackoff
 from .clock import Clock, now_millis
 from .durations import format_duration, whole_millis
 from .strategy_state import (
@@ -40,9 +41,8 @@ class RestartStrategy(Protocol):
         """Replace the mutable state with one produced by ``export_state`` (ValueError if another
         strategy's, or unreadable)."""
 
-    def explain_backoff(self) -> str:
-        """How the last failure's backoff was made, e.g. ``exponential-delay, attempt 3: 4 s + jitter
-        0.3 s`` (asked right after ``notify_failure``)."""
+    def last_backoff(self) -> Backoff:
+        """How the last failure's backoff was made (asked right after ``notify_failure``)."""
 
 
 class NoRestartStrategy:
@@ -65,8 +65,8 @@ class NoRestartStrategy:
     def restore_state(self, state: StrategyState) -> None:
         restorable(state, NoRestartState)
 
-    def explain_backoff(self) -> str:
-        return "none: no restart"
+    def last_backoff(self) -> Backoff:
+        return NoBackoff()
 
     def __repr__(self) -> str:
         return "NoRestart()"
@@ -100,8 +100,8 @@ class FixedDelayRestartStrategy:
         state = restorable(state, FixedDelayState)
         self._failures = state.failures
 
-    def explain_backoff(self) -> str:
-        return f"fixed-delay, restart {self._failures} of {self.attempts}: {format_duration(self.delay)}"
+    def last_backoff(self) -> Backoff:
+        return FixedBackoff(self._failures, self.attempts, self.delay)
 
     def __repr__(self) -> str:
         return f"FixedDelay(attempts={self.attempts}, delay={format_duration(self.delay)})"
@@ -149,8 +149,8 @@ class FailureRateRestartStrategy:
         now = now_millis(self._clock)
         return sum(1 for t in self._failures if now - t <= self._interval_ms)
 
-    def explain_backoff(self) -> str:
-        return f"failure-rate: {format_duration(self.delay)}"
+    def last_backoff(self) -> Backoff:
+        return RateBackoff(self.delay)
 
     def __repr__(self) -> str:
         return (

@@ -24,7 +24,7 @@ from airflow_ft_provider.recovery.journal_schema import failover_event
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
 from airflow_ft_provider.recovery.scope import RunScope
-from airflow_ft_provider.recovery.wording import decision_reason, describe_cause
+from airflow_ft_provider.recovery.wording import decision_reason, describe_backoff, describe_cause
 
 log = logging.getLogger(__name__)
 
@@ -58,6 +58,7 @@ class FailureHandler:
             clock=self.clock,
             partitions_persisted=True,
             per_region=self.pipeline.per_region_restarts,
+            describe_backoff=describe_backoff,
         )
 
     def handle(

@@ -10,6 +10,7 @@ import math
 from collections.abc import Iterable
 from datetime import datetime, timezone
 
+from airflow_ft_provider.failover.backoff import Backoff, ExponentialBackoff, FixedBackoff, RateBackoff
 from airflow_ft_provider.failover.decision import FailoverDecision, Outcome
 from airflow_ft_provider.failover.durations import format_duration, representable
 from airflow_ft_provider.failover.exponential_delay import ExponentialDelayRestartStrategy
@@ -128,3 +129,23 @@ def remaining_budget(strategy: RestartStrategy) -> str:
             return f"{left} of {most} restarts left; the count resets after {quiet} without failure"
         case _:
             return "no restarts: the first failure fails the run"
+
+
+def describe_backoff(backoff: Backoff) -> str:
+    """How a backoff was made: ``exponential-delay, attempt 3: 4 s + jitter 300 ms``."""
+    match backoff:
+        case FixedBackoff():
+            delay = format_duration(backoff.delay)
+            return f"fixed-delay, restart {backoff.restart} of {backoff.attempts}: {delay}"
+        case RateBackoff():
+            return f"failure-rate: {format_duration(backoff.delay)}"
+        case ExponentialBackoff():
+            text = f"exponential-delay, attempt {backoff.attempt}: {format_duration(backoff.drawn_ms / 1000)}"
+            if backoff.jittered:
+                sign = "+" if backoff.jitter_ms >= 0 else "−"
+                text += f" {sign} jitter {format_duration(abs(backoff.jitter_ms) / 1000)}"
+            if backoff.held_to is not None:
+                text += f", held to {backoff.held_to} {format_duration(backoff.backoff_ms / 1000)}"
+            return text
+        case _:
+            return "none: no restart"

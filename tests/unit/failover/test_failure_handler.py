@@ -16,7 +16,7 @@ from airflow_ft_provider.failover.failover_strategies import RestartPipelinedReg
 from airflow_ft_provider.failover.failure_handler import ExecutionFailureHandler, Failure
 from airflow_ft_provider.recovery import journal_schema
 from airflow_ft_provider.recovery.pending import PendingRestart, RunState
-from airflow_ft_provider.recovery.wording import decision_reason
+from airflow_ft_provider.recovery.wording import decision_reason, describe_backoff
 
 FIXED_2 = {
     "restart-strategy.type": "fixed-delay",
@@ -42,7 +42,9 @@ def seed_002():
 def fail(state, failover, task, try_number, clock, config=FIXED_2, *, unavailable=(), labels=None, **handler):
     """Simulates one worker: load the stored JSON, decide, store it back."""
     loaded = journal_schema.decode(journal_schema.encode(state))
-    core = ExecutionFailureHandler(failover, config, clock=clock, rng=random.Random(1), **handler)
+    core = ExecutionFailureHandler(
+        failover, config, clock=clock, rng=random.Random(1), describe_backoff=describe_backoff, **handler
+    )
     failure = Failure(task, try_number, "RuntimeError: boom", tuple(unavailable), labels)
     decision = core.handle(loaded, failure, being_ended=loaded.being_ended())
     return decision, loaded

@@ -252,27 +252,3 @@ def test_exponential_repr_names_every_setting():
         "ExponentialDelay(initial-backoff=1 s, max-backoff=10 s, backoff-multiplier=2, "
         "reset-backoff-threshold=1 h, jitter-factor=0, attempts-before-reset-backoff=infinite)"
     )
-
-
-def test_each_strategy_explains_the_backoff_it_made():
-    clock = ManualClock()
-    jittered = load_restart_strategy(
-        {**SEED_000_EXAMPLE, ED + "jitter-factor": "0.1"}, clock=clock, rng=random.Random(3)
-    )
-    delays = [fail_after_restart(jittered, clock) for _ in range(3)]
-    jitter = round(delays[2] * 1000) - 4000  # around the 4 s backoff of attempt 3
-    sign = "+" if jitter >= 0 else "−"
-    assert jittered.explain_backoff() == f"exponential-delay, attempt 3: 4 s {sign} jitter {abs(jitter)} ms"
-    capped = load_restart_strategy(SEED_000_EXAMPLE, clock=clock)
-    for _ in range(5):
-        fail_after_restart(capped, clock)
-    assert capped.explain_backoff() == "exponential-delay, attempt 5: 16 s, held to max-backoff 10 s"
-    fixed = FixedDelayRestartStrategy(attempts=3, delay=2)
-    fixed.notify_failure()
-    assert fixed.explain_backoff() == "fixed-delay, restart 1 of 3: 2 s"
-    rate = load_restart_strategy(
-        {"restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.delay": "5 s"}, clock=clock
-    )
-    rate.notify_failure()
-    assert rate.explain_backoff() == "failure-rate: 5 s"
-    assert NoRestartStrategy().explain_backoff() == "none: no restart"

@@ -1,6 +1,8 @@
 """The sentences people read about recovery: a decision stays readable for a region of hundreds of
 tasks, and a restart budget counts down in plain words."""
 
+import random
+
 from airflow_ft_provider.failover.clock import ManualClock
 from airflow_ft_provider.failover.decision import FailoverDecision, TryKey
 from airflow_ft_provider.failover.restart_config import load_restart_strategy
@@ -9,10 +11,29 @@ from airflow_ft_provider.failover.restart_strategies import (
     FixedDelayRestartStrategy,
     NoRestartStrategy,
 )
-from airflow_ft_provider.recovery.wording import decision_reason, remaining_budget, task_names
+from airflow_ft_provider.recovery.wording import (
+    decision_reason,
+    describe_backoff,
+    remaining_budget,
+    task_names,
+)
 
 ED = "restart-strategy.exponential-delay."
 EXPONENTIAL = {"restart-strategy.type": "exponential-delay"}  # attempts-before-reset-backoff: infinite
+SEED_000 = {
+    **EXPONENTIAL,
+    ED + "backoff-multiplier": "2",
+    ED + "max-backoff": "10 s",
+    ED + "jitter-factor": "0",
+}
+
+
+def restart_after_failure(strategy, clock):
+    """A failure one second after the scheduled restart; returns its backoff in seconds."""
+    strategy.notify_failure()
+    backoff = strategy.backoff_seconds()
+    clock.advance(backoff + 1)
+    return backoff
 
 
 def test_a_big_region_is_named_by_its_first_tasks_and_its_size():
@@ -57,3 +78,33 @@ def test_remaining_budget_counts_down_in_plain_words():
     unlimited = load_restart_strategy(EXPONENTIAL, clock=clock)
     assert remaining_budget(unlimited).startswith("unlimited restarts; 0 so far")
     assert remaining_budget(NoRestartStrategy()).startswith("no restarts")
+
+
+def test_each_strategy_explains_the_backoff_it_made():
+    clock = ManualClock()
+    jittered = load_restart_strategy(
+        {**SEED_000, ED + "jitter-factor": "0.1"}, clock=clock, rng=random.Random(3)
+    )
+    delays = [restart_after_failure(jittered, clock) for _ in range(3)]
+    jitter = round(delays[2] * 1000) - 4000  # around the 4 s backoff of attempt 3
+    sign = "+" if jitter >= 0 else "−"
+    assert (
+        describe_backoff(jittered.last_backoff())
+        == f"exponential-delay, attempt 3: 4 s {sign} jitter {abs(jitter)} ms"
+    )
+    capped = load_restart_strategy(SEED_000, clock=clock)
+    for _ in range(5):
+        restart_after_failure(capped, clock)
+    assert (
+        describe_backoff(capped.last_backoff())
+        == "exponential-delay, attempt 5: 16 s, held to max-backoff 10 s"
+    )
+    fixed = FixedDelayRestartStrategy(attempts=3, delay=2)
+    fixed.notify_failure()
+    assert describe_backoff(fixed.last_backoff()) == "fixed-delay, restart 1 of 3: 2 s"
+    rate = load_restart_strategy(
+        {"restart-strategy.type": "failure-rate", "restart-strategy.failure-rate.delay": "5 s"}, clock=clock
+    )
+    rate.notify_failure()
+    assert describe_backoff(rate.last_backoff()) == "failure-rate: 5 s"
+    assert describe_backoff(NoRestartStrategy().last_backoff()) == "none: no restart"
