@@ -26,7 +26,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from airflow_ft_provider.partitions import S3PartitionStore  # noqa: E402
-from ft_harness.airflow.live_airflow import EXAMPLE_DAGS_DIR, LiveAirflow, pipeline_environment  # noqa: E402
+from ft_harness.airflow.live_airflow import EXAMPLE_DAGS_DIR, LiveAirflow  # noqa: E402
+from ft_harness.airflow.live_environment import pipeline_environment  # noqa: E402
 from ft_harness.chaos.chaos import count, make_plan, run_plans  # noqa: E402
 from ft_harness.services.s3_server import start_moto_server, stop_moto_server  # noqa: E402
 from ft_harness.services.spark_connect import SparkConnectServer  # noqa: E402

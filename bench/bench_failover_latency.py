@@ -20,7 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from ft_harness.airflow.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
+from ft_harness.airflow.live_airflow import LiveAirflow  # noqa: E402
+from ft_harness.airflow.live_environment import pipeline_environment  # noqa: E402
 from ft_harness.services.s3_server import start_moto_server, stop_moto_server  # noqa: E402
 
 BACKOFF = 2.0  # restart-strategy.fixed-delay.delay of ft_e2e_seed002

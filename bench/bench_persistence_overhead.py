@@ -68,7 +68,7 @@ def process_cpu(pid: int) -> float:
 
 def spark_submit(app: Path, out: Path, rows: int, files: int, env: dict[str, str]) -> tuple[float, float]:
     """Wall and CPU seconds (spark-submit and its JVM) of one run of the stage's application."""
-    from ft_harness.services.spark_cluster import SPARK_HOME
+    from ft_harness.services.spark_env import SPARK_HOME
 
     cmd = [
         str(SPARK_HOME / "bin" / "spark-submit"),
@@ -155,7 +155,7 @@ def main() -> None:
     args = parser.parse_args()
 
     from ft_harness.services.s3_server import start_moto_server, stop_moto_server
-    from ft_harness.services.spark_cluster import spark_environment
+    from ft_harness.services.spark_env import spark_environment
 
     env = spark_environment()
     load_at_start = os.getloadavg()[0]

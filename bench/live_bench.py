@@ -17,7 +17,8 @@ REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
-from ft_harness.airflow.live_airflow import LiveAirflow, pipeline_environment  # noqa: E402
+from ft_harness.airflow.live_airflow import LiveAirflow  # noqa: E402
+from ft_harness.airflow.live_environment import pipeline_environment  # noqa: E402
 from ft_harness.services.postgres import PostgresServer, PostgresUnavailable  # noqa: E402
 from ft_harness.services.s3_server import S3Endpoint, start_moto_server, stop_moto_server  # noqa: E402
 from ft_harness.services.spark_connect import SparkConnectServer  # noqa: E402

@@ -131,7 +131,7 @@ class Infrastructure:
 
     def start_airflow(self) -> None:
         from ft_harness.airflow.live_airflow import LiveAirflow
-        from ft_harness.services.spark_cluster import spark_environment
+        from ft_harness.services.spark_env import spark_environment
 
         spark = spark_environment()
         submit = {"conn_type": "spark", "host": "local[1]"}

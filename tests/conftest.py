@@ -2,10 +2,11 @@
 
 from ft_harness.services.s3_server import s3_bucket, s3_endpoint  # noqa: F401  (fixtures)
 
-# Live Airflow 3.3 for end-to-end tests (ft_harness/airflow/live_airflow.py): fixtures ``live_airflow`` and
+# Live Airflow 3.3 for end-to-end tests (ft_harness/airflow/live_fixtures.py): fixtures ``live_airflow`` and
 # ``live_airflow_factory``, plus a hook that attaches the components' log paths/tails to failing tests.
 pytest_plugins = [
-    "ft_harness.airflow.live_airflow",
+    "ft_harness.airflow.live_fixtures",
+    "ft_harness.services.spark_env",
     "ft_harness.services.spark_cluster",
     "ft_harness.services.spark_connect",
     "ft_harness.services.remote_spark",

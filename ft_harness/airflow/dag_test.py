@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from ft_harness.airflow.dag_test_forkserver import DagTestForkServer
-from ft_harness.services.spark_cluster import spark_environment
+from ft_harness.services.spark_env import spark_environment
 
 REPO = Path(__file__).resolve().parents[2]
 

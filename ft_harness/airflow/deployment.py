@@ -35,7 +35,8 @@ from pathlib import Path
 from typing import Any
 
 from ft_harness.airflow.celery_airflow import CeleryAirflow
-from ft_harness.airflow.live_airflow import EXAMPLE_DAGS_DIR, pipeline_environment
+from ft_harness.airflow.live_airflow import EXAMPLE_DAGS_DIR
+from ft_harness.airflow.live_environment import pipeline_environment
 from ft_harness.services.postgres import PostgresServer
 from ft_harness.services.redis import RedisServer
 from ft_harness.services.s3_server import S3Endpoint, start_moto_server, stop_moto_server

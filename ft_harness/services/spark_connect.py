@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING
 
 import pytest
 
-from ft_harness.services.spark_cluster import SPARK_HOME, spark_environment, start_spark_process
+from ft_harness.services.spark_env import SPARK_HOME, spark_environment, start_spark_process
 
 if TYPE_CHECKING:
     from ft_harness.services.spark_host import SparkHost

@@ -34,8 +34,9 @@ from datetime import timedelta
 
 import pytest
 
-from ft_harness.airflow.airflow_rest import TaskStateRecorder, format_task_instances, parse_ts
-from ft_harness.airflow.live_airflow import HEARTBEAT_TIMEOUT_S
+from ft_harness.airflow.airflow_rest import format_task_instances, parse_ts
+from ft_harness.airflow.live_environment import HEARTBEAT_TIMEOUT_S
+from ft_harness.airflow.task_states import TaskStateRecorder
 from tests.e2e.dags.ft_e2e_common import read_records, wait_for_records
 
 pytestmark = [pytest.mark.airflow, pytest.mark.timeout(480)]

@@ -16,7 +16,8 @@ from airflow_ft_provider.spark.checksums import new_hasher
 from airflow_ft_provider.spark.partition_source import access_options
 from airflow_ft_provider.spark.spec import StoreAccess
 from airflow_ft_provider.spark.written import WRITTEN_RECORD, parse_written
-from ft_harness.services.spark_cluster import SparkStandalone, spark_environment
+from ft_harness.services.spark_cluster import SparkStandalone
+from ft_harness.services.spark_env import spark_environment
 
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 

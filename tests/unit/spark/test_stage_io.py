@@ -9,7 +9,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from airflow_ft_provider.spark.spec import OUTPUT_MARKER, InputPartition, InputSpec, OutputSpec, StageSpec
-from ft_harness.services.spark_cluster import spark_environment
+from ft_harness.services.spark_env import spark_environment
 
 pytestmark = pytest.mark.spark
 
