@@ -24,6 +24,14 @@ from airflow_ft_provider.spark.spec import (
 )
 
 
+class SparkSubmitter(Protocol):
+    """What a spark-submit try uses of the apache-spark provider's ``SparkSubmitHook``."""
+
+    def submit(self, application: str = "", **kwargs: object) -> object: ...
+
+    def on_kill(self) -> None: ...
+
+
 class StageSettings(Protocol):
     """What a backend reads of the stage it runs (``SparkStageOperator``'s arguments)."""
 
@@ -34,9 +42,9 @@ class StageSettings(Protocol):
     @property
     def application(self) -> str | None: ...
     @property
-    def python_callable(self) -> Callable[..., Any] | None: ...
+    def python_callable(self) -> Callable[..., object] | None: ...
     @property
-    def application_args(self) -> list[Any]: ...
+    def application_args(self) -> list[object]: ...
     @property
     def conf(self) -> dict[str, object]: ...
     @property
@@ -46,8 +54,8 @@ class StageSettings(Protocol):
     @property
     def spark_submit_kwargs(self) -> dict[str, object]: ...
 
-    def spark_hook(self, **kwargs: Any) -> Any:
-        """The SparkSubmitHook a spark-submit try submits with."""
+    def spark_hook(self, **kwargs: Any) -> SparkSubmitter:
+        """The SparkSubmitHook a spark-submit try submits with (its arguments are the hook's)."""
 
 
 @dataclass(frozen=True)

@@ -7,9 +7,8 @@ import sys
 import urllib.parse
 import zipfile
 from pathlib import Path
-from typing import Any
 
-from airflow_ft_provider.execution.contracts import StageSettings, WrittenOutput
+from airflow_ft_provider.execution.contracts import SparkSubmitter, StageSettings, WrittenOutput
 from airflow_ft_provider.failover.indexed_name import IndexedName
 from airflow_ft_provider.partitions import S3PartitionStore
 from airflow_ft_provider.partitions.provenance import CONTENT
@@ -99,7 +98,7 @@ class SubmitBackend:
         self.workdir = workdir
         self.store = store
         self.map_index = map_index
-        self.hook: Any = None
+        self.hook: SparkSubmitter | None = None
 
     def __enter__(self) -> SubmitBackend:
         return self
@@ -141,7 +140,7 @@ class SubmitBackend:
             **extra,
         )
         try:
-            self.hook.submit(stage.application)
+            self.hook.submit(stage.application or "")  # a spark-submit stage has one (the pipeline checks)
         except Exception as failure:  # the exit code alone; the driver may have said why
             reported = read_report(str(report))
             if reported is None:

@@ -13,7 +13,7 @@ from functools import cached_property
 from typing import Protocol
 
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
-from airflow_ft_provider.execution.contracts import StageSettings
+from airflow_ft_provider.execution.contracts import SparkSubmitter, StageSettings
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.failover.indexed_name import IndexedName, indexed
 from airflow_ft_provider.model.data_path import DataPath
@@ -81,7 +81,7 @@ class StageSnapshot:
     store: S3PartitionStore
     pipeline: PipelineSettings
     log: TaskLog
-    spark_hook: Callable[..., object]  # the operator's, so that a test (or a subclass) can wrap it
+    spark_hook: Callable[..., SparkSubmitter]  # the operator's: a test (or a subclass) can wrap it
 
 
 @dataclass(frozen=True)
