@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import reprlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import TypeAlias, TypeGuard
 
@@ -52,7 +52,7 @@ class Body:
     """What a request sends besides its method and path: query parameters and a JSON body."""
 
     params: Mapping[str, QueryValue] | None = None
-    json: object = None
+    json: object = field(default=None, repr=False)  # the login's carries the password
 
 
 class AirflowApiHook(BaseHook):
