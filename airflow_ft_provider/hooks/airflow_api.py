@@ -49,10 +49,11 @@ QueryValue: TypeAlias = Primitive | Sequence[Primitive]
 
 @dataclass(frozen=True)
 class Body:
-    """What a request sends besides its method and path: query parameters and a JSON body."""
+    """What a request sends besides its method and path: query parameters, headers and a JSON body."""
 
     params: Mapping[str, QueryValue] | None = None
     json: object = field(default=None, repr=False)  # the login's carries the password
+    headers: Mapping[str, str] = field(default_factory=dict)  # e.g. Accept; the hook adds the token
 
 
 class AirflowApiHook(BaseHook):
@@ -125,8 +126,9 @@ class AirflowApiHook(BaseHook):
 
     # -- requests -----------------------------------------------------------------------------------
     def _send(
-        self, method: str, path: str, *, idempotent: bool, body: Body, headers: Mapping[str, str] = {}
+        self, method: str, path: str, *, idempotent: bool, body: Body, token: str | None = None
     ) -> httpx.Response:
+        headers = {**body.headers, **({"Authorization": f"Bearer {token}"} if token else {})}
         try:
             return self._http.request(method, path, params=body.params, json=body.json, headers=headers)
         except (httpx.ConnectError, httpx.ConnectTimeout):
@@ -168,6 +170,7 @@ class AirflowApiHook(BaseHook):
         accept: Collection[int] = (),
         params: Mapping[str, QueryValue] | None = None,
         json: object = None,
+        headers: Mapping[str, str] | None = None,
     ) -> object:
         """One authenticated call; retried on transport errors and 5xx answers only when ``idempotent``
         (default: by its method), else :class:`AirflowApiOutcomeUnknown` when its answer is lost.
@@ -177,7 +180,9 @@ class AirflowApiHook(BaseHook):
         """
         idempotent = method.upper() in IDEMPOTENT_METHODS if idempotent is None else idempotent
         try:
-            return self._request(method, path, idempotent=idempotent, accept=accept, body=Body(params, json))
+            return self._request(
+                method, path, idempotent=idempotent, accept=accept, body=Body(params, json, headers or {})
+            )
         except httpx.TransportError as err:
             cause = err.__cause__ if isinstance(err, RetryableTransportError) and err.__cause__ else err
             raise AirflowApiUnreachable(
@@ -202,7 +207,7 @@ class AirflowApiHook(BaseHook):
                 path,
                 idempotent=idempotent,
                 body=body,
-                headers={"Authorization": f"Bearer {token}"},
+                token=token,
             )
             if response.status_code != 401:
                 break

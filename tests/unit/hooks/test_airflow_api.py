@@ -66,6 +66,7 @@ class FakeAirflowApi:
         self.hang = False
         self.open_connections = 0
         self.schemes: list[str] = []
+        self.accepts: list[str | None] = []
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -95,6 +96,7 @@ class FakeAirflowApi:
                 api.requests.append((self.command, path))
                 api.raw_paths.append(self.path)
                 api.schemes.append("https" if isinstance(self.connection, ssl.SSLSocket) else "http")
+                api.accepts.append(self.headers.get("Accept"))
                 if api.hang:
                     time.sleep(3)
                 if path == "/auth/token":
@@ -315,6 +317,14 @@ def test_every_path_segment_is_percent_encoded(monkeypatch, fake_api, run_id):
         "taskInstances",
         "B?#",
     ]
+
+
+def test_a_callers_headers_go_with_the_token(monkeypatch, fake_api):
+    conn_id = connection(monkeypatch, "ft_api_headers", f"http://svc:{PASSWORD}@127.0.0.1:{fake_api.port}")
+    with AirflowApiHook(conn_id, timeout=5) as hook:
+        answer = hook.request("GET", "/api/v2/anything", headers={"Accept": "application/json"})
+    assert isinstance(answer, dict) and answer["total_entries"] == 4  # authenticated: the token went too
+    assert fake_api.accepts[-1] == "application/json"
 
 
 def test_a_try_airflow_has_no_record_of_is_one_that_never_started(monkeypatch, fake_api):
