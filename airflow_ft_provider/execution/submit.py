@@ -93,12 +93,12 @@ class SubmitBackend:
                 f"connection {conn_id!r} is a spark-submit connection: give application= (a PySpark file) or "
                 "use a connection of type spark_connect"
             )
+        self.hook: SparkSubmitter | None = None  # the try's spark-submit, once it is submitted
         self.stage = stage
         self.conn_id = conn_id
         self.workdir = workdir
         self.store = store
         self.map_index = map_index
-        self.hook: SparkSubmitter | None = None
 
     def __enter__(self) -> SubmitBackend:
         return self

@@ -10,17 +10,38 @@ import os
 import secrets
 import shutil
 import socket
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from ft_harness.airflow.live_airflow import LiveAirflow
+from typing import Protocol
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MARKER_ENV = "FT_LIVE_AIRFLOW_INSTANCE"
 # [scheduler] task_instance_heartbeat_timeout: how soon a lost worker is noticed. Not lower: a task
 # whose heartbeats stall that long on a saturated 2-core machine is declared dead while it works.
 HEARTBEAT_TIMEOUT_S = 30
+
+
+class LiveInstance(Protocol):
+    """What the environment and the home are made from: a ``LiveAirflow``'s settings."""
+
+    home: Path
+    dags_folder: Path
+    dag_sources: Sequence[Path]
+    scratch: Path
+    log_dir: Path
+    task_log_dir: Path
+    extra_env: Mapping[str, str]
+    instance_id: str
+    base_url: str
+    port: int
+    api_conn_port: int | None
+    database_url: str
+    username: str
+    password: str
+    viewer_username: str
+    viewer_password: str
+    service_username: str
+    service_password: str
 
 
 class LiveAirflowError(RuntimeError):
@@ -53,7 +74,7 @@ print(">>> bootstrap done", flush=True)
 """
 
 
-def component_environment(af: LiveAirflow) -> dict[str, str]:
+def component_environment(af: LiveInstance) -> dict[str, str]:
     """The full environment every component of ``af`` runs with: the test-friendly settings, then
     ``af.extra_env``."""
     env = {
@@ -142,7 +163,7 @@ def component_environment(af: LiveAirflow) -> dict[str, str]:
     return env
 
 
-def prepare_home(af: LiveAirflow) -> None:
+def prepare_home(af: LiveInstance) -> None:
     """The home's folders, the users' passwords file, and the DAG sources copied into the DAGs folder."""
     for d in (af.dags_folder, af.scratch, af.log_dir, af.task_log_dir):
         d.mkdir(parents=True, exist_ok=True)
