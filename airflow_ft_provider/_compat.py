@@ -11,7 +11,7 @@ its name, rather than somewhere in a pipeline.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sized
-from typing import TypeAlias
+from typing import TypeAlias, TypeGuard
 
 from airflow.sdk import DAG, BaseOperator, TaskGroup
 from airflow.sdk.definitions._internal.contextmanager import DagContext
@@ -32,7 +32,7 @@ def current_dag() -> DAG | None:
     return DagContext.get_current()
 
 
-def is_mapped(task: object) -> bool:
+def is_mapped(task: object) -> TypeGuard[MappedOperator]:
     """A ``.partial().expand()`` task (``MappedOperator``, not exported by ``airflow.sdk``)."""
     return isinstance(task, MappedOperator)
 
@@ -66,7 +66,7 @@ def given_arguments(task: Task) -> Mapping[str, object]:
     A plain operator keeps them in the name-mangled ``__init_kwargs`` of BaseOperator; a mapped one
     keeps only ``partial_kwargs`` (where an argument equal to its default cannot be told from none).
     """
-    if isinstance(task, MappedOperator):
+    if is_mapped(task):
         return task.partial_kwargs
     return getattr(task, "_BaseOperator__init_kwargs", {})
 
@@ -74,7 +74,7 @@ def given_arguments(task: Task) -> Mapping[str, object]:
 def set_arguments(task: Task, **arguments: object) -> None:
     """Set operator arguments after creation; a mapped task keeps them in ``partial_kwargs``, which
     every expanded task instance is built from."""
-    if isinstance(task, MappedOperator):
+    if is_mapped(task):
         task.partial_kwargs.update(arguments)
     else:
         for name, value in arguments.items():
@@ -83,7 +83,7 @@ def set_arguments(task: Task, **arguments: object) -> None:
 
 def add_outlets(task: Task, outlets: Iterable[object]) -> None:
     """Append outlets (Assets) to a task, mapped or not."""
-    if isinstance(task, MappedOperator):
+    if is_mapped(task):
         task.partial_kwargs["outlets"] = [*task.partial_kwargs.get("outlets", []), *outlets]
     else:
         task.outlets = [*task.outlets, *outlets]

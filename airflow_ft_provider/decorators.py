@@ -22,8 +22,7 @@ import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import overload
 
-from airflow.sdk.definitions.mappedoperator import MappedOperator
-
+from airflow_ft_provider._compat import MappedOperator
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
 
 StageCallable = Callable[..., object]

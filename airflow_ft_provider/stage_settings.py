@@ -8,9 +8,13 @@ import functools
 from collections.abc import Collection, Iterable, Mapping
 from typing import Protocol, TypeGuard
 
-from airflow.sdk.definitions.mappedoperator import MappedOperator
-
-from airflow_ft_provider._compat import Task, given_arguments, map_length_at_parse, mapped_operator_class
+from airflow_ft_provider._compat import (
+    Task,
+    given_arguments,
+    is_mapped,
+    map_length_at_parse,
+    mapped_operator_class,
+)
 from airflow_ft_provider.checkpoints.config import (
     KNOWN_KEYS,
     CheckpointConfig,
@@ -40,12 +44,12 @@ def is_stage_task(task: object) -> TypeGuard[StageTask]:
 
 def stage_arguments(task: Task) -> Mapping[str, object]:
     """What a stage was given: a mapped one's ``partial`` arguments, a plain one's attributes."""
-    return given_arguments(task) if isinstance(task, MappedOperator) else vars(task)
+    return given_arguments(task) if is_mapped(task) else vars(task)
 
 
 def stage_declaration(task: Task) -> StageDeclaration | None:
     """The partitions a stage task declares, or None for tasks that are not pipeline stages."""
-    if isinstance(task, MappedOperator):
+    if is_mapped(task):
         if not getattr(mapped_operator_class(task), "is_pipeline_stage", False):
             return None
         kwargs = given_arguments(task)

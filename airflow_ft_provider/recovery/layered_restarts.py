@@ -17,7 +17,6 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 
 from airflow.sdk import RetryDecision
-from airflow.sdk.definitions.mappedoperator import MappedOperator
 
 from airflow_ft_provider._compat import Task, given_arguments, is_mapped, mapped_operator_class
 from airflow_ft_provider.failover import (
@@ -113,7 +112,7 @@ def own_retry_settings(task: Task) -> dict[str, object]:
     (``[core] default_task_retries``, usually 0) cannot be told apart from no value.
     """
     kwargs = given_arguments(task)
-    if isinstance(task, MappedOperator):
+    if is_mapped(task):
         default = default_retries(mapped_operator_class(task))
         found = {"retries": kwargs["retries"]} if kwargs.get("retries", default) != default else {}
     else:
