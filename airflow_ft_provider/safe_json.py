@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Mapping
 from typing import NoReturn, TypeGuard
 
 MAX_BYTES = 1 << 20
@@ -63,6 +64,11 @@ def load_json(data: bytes | str, *, max_bytes: int = MAX_BYTES, max_depth: int =
         raise InvalidJson(str(exc)) from None
     _check_tree(doc, max_depth)
     return doc
+
+
+def is_object_list(value: object) -> TypeGuard[list[Mapping[str, object]]]:
+    """A parsed JSON list whose every item is an object."""
+    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
 
 
 def load_json_object(data: bytes | str, *, max_bytes: int = MAX_BYTES) -> dict[str, object]:

@@ -24,7 +24,7 @@ import reprlib
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import TypeAlias, TypeGuard
+from typing import TypeAlias
 
 import httpx
 import tenacity
@@ -40,6 +40,7 @@ from airflow_ft_provider.hooks.api_errors import (
 )
 from airflow_ft_provider.hooks.api_server import ApiServer, api_server
 from airflow_ft_provider.hooks.task_instances import TaskInstanceRow
+from airflow_ft_provider.safe_json import is_object_list
 
 IDEMPOTENT_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 TOKEN_PATH = "/auth/token"
@@ -238,7 +239,7 @@ class AirflowApiHook(BaseHook):
         items: list[Mapping[str, object]] = []
         while True:
             page = self.request("GET", path, params={**(params or {}), "limit": 100, "offset": len(items)})
-            if not isinstance(page, Mapping) or not _mappings(listed := page.get(key)):
+            if not isinstance(page, Mapping) or not is_object_list(listed := page.get(key)):
                 raise AirflowApiError("GET", path, 200, f"not a page of {key}: {reprlib.repr(page)}")
             items.extend(listed)
             total = page.get("total_entries", 0)
@@ -272,7 +273,7 @@ class AirflowApiHook(BaseHook):
         path = api_path("dags", dag_id, "clearTaskInstances")
         answer = self.request("POST", path, json=body)
         cleared = answer.get("task_instances") if isinstance(answer, Mapping) else None
-        if not _mappings(cleared):
+        if not is_object_list(cleared):
             raise AirflowApiOutcomeUnknown(
                 f"Airflow REST API POST {path} answered without a list of task instances "
                 f"({reprlib.repr(answer)}); the clear may or may not have been applied"
@@ -300,8 +301,3 @@ class AirflowApiHook(BaseHook):
             raise
         state = answer.get("state") if isinstance(answer, Mapping) else None
         return state if isinstance(state, str) else None
-
-
-def _mappings(value: object) -> TypeGuard[list[Mapping[str, object]]]:
-    """A JSON list of objects, as the REST API's collections are."""
-    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)

@@ -14,7 +14,6 @@ import reprlib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cached_property
-from typing import TypeGuard
 
 from airflow_ft_provider.failover import (
     DistributionPattern,
@@ -30,7 +29,7 @@ from airflow_ft_provider.failover.failover_strategies import FailoverStrategy
 from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName, all_indexed, indexed
 from airflow_ft_provider.failover.restart_strategies import RestartStrategy
 from airflow_ft_provider.model.exchanges import Input, Output
-from airflow_ft_provider.safe_json import load_json
+from airflow_ft_provider.safe_json import is_object_list, load_json
 
 DESCRIPTION_VERSION = 1
 MAX_DESCRIPTION_BYTES = 4 * 1024 * 1024
@@ -63,7 +62,7 @@ class StageDeclaration:
     @classmethod
     def from_dict(cls, doc: Mapping[str, object]) -> StageDeclaration:
         parallelism, inputs, outputs = doc["parallelism"], doc["inputs"], doc["outputs"]
-        if not isinstance(parallelism, int) or not _objects(inputs) or not _objects(outputs):
+        if not isinstance(parallelism, int) or not is_object_list(inputs) or not is_object_list(outputs):
             raise TypeError(f"stage {doc['task_id']!r}: parallelism, inputs or outputs of the wrong type")
         return cls(
             task_id=str(doc["task_id"]),
@@ -280,7 +279,3 @@ class PipelineDescription:
                 continue
             partitions.extend(all_indexed(result.name, self.graph.stages[result.producer].parallelism))
         return partitions
-
-
-def _objects(value: object) -> TypeGuard[list[Mapping[str, object]]]:
-    return isinstance(value, list) and all(isinstance(item, Mapping) for item in value)
