@@ -23,7 +23,7 @@ class ExponentialDelayRestartStrategy:
     reset-backoff-threshold passed since the scheduled restart, the attempt counter starts again.
     """
 
-    type_name = "exponential-delay"
+    type_name = ExponentialDelayState.type_name
 
     def __init__(
         self,

@@ -48,7 +48,7 @@ class RestartStrategy(Protocol):
 class NoRestartStrategy:
     """Never restart (``none``, ``off``, ``disable``)."""
 
-    type_name = "none"
+    type_name = NoRestartState.type_name
 
     def notify_failure(self) -> bool:
         return True
@@ -75,7 +75,7 @@ class NoRestartStrategy:
 class FixedDelayRestartStrategy:
     """Restart while failures ≤ attempts, each after the same delay."""
 
-    type_name = "fixed-delay"
+    type_name = FixedDelayState.type_name
 
     def __init__(self, attempts: int, delay: float) -> None:
         self.attempts = attempts
@@ -110,7 +110,7 @@ class FixedDelayRestartStrategy:
 class FailureRateRestartStrategy:
     """Restart unless more than max-failures-per-interval failures fall inside the interval."""
 
-    type_name = "failure-rate"
+    type_name = FailureRateState.type_name
 
     def __init__(
         self, max_failures_per_interval: int, interval: float, delay: float, *, clock: Clock
