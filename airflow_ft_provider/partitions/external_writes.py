@@ -105,9 +105,8 @@ class ExternalWrites:
             name = obj.key[len(attempt_prefix) :]
             hasher = new_hasher(self.objects.checksum)
             with self.objects.s3_errors("GetObject", obj.key):
-                body: ObjectBody = self.objects.client.get_object(Bucket=self.objects.bucket, Key=obj.key)[
-                    "Body"
-                ]
+                answer = self.objects.client.get_object(Bucket=self.objects.bucket, Key=obj.key)
+                body: ObjectBody = answer["Body"]
                 with body:
                     for chunk in body.iter_chunks(1 << 20):
                         hasher.update(chunk)
