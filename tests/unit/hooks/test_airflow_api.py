@@ -67,6 +67,7 @@ class FakeAirflowApi:
         self.open_connections = 0
         self.schemes: list[str] = []
         self.accepts: list[str | None] = []
+        self.answers: dict[str, Any] = {}  # "METHOD /path" -> a 200 answer in place of the usual one
         api = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -120,6 +121,8 @@ class FakeAirflowApi:
                     return None
                 if (status := api.status.get(name)) is not None:
                     return self._answer(status, {"detail": "database is locked"})
+                if name in api.answers:
+                    return self._answer(200, api.answers[name])
                 if path.endswith("/clearTaskInstances"):
                     return self._answer(
                         200,
@@ -325,6 +328,22 @@ def test_a_callers_headers_go_with_the_token(monkeypatch, fake_api):
         answer = hook.request("GET", "/api/v2/anything", headers={"Accept": "application/json"})
     assert isinstance(answer, dict) and answer["total_entries"] == 4  # authenticated: the token went too
     assert fake_api.accepts[-1] == "application/json"
+
+
+def test_an_answer_that_is_not_a_page_of_instances_is_an_api_error(monkeypatch, fake_api):
+    conn_id = connection(monkeypatch, "ft_api_bad_page", f"http://svc:{PASSWORD}@127.0.0.1:{fake_api.port}")
+    fake_api.answers["GET /api/v2/dags/seed002/dagRuns/r1/taskInstances"] = {"task_instances": ["B"]}
+    with AirflowApiHook(conn_id, timeout=5) as hook, pytest.raises(AirflowApiError, match="not a page of"):
+        hook.task_instances("seed002", "r1")
+
+
+def test_a_clear_answered_without_its_instances_may_have_happened(monkeypatch, fake_api):
+    """The clear was applied (Airflow answered 200): the caller must look before it clears again."""
+    conn_id = connection(monkeypatch, "ft_api_bad_clear", f"http://svc:{PASSWORD}@127.0.0.1:{fake_api.port}")
+    fake_api.answers["POST /api/v2/dags/seed002/clearTaskInstances"] = {"total_entries": 1}
+    with AirflowApiHook(conn_id, timeout=5) as hook, pytest.raises(AirflowApiOutcomeUnknown):
+        hook.clear("seed002", "r1", [("B", -1)])
+    assert fake_api.clears_applied == [["B"]]
 
 
 def test_a_try_airflow_has_no_record_of_is_one_that_never_started(monkeypatch, fake_api):
