@@ -205,7 +205,7 @@ class DirectS3a(_S3Attempts):
 
 class ExecutorS3(_S3Attempts):
     """Spark's executors read the manifest's objects and write the attempt's objects on S3 themselves
-    (``spark/partition_source.py``): each verifies what it reads and records what it wrote, so the
+    (``spark/partition_objects.py``): each verifies what it reads and records what it wrote, so the
     commit publishes the executors' record without reading a byte. The worker handles manifests only,
     whatever machines the executors run on."""
 

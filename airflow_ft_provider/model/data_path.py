@@ -4,8 +4,8 @@ the Airflow worker's disk, or through Spark's s3a connector.
 * ``"executors"``: each executor reads the objects the manifest lists, verifying them, and writes its
   own objects under the try's attempt prefix, recording their checksums; the worker only commits the
   manifest. Works wherever the executors run (``execution/placement.ExecutorS3``): the way for a
-  cluster. Not yet the default: on Spark Connect each session starts the data source's Python workers
-  (about 2.6 s a stage on the test machine), and its bytes cross the JVM-Python boundary
+  cluster. Not yet the default: on Spark Connect each session starts its own Python workers in the
+  executors (about 3 s a stage on the test machine), and its bytes cross the JVM-Python boundary
   (bench/bench_data_path.py).
 * ``"staged"`` (the default): the worker fetches inputs to its disk and uploads outputs from there; the
   Spark driver and executors must see the worker's disk (local Spark, a Connect server on the worker's

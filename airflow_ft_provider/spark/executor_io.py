@@ -1,9 +1,9 @@
-"""Partition data that Spark's executors read and write themselves (the ``ft_partition`` source), for
+"""Partition data that Spark's executors read and write themselves (``partition_objects.py``), for
 ``stage_io`` when the operator chose that data path (``StageSpec.store`` is set).
 
-The application's driver only plans: it registers the source, hands Spark the objects to read or the
-attempt prefix to write, and afterwards reads back the few kilobytes the executors recorded
-(``_ft_written.json``) to count the rows. Nothing here touches a row.
+The application's driver only plans: it hands Spark the objects to read or the attempt prefix to
+write, and gets back the count of rows the executors recorded (``_ft_written.json``). Nothing here
+touches a row.
 """
 
 from __future__ import annotations
@@ -12,9 +12,8 @@ import json
 import os
 from typing import TYPE_CHECKING
 
-from .partition_source import SOURCE_NAME, access_options, read_objects, s3_filesystem, source_with
+from .partition_objects import access_options, read_objects, s3_filesystem, write_objects
 from .spec import CREDENTIAL_ENV_VARS, InputPartition, StoreAccess, StoreCredentials
-from .written import WRITTEN_RECORD, parse_written
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -30,8 +29,8 @@ def credentials_from_env() -> StoreCredentials | None:
 
 
 class ExecutorIO:
-    """The executors' reads (``read_objects``) and writes (the ``ft_partition`` source, registered on
-    the session) of one try, with its credentials."""
+    """The executors' reads (``read_objects``) and writes (``write_objects``) of one try, with its
+    credentials."""
 
     def __init__(
         self, spark: SparkSession, access: StoreAccess, credentials: StoreCredentials | None
@@ -39,7 +38,6 @@ class ExecutorIO:
         self.spark = spark
         self.credentials = credentials
         self.options = access_options(access)
-        spark.dataSource.register(source_with(credentials))
 
     def read(self, partitions: list[InputPartition]) -> DataFrame:
         """The partitions' objects, one Spark partition each, verified by the executor that reads it."""
@@ -49,12 +47,7 @@ class ExecutorIO:
     def write(self, df: DataFrame, location: str, codec: str) -> int:
         """Write ``df`` under the attempt prefix ``location`` (``s3://``); the rows the executors wrote."""
         target = location.rstrip("/") + "/"
-        df.write.format(SOURCE_NAME).mode("append").options(
-            **self.options, target=target, compression=codec
-        ).save()
-        bucket_key = target.removeprefix("s3://") + WRITTEN_RECORD
-        with s3_filesystem(self.options, self.credentials).open_input_stream(bucket_key) as stream:
-            return sum(f.rows for f in parse_written(stream.read()))
+        return write_objects(df, target, self.options, self.credentials, compression=codec)
 
     def put_json(self, location: str, name: str, content: dict[str, object]) -> None:
         """A small JSON object beside an output (the marker a spark-submit driver leaves the operator)."""

@@ -6,7 +6,7 @@ Spark Connect stage; for tests and local runs also the ``FT_STAGE_SPEC`` environ
 Stdlib only: this module is shipped to the Spark driver, which may have neither Airflow nor boto3.
 
 A partition's data is either files (``paths``: ``file://`` staging or ``s3a://``), objects the executors
-read themselves and verify (``objects``, with ``StageSpec.store``: ``partition_source.py``) or, for a
+read themselves and verify (``objects``, with ``StageSpec.store``: ``partition_objects.py``) or, for a
 pipelined partition kept by a Spark Connect server, a global temporary view (``view``). The spec holds no
 secret: it is in the Spark conf, which Spark's UI shows.
 """

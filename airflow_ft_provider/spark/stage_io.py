@@ -95,8 +95,8 @@ class StageIO:
         self._executors: ExecutorIO | None = None
 
     def _executor_io(self) -> ExecutorIO:
-        """The executors' own data path (``executor_io.py``), registered on first use; imported only
-        then, so a staged stage does not pay for pyspark's data source modules."""
+        """The executors' own data path (``executor_io.py``), made on first use; imported only then, so
+        a staged stage does not import pyarrow's S3 client."""
         from .executor_io import ExecutorIO, credentials_from_env
 
         if self._executors is None:

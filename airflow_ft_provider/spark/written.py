@@ -1,8 +1,8 @@
-"""``_ft_written.json``: the files of the task attempts Spark committed, as the driver recorded them.
+"""``_ft_written.json``: the files of the task attempts Spark committed, as the write recorded them.
 
-The executors' writer (``partition_source.py``) puts it under the try's attempt prefix once Spark has
-committed the write; the operator builds the partition's manifest from it (``partitions/commit.py``)
-without reading any data. Stdlib only: the driver writes it (and reads it back, ``parse_written``); the
+The executors' writes (``partition_objects.py``) put it under the try's attempt prefix once every
+Spark task of the write has committed; the operator builds the partition's manifest from it
+(``partitions/commit.py``) without reading any data. Stdlib only: the write's last task writes it; the
 store reads it as any stored JSON (``safe_json.load_json``) and checks it with ``written_files``.
 """
 
@@ -17,7 +17,7 @@ from typing import Any, TypeGuard
 WRITTEN_RECORD = "_ft_written.json"
 RECORD_VERSION = 1
 MAX_RECORD_BYTES = 16 << 20  # ~100,000 files; a record beyond it is not one this writer wrote
-_FILE_NAME = re.compile(r"part-\d{5}-a\d+-[0-9a-f]{12}\.parquet")  # what PartitionWriter names its files
+_FILE_NAME = re.compile(r"part-\d{5}-a\d+-[0-9a-f]{12}\.parquet")  # what WriteObjects names its files
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ def encode_written(files: Sequence[WrittenFile]) -> bytes:
 
 
 def parse_written(data: bytes) -> list[WrittenFile]:
-    """The record a driver just wrote, read back by it; ValueError when it is not one."""
+    """A record's bytes, parsed and checked; ValueError when it is not one."""
     if len(data) > MAX_RECORD_BYTES:
         raise ValueError(f"{WRITTEN_RECORD} has {len(data)} bytes, more than a record can have")
     try:

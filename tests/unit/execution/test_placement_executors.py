@@ -144,7 +144,7 @@ def test_executors_move_the_data_and_the_worker_only_manifests(
             assert secret not in json.dumps(properties)
             assert secret not in base64.b64decode(properties["spark.airflow_ft.stage_spec"]).decode()
         logged = "".join(p.read_text() for p in events.rglob("events_*"))
-        assert "AppendData ft_partition" in logged and secret not in logged  # the writes' plans: no secret
+        assert "write_partition_objects" in logged and secret not in logged  # the writes' plans: no secret
     else:
         assert secret not in spark_connect.log.read_text(errors="replace")
     client = s3_bucket.client()

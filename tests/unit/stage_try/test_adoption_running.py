@@ -201,12 +201,11 @@ from pyspark.sql.connect.session import SparkSession
 from pyspark.sql.functions import udf
 from pyspark.sql.types import LongType
 from airflow_ft_provider.execution.submit import runtime_zip
-from airflow_ft_provider.spark.partition_source import SOURCE_NAME, source_with
+from airflow_ft_provider.spark.partition_objects import write_objects
 from airflow_ft_provider.spark.spec import StoreCredentials
 url, session_id, target, ledger, seconds, options, keys, folder = sys.argv[1:9]
 spark = SparkSession.builder.remote(f"{url}/;session_id={session_id}").create()
 spark.addArtifacts(runtime_zip(__import__("pathlib").Path(folder)), pyfile=True)
-spark.dataSource.register(source_with(StoreCredentials(*json.loads(keys), None)))
 
 @udf(LongType())
 def slow(value):  # runs in the server's Python worker, on the Spark host
@@ -217,7 +216,7 @@ def slow(value):  # runs in the server's Python worker, on the Spark host
     return value * value
 
 squares = spark.range(0, ROWS, 1, 2).select(slow("id").alias("square"))
-squares.write.format(SOURCE_NAME).mode("append").options(**json.loads(options), target=target).save()
+write_objects(squares, target, json.loads(options), StoreCredentials(*json.loads(keys), None))
 """.replace("ROWS", str(ROWS))
 
 
@@ -227,7 +226,7 @@ def test_the_executors_write_of_a_try_lost_on_another_worker_is_waited_for_and_c
     #   orders --> down (try 1: its worker, "worker-1", is lost while the Spark host's executors write
     #   totals to S3; try 2, on this worker, waits for that write and commits the executors' record)
     from airflow_ft_provider.partitions.store import new_attempt_id
-    from airflow_ft_provider.spark.partition_source import access_options
+    from airflow_ft_provider.spark.partition_objects import access_options
     from airflow_ft_provider.spark.spec import StoreAccess
     from airflow_ft_provider.stage_try import adoption as adoption_module
 

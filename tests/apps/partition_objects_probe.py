@@ -1,8 +1,8 @@
-"""Writes partition objects through the ft_partition source, or reads them as the executors do
-(``read_objects``), in a local Spark whose tasks may fail once (local[2,2]), or on the cluster
-``master`` given (mode ``slow_write``: each Spark task's batches take a while and are noted in
-``ledger``, so that a test can kill its executor mid-write).
-Usage: partition_source_probe.py write|slow_write|read ARGS_JSON; prints one JSON line."""
+"""Writes partition objects as the executors do (``write_objects``), or reads them (``read_objects``),
+in a local Spark whose tasks may fail once (local[2,2]), or on the cluster ``master`` given (mode
+``slow_write``: each Spark task's batches take a while and are noted in ``ledger``, so that a test can
+kill its executor mid-write).
+Usage: partition_objects_probe.py write|slow_write|read ARGS_JSON; prints one JSON line."""
 
 import json
 import sys
@@ -10,12 +10,7 @@ import sys
 from pyspark import TaskContext
 from pyspark.sql import SparkSession
 
-from airflow_ft_provider.spark.partition_source import (
-    PartitionSource,
-    PartitionWriter,
-    read_objects,
-    source_with,
-)
+from airflow_ft_provider.spark.partition_objects import WriteObjects, read_objects, write_objects
 from airflow_ft_provider.spark.spec import StoreCredentials, StoredObject
 
 mode, args = sys.argv[1], json.loads(sys.argv[2])
@@ -30,28 +25,22 @@ given = args.get("credentials")
 access = args.get("access", {})
 
 
-class LostAfterWriting(PartitionWriter):
+class LostAfterWriting(WriteObjects):
     """Task attempt 0 of Spark partition 1 fails once its object is complete in S3, before Spark hears
     of it (an executor lost at that moment; a speculative duplicate's object is the same case)."""
 
-    def write(self, iterator):
-        message = super().write(iterator)
+    def __call__(self, batches):
+        written = list(super().__call__(batches))
         task = TaskContext.get()
         if task.partitionId() == 1 and task.attemptNumber() == 0:
             raise RuntimeError("task attempt 0 of partition 1 is lost after writing")
-        return message
-
-
-class SourceLosingATask(PartitionSource):
-    def writer(self, schema, overwrite):
-        return LostAfterWriting(self.options, self.credentials, schema)
+        yield from written
 
 
 if mode == "write":
-    spark.dataSource.register(SourceLosingATask)
     frame = spark.range(0, args["rows"], numPartitions=4).selectExpr("id", "id * 2 AS doubled")
-    frame.write.format("ft_partition").mode("append").options(**access, target=args["target"]).save()
-    print(json.dumps({"written": True}))
+    rows = write_objects(frame, args["target"], access, task_writer=LostAfterWriting)
+    print(json.dumps({"written": rows}))
 elif mode == "slow_write":
     ledger, pause = args["ledger"], args["seconds_per_batch"]
 
@@ -68,11 +57,10 @@ elif mode == "slow_write":
             yield batch
 
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(args["rows_per_batch"]))
-    spark.dataSource.register(source_with(StoreCredentials(**given) if given else None))
     frame = spark.range(0, args["rows"], numPartitions=4).selectExpr("id", "id * 2 AS doubled")
     frame = frame.mapInArrow(noted, frame.schema)
-    frame.write.format("ft_partition").mode("append").options(**access, target=args["target"]).save()
-    print(json.dumps({"written": True}))
+    rows = write_objects(frame, args["target"], access, StoreCredentials(**given) if given else None)
+    print(json.dumps({"written": rows}))
 else:
     objects = [StoredObject(e["key"], e["size"], e["checksum"]) for e in json.loads(args["files"])]
     frame = read_objects(spark, objects, access, StoreCredentials(**given) if given else None)

@@ -1,24 +1,26 @@
-"""Result partitions read and written by Spark's executors themselves: writes through pyspark's Python
-Data Source API, reads through ``mapInArrow``.
+"""Result partitions read and written by Spark's executors themselves, both as ``mapInArrow`` steps.
 
-    spark.dataSource.register(PartitionSource)
-    df.write.format("ft_partition").mode("append").options(**access, target=...).save()
-    df = read_objects(spark, manifest_objects, access, credentials)
+    rows = write_objects(df, "s3://bucket/<attempt prefix>/", options, credentials)
+    df = read_objects(spark, manifest_objects, options, credentials)
 
 **Writes.** Each Spark task writes one Parquet object under the try's attempt prefix, named after its
-partition and task attempt (``part-00003-a1-<uuid>.parquet``), and hashes the bytes as they stream to
-S3: its commit message carries the object's key, size, checksum and rows. Spark hands the driver the
-messages of the task attempts it committed, and only those: ``PartitionWriter.commit`` records them in
-``_ft_written.json`` under the attempt prefix, the list the operator builds the manifest from. The
-objects of a task attempt Spark did not commit (a lost executor's, a speculative duplicate's) are in no
-list, so they never add rows; the store's garbage collection removes them with the attempt.
+partition and task attempt (``part-00003-a1-<uuid>.parquet``), hashes the bytes as they stream to S3,
+and returns one row: the object's key, size, checksum and rows (``WriteObjects``). Those rows go
+through a shuffle to one last task (``RecordWritten``) that puts ``_ft_written.json`` under the attempt
+prefix: the list the operator builds the manifest from. A shuffle reads each map partition's output
+from the one task attempt Spark registered, so the list holds exactly the task attempts Spark
+committed: the object of an attempt lost after writing (a lost executor's, a speculative duplicate's)
+is in no list and never adds rows; the store's garbage collection removes it with the attempt.
 
 **Reads.** One Spark partition per object the manifest lists: the executor reads the object, checks its
 size and checksum against the manifest's entry, then decodes it. A changed object fails the read with
-``PartitionDataCorrupt``, naming the object: Spark never reads unverified bytes. Reads need no commit,
-so they are a plain ``mapInArrow`` over the objects' numbers rather than a data source: Spark starts a
-data source's planning in Python processes of the driver, afresh for every session (they are keyed by
-the session's artifact UUID and kept until the server stops), and every stage try is a session.
+``PartitionDataCorrupt``, naming the object: Spark never reads unverified bytes.
+
+**Why no Python data source.** pyspark's Data Source API would carry the same commit messages, but
+Spark plans a Python data source in Python processes of the driver, started afresh for every Spark
+Connect session (they are keyed by the session's artifact UUID), and every stage try is a session: a
+fresh session's data-source write took ~4 s against ~1.9 s for these two steps (the executors' Python
+workers, which any Python step needs, are the rest).
 
 The Airflow worker handles only the kilobytes around this (the manifest, ``_ft_written.json``, the
 footer that gives a read its schema); the data flows between the executors and S3. Stdlib, pyarrow
@@ -27,9 +29,8 @@ and pyspark only: this module is shipped to the Spark driver and executors
 
 **Credentials** come from the executors' own environment (an instance role, ``AWS_*`` variables, a
 profile: pyarrow's default chain), unless a key pair is given, for deployments without one. The pair
-is never an option (options are part of the plan Spark's UI and event log show): it is a class
-attribute of the registered source (``source_with``), or a field of ``ReadObjects``, which Spark
-pickles by value into the Python commands it sends its executors.
+is never an option or a column (the plan Spark's UI and event log show): it is a field of the step's
+function object (``repr=False``), which Spark pickles by value into the commands it sends executors.
 """
 
 from __future__ import annotations
@@ -38,9 +39,7 @@ import io
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar
-
-from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
+from typing import TYPE_CHECKING, Any
 
 from .checksums import DEFAULT_CHECKSUM, new_hasher
 from .spec import StoreAccess, StoreCredentials, StoredObject
@@ -50,32 +49,25 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyarrow.fs import S3FileSystem
     from pyspark.sql import DataFrame, SparkSession
-    from pyspark.sql.types import StructType
 
-SOURCE_NAME = "ft_partition"
 EMPTY_SCHEMA = "value STRING"  # the schema of an input without objects
+WRITTEN_COLUMNS = "key STRING, size LONG, checksum STRING, rows LONG"  # one row per object written
+RECORDED_COLUMNS = "files LONG, rows LONG"  # what the record's task returns to the driver
 
 __all__ = [
-    "SOURCE_NAME",
     "PartitionDataCorrupt",
-    "PartitionSource",
     "ReadObjects",
+    "RecordWritten",
+    "WriteObjects",
     "access_options",
     "read_objects",
     "read_verified",
-    "source_with",
+    "write_objects",
 ]
 
 
 class PartitionDataCorrupt(IOError):
     """An object a manifest lists is not the object that was committed (size or checksum differs)."""
-
-
-@dataclass(frozen=True)
-class TaskCommit(WriterCommitMessage):
-    """What one task attempt tells the driver: its object (None for an empty Spark partition)."""
-
-    written: WrittenFile | None
 
 
 def s3_filesystem(options: Mapping[str, str], credentials: StoreCredentials | None = None) -> S3FileSystem:
@@ -130,21 +122,37 @@ class _HashingSink(io.RawIOBase):
         return f"{self._algorithm}:{self._hasher.hexdigest()}"
 
 
-class PartitionWriter(DataSourceArrowWriter):
-    """Runs in the executors (``write``) and once in the driver (``commit``/``abort``)."""
+@dataclass(frozen=True)
+class _Target:
+    """Where a try's objects go, and how they are written (pickled into the executors' commands)."""
 
-    def __init__(
-        self, options: Mapping[str, str], credentials: StoreCredentials | None, schema: StructType
-    ) -> None:
-        self.options = dict(options)
-        self.credentials = credentials
-        self.schema = schema
-        self.bucket, self.prefix = _bucket_and_prefix(self.options["target"])
-        self.checksum = self.options.get("checksum") or DEFAULT_CHECKSUM
-        self.compression = self.options.get("compression") or "snappy"
+    bucket: str
+    prefix: str  # the attempt prefix, ending in "/"
+    options: Mapping[str, str]
+    credentials: StoreCredentials | None = field(default=None, repr=False)
+    compression: str = "snappy"
+    checksum: str = DEFAULT_CHECKSUM
 
-    def write(self, iterator: Iterator[pa.RecordBatch]) -> TaskCommit:
-        """One object per task attempt, opened with the first batch: an empty partition writes none."""
+    def filesystem(self) -> S3FileSystem:
+        return s3_filesystem(self.options, self.credentials)
+
+    def open(self, filesystem: S3FileSystem, name: str) -> _HashingSink:
+        """A new object under the attempt prefix, hashed as it is written (it exists once closed)."""
+        return _HashingSink(
+            filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum
+        )
+
+
+@dataclass(frozen=True)
+class WriteObjects:
+    """What each writing Spark task runs: its rows into one object, opened with the first batch (an
+    empty Spark partition writes none); yields that object's row of ``WRITTEN_COLUMNS``."""
+
+    target: _Target
+    __name__ = "write_partition_objects"  # how Spark names the step in plans and its UI
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
         import pyarrow.parquet as pq
         from pyspark import TaskContext
 
@@ -153,54 +161,88 @@ class PartitionWriter(DataSourceArrowWriter):
         name = f"part-{partition:05d}-a{attempt}-{uuid.uuid4().hex[:12]}.parquet"
         rows, sink, writer = 0, None, None
         try:
-            for batch in iterator:
+            for batch in batches:
                 if writer is None:
-                    sink = self._open(s3_filesystem(self.options, self.credentials), name)
-                    writer = pq.ParquetWriter(sink, batch.schema, compression=self.compression)
+                    sink = self.target.open(self.target.filesystem(), name)
+                    writer = pq.ParquetWriter(sink, batch.schema, compression=self.target.compression)
                 writer.write_batch(batch)
                 rows += batch.num_rows
             if writer is None or sink is None:
-                return TaskCommit(None)
+                return
             writer.close()
         finally:
             if sink is not None:
                 sink.close()
-        return TaskCommit(WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=rows))
+        written = WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=rows)
+        yield pa.RecordBatch.from_pylist([asdict(written)], schema=_written_schema())
 
-    def commit(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        files = [m.written for m in messages if isinstance(m, TaskCommit) and m.written is not None]
-        filesystem = s3_filesystem(self.options, self.credentials)
-        if not files:  # no row at all: one empty object keeps the schema for readers (as Spark's writer)
+
+@dataclass(frozen=True)
+class RecordWritten:
+    """What the one task after the shuffle runs: ``_ft_written.json`` from the rows of the committed
+    task attempts (with no row at all, one empty object keeps the schema for readers, as Spark's own
+    writer does); yields the count of files and rows."""
+
+    target: _Target
+    schema: pa.Schema  # of the rows written: the empty object's
+    __name__ = "record_written_objects"
+
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
+
+        files = [WrittenFile(**row) for batch in batches for row in batch.to_pylist()]
+        filesystem = self.target.filesystem()
+        if not files:
             files = [self._write_empty(filesystem)]
-        with filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{WRITTEN_RECORD}") as out:
-            out.write(encode_written(files))
+        with filesystem.open_output_stream(
+            f"{self.target.bucket}/{self.target.prefix}{WRITTEN_RECORD}"
+        ) as out:
+            out.write(encode_written(sorted(files, key=lambda f: f.key)))
+        yield pa.RecordBatch.from_pylist([{"files": len(files), "rows": sum(f.rows for f in files)}])
 
     def _write_empty(self, filesystem: S3FileSystem) -> WrittenFile:
         import pyarrow.parquet as pq
-        from pyspark.sql.pandas.types import to_arrow_schema
 
         name = f"part-00000-a0-{uuid.uuid4().hex[:12]}.parquet"
-        sink = self._open(filesystem, name)
+        sink = self.target.open(filesystem, name)
         try:
-            pq.ParquetWriter(sink, to_arrow_schema(self.schema), compression=self.compression).close()
+            pq.ParquetWriter(sink, self.schema, compression=self.target.compression).close()
         finally:
             sink.close()
         return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=0)
 
-    def _open(self, filesystem: S3FileSystem, name: str) -> _HashingSink:
-        """A new object under the attempt prefix, hashed as it is written (it exists once closed)."""
-        return _HashingSink(
-            filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum
-        )
 
-    def abort(self, messages: Sequence[WriterCommitMessage | None]) -> None:
-        filesystem = s3_filesystem(self.options, self.credentials)
-        for message in messages:
-            if isinstance(message, TaskCommit) and message.written is not None:
-                try:
-                    filesystem.delete_file(f"{self.bucket}/{self.prefix}{message.written.key}")
-                except OSError:  # the attempt's leftovers go with it (gc); an abort must not hide the cause
-                    pass
+def _written_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema(
+        [("key", pa.string()), ("size", pa.int64()), ("checksum", pa.string()), ("rows", pa.int64())]
+    )
+
+
+def write_objects(
+    df: DataFrame,
+    target: str,
+    options: Mapping[str, str],
+    credentials: StoreCredentials | None = None,
+    *,
+    compression: str = "snappy",
+    checksum: str = DEFAULT_CHECKSUM,
+    task_writer: type[WriteObjects] = WriteObjects,
+) -> int:
+    """Write ``df`` under the attempt prefix ``target`` (``s3://bucket/prefix/``) from the executors,
+    record the committed task attempts' objects in ``_ft_written.json``; the rows written.
+    ``task_writer``: what each task runs (a test's may fail after writing)."""
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    bucket, prefix = _bucket_and_prefix(target)
+    where = _Target(bucket, prefix, dict(options), credentials, compression, checksum)
+    written = df.mapInArrow(task_writer(where), WRITTEN_COLUMNS)
+    recorded = written.repartition(1).mapInArrow(
+        RecordWritten(where, to_arrow_schema(df.schema)), RECORDED_COLUMNS
+    )
+    [summary] = recorded.collect()
+    return int(summary["rows"])
 
 
 @dataclass(frozen=True)
@@ -245,28 +287,6 @@ def read_objects(
     return numbers.mapInArrow(ReadObjects(tuple(objects), dict(options), credentials), schema)
 
 
-class PartitionSource(DataSource):
-    """``ft_partition``: a try's objects under its attempt prefix (write only)."""
-
-    credentials: ClassVar[StoreCredentials | None] = None  # set by source_with (a class made per try)
-
-    @classmethod
-    def name(cls) -> str:
-        return SOURCE_NAME
-
-    def writer(self, schema: StructType, overwrite: bool) -> PartitionWriter:
-        return PartitionWriter(self.options, self.credentials, schema)
-
-
-def source_with(credentials: StoreCredentials | None) -> type[PartitionSource]:
-    """The source to register: with a key pair, a class of its own that carries it (pickled by value,
-    as it is not this module's ``PartitionSource``), so the pair is in no option."""
-    if credentials is None:
-        return PartitionSource
-    name = f"PartitionSourceWithCredentials_{uuid.uuid4().hex[:8]}"
-    return type(name, (PartitionSource,), {"credentials": credentials, "__qualname__": name})
-
-
 def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
     """The object's bytes, checked against the manifest's size and checksum as they are read."""
     hasher = new_hasher(stored.checksum)
@@ -288,5 +308,5 @@ def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
 def _bucket_and_prefix(target: str) -> tuple[str, str]:
     bucket, _, prefix = target.removeprefix("s3://").partition("/")
     if not bucket or (prefix and not prefix.endswith("/")):
-        raise ValueError(f"the target of {SOURCE_NAME} must be s3://bucket/prefix/, got {target!r}")
+        raise ValueError(f"a write's target must be s3://bucket/prefix/, got {target!r}")
     return bucket, prefix
