@@ -13,7 +13,7 @@ available upstream partitions (only missing ones are rebuilt). It clears through
 It does not count against the restart strategy. ``gc`` releases ended runs whose retention has
 passed and removes orphaned attempt data older than ``partition_store_orphan_grace``
 (``airflow_ft_provider/partitions/garbage.py``); each run's end already sweeps its own pipeline, so it
-is for pipelines that no longer run (README, *A life cycle that runs itself*).
+is for pipelines that no longer run (docs, *Partition store*: *A life cycle that runs itself*).
 
 Results go to stdout, one JSON object per line for ``history``, ``partitions``, ``show`` and
 ``restart-region`` (times as ISO-8601 in UTC); logs, warnings and errors go to stderr. Exit status:
@@ -95,8 +95,8 @@ def run() -> int:
         results.flush()
 
 
-def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
-    out = out or sys.stdout
+def build_parser() -> argparse.ArgumentParser:
+    """The command line's parser (also what the docs' command reference is generated from)."""
     parser = argparse.ArgumentParser(
         prog="airflow-ft",
         description=__doc__.split("\n\n")[0],
@@ -151,6 +151,12 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
         metavar="DAG_ID",
         help="only this pipeline (repeatable); default: every pipeline in the store",
     )
+    return parser
+
+
+def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
+    out = out or sys.stdout
+    parser = build_parser()
     saved, sys.stdout = sys.stdout, out  # --help is a result too
     try:
         args = parser.parse_args(argv)

@@ -142,12 +142,22 @@ def _partition_store_options() -> dict[str, ConfigOption]:
 def _checkpoint_options() -> dict[str, ConfigOption]:
     """Flink's checkpoint keys (airflow_ft_provider/checkpoints/config.py): cluster defaults of
     checkpointed stages, overridden by a pipeline's and a stage's ``checkpointing=``."""
-    from airflow_ft_provider.checkpoints.config import DESCRIPTIONS, CheckpointConfig
+    from airflow_ft_provider.checkpoints.config import (
+        DESCRIPTIONS,
+        INTERVAL,
+        INTERVAL_VOLUME,
+        MIN_PAUSE,
+        TIMEOUT,
+        CheckpointConfig,
+    )
 
     defaults: dict[str, object] = {
         **CheckpointConfig().as_keys(),
         "execution.checkpointing.mode": "EXACTLY_ONCE",
     }
+    for key in (INTERVAL, MIN_PAUSE, TIMEOUT):  # seconds, in Flink's spelling as a user writes them
+        defaults[key] = format_duration(float(str(defaults[key])))
+    defaults[INTERVAL_VOLUME] = f"{int(str(defaults[INTERVAL_VOLUME])) >> 20} mb"
     return {
         key: {
             "description": f"Checkpointed stages: {text} Default: {defaults[key]}.",

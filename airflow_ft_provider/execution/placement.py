@@ -92,7 +92,7 @@ class StagedFiles:
             raise SparkElsewhere(
                 f"Spark wrote {ref.partition_id} to {location}, which is not on this worker's disk: "
                 "data_path 'staged' needs a Spark that shares it (local Spark, a Connect server on this "
-                "machine). Spark on other machines: set [ft_provider] data_path = executors (README, "
+                "machine). Spark on other machines: set [ft_provider] data_path = executors (docs: "
                 "Running on a cluster)"
             )
         if pipelined:

@@ -75,7 +75,7 @@ class SubmitBackend:
     name = "spark-submit"
     keeps_pipelined = False  # pipelined partitions go through S3 scratch
     server = None  # no engine outlives the application: nothing is kept
-    try_session = None  # the driver dies with the try (client mode: see the README)
+    try_session = None  # the driver dies with the try (client mode: see docs/pipelines.md)
 
     def __init__(
         self,

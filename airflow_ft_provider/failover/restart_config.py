@@ -1,6 +1,6 @@
 """Turns Flink's restart-strategy configuration keys into a restart strategy, validating every value.
 
-Keys, aliases and defaults are Flink's (see the README's configuration reference). Every problem is a
+Keys, aliases and defaults are Flink's (docs/configuration.md has the reference). Every problem is a
 ValueError naming the key, the value and the fix, raised when the configuration is loaded (that is,
 when the DAG is parsed), never in the middle of a run.
 """

@@ -10,11 +10,11 @@ E = TypeVar("E", bound=enum.Enum)
 
 def parse_choice(kind: type[E], value: object, *, where: str, key: str, see: str) -> E:
     """``value`` as declared (a member of ``kind`` or its name); a ValueError naming ``where``, the key,
-    the names it may take, the value given and the README section ``see`` otherwise."""
+    the names it may take, the value given and the docs page ``see`` otherwise."""
     if isinstance(value, kind):
         return value
     try:
         return kind(value)
     except ValueError:
         names = ", ".join(repr(member.value) for member in kind)
-        raise ValueError(f"{where}: {key} must be one of {names}, got {value!r} (README, {see})") from None
+        raise ValueError(f"{where}: {key} must be one of {names}, got {value!r} (docs: {see})") from None

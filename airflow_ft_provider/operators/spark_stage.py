@@ -120,7 +120,7 @@ class SparkStageOperator(BaseOperator):
         dict of ``execution.checkpointing.*`` keys over the pipeline's; ``False`` turns off the
         pipeline's default; None (default): the pipeline's ``checkpointing=``.
     :param reuse: where a try whose inputs hold the same rows and whose code and settings are unchanged
-        takes its outputs from instead of running Spark (README, *Reusing unchanged outputs*):
+        takes its outputs from instead of running Spark (docs, *Reusing unchanged outputs*):
         ``"within-run"`` its task's earlier try, ``"across-runs"`` also an earlier run kept in the store
         (opt-in), ``"off"`` nowhere (an application with effects beyond its outputs: writes elsewhere,
         sends messages). Default: the pipeline's ``reuse=`` (``"within-run"``).

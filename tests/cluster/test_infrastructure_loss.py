@@ -3,7 +3,7 @@ the metadata database (PostgreSQL), the API server, a worker's disk.
 
 Each scenario loses the part at the worst moment for a running pipeline, starts it again where a real
 deployment would, and checks what a user cares about: the output is exact, no try is spent or run twice,
-no decision is taken twice; it prints what the loss cost. The README's failure table names each one.
+no decision is taken twice; it prints what the loss cost. The failure table of docs/cluster.md names each one.
 """
 
 from __future__ import annotations

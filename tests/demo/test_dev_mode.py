@@ -2,10 +2,10 @@
 Connect server, up until SIGTERM; its env file puts ``airflow`` and ``airflow-ft`` on PATH.
 
     make_events[0..1] ~~events (pipelined, pointwise)~~> clean_events[0..1] --cleaned--> totals
-    (the README's first pipeline, verbatim; clean_events[1] fails once)
+    (the docs' first pipeline, verbatim; clean_events[1] fails once)
 
 The DAG file is written into the folder after the start, as a user would: the folder is used in place.
-The README's 'Try your own pipeline' steps are followed: trigger with a fault, history, partitions, show.
+The docs' 'Try your own pipeline' steps are followed: trigger with a fault, history, partitions, show.
 """
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ DAG_ID = "my_pipeline"
 
 
 def readme_pipeline() -> str:
-    """The pipeline the README's 'Writing a pipeline' section gives a new user first, verbatim."""
-    text = (REPO / "README.md").read_text().split("## Writing a pipeline", 1)[1]
+    """The pipeline docs/pipelines.md's 'Writing a pipeline' section gives a new user first, verbatim."""
+    text = (REPO / "docs" / "pipelines.md").read_text().split("## Writing a pipeline", 1)[1]
     return text.split("```python\n", 1)[1].split("```", 1)[0]
 
 

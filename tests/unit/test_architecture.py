@@ -60,7 +60,11 @@ REPOSITORY_TESTS = {
     "demo_airflow_home",
     "failure_table",
 }
-REPOSITORY_TESTS |= {"release", "spark_host"}  # the harness's second host (ft_harness/services/spark_host.py)
+REPOSITORY_TESTS |= {
+    "docs",
+    "release",
+    "spark_host",
+}  # docs/ and the README; the harness's second host (services/spark_host.py)
 
 
 def test_the_unit_tests_mirror_the_package():

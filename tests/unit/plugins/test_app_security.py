@@ -648,13 +648,13 @@ def test_a_sound_journal_is_not_marked_damaged_and_a_deleted_one_restarts(airflo
 
 
 # -- the documented JSON routes ------------------------------------------------------------------------
-def readme_json_routes() -> str:
-    text = (Path(__file__).resolve().parents[3] / "README.md").read_text()
+def documented_json_routes() -> str:
+    text = (Path(__file__).resolve().parents[3] / "docs" / "monitoring.md").read_text()
     return text.split("* **JSON routes**", 1)[1].split("* **Task links**", 1)[0]
 
 
-def test_the_json_routes_answer_the_fields_the_readme_documents(airflow, web):
-    """Each field the routes answer is named in the README's table (and the table names no other)."""
+def test_the_json_routes_answer_the_fields_the_docs_document(airflow, web):
+    """Each field the routes answer is named in docs/monitoring.md's table (which names no other)."""
     run_id = airflow.run()
     ada = bearer(airflow.token("ada"))
     listing = web.get("/api/runs", headers=ada).json()
@@ -676,6 +676,6 @@ def test_the_json_routes_answer_the_fields_the_readme_documents(airflow, web):
         json.dumps({"time": 2.0, "kind": "manual", "task": "B"}).encode(),
     )
     fields |= set(web.get(f"/api/runs/{DAG}/{run_id}", headers=ada).json()["history"][0])
-    documented = set(re.findall(r"`([a-z_]+)`", readme_json_routes()))
+    documented = set(re.findall(r"`([a-z_]+)`", documented_json_routes()))
     assert {"runs", "journal", "damaged", "restart_not_before", "producer_try", "cleared"} <= fields
     assert documented == fields  # and the table names nothing the routes do not answer
