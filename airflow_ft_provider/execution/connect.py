@@ -1,16 +1,16 @@
-"""ConnectBackend: each try is a session on a long-lived Spark Connect server.
+"""ConnectBackend: each try works in a session on a long-lived Spark Connect server.
 
 No JVM starts per stage: the application file (or a Python callable) runs in the worker process
 against a remote session, so a stage costs seconds, not a Spark application's start-up. Pipelined
 outputs stay in the server as cached global temporary views, read by the consumers of the same region
-execution, never written to S3. Every try stops its session, also when it fails: an open Connect
-session keeps the Python process alive at exit.
+execution, never written to S3. A try works in a warm session of its machine (``session_slots.py``:
+Spark starts a session's Python processes once, not per try), hands it on reset when its work ended,
+and releases it otherwise; either way it closes its client: an open one keeps the process alive.
 """
 
 from __future__ import annotations
 
 import hashlib
-import logging
 import os
 import runpy
 import socket
@@ -23,14 +23,15 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, cast
 
+from airflow_ft_provider.execution.connect_logs import quiet_abandoned_releases
 from airflow_ft_provider.execution.connect_operations import first_line, join, release
 from airflow_ft_provider.execution.connect_sessions import (
     SESSION_KEY,
     TrySession,
     previous_session,
-    with_session_id,
 )
 from airflow_ft_provider.execution.contracts import StageSettings, WrittenOutput
+from airflow_ft_provider.execution.session_slots import SessionSlots, SlotLease, code_digest, join_slot, reset
 from airflow_ft_provider.execution.submit import output_missing, runtime_zip
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.spark import stage_io
@@ -96,29 +97,6 @@ def drop_views(
     return dropped
 
 
-class AbandonedReleases(logging.Filter):
-    """Drops PySpark's warning about a ReleaseExecute RPC that was still in flight when the try stopped
-    its session (``SESSION_CLOSED``). The server frees abandoned executions itself (as PySpark's own
-    code says), so the warning -- several per stage, at error level in the task log -- is noise."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        return not ("ReleaseExecute failed" in message and "SESSION_CLOSED" in message)
-
-
-CLIENT_LOGGER = "pyspark.sql.connect.logging"
-
-
-def quiet_abandoned_releases() -> None:
-    """Install :class:`AbandonedReleases` on PySpark's Connect logger, once. Called after PySpark made
-    that logger (a PySparkLogger): creating it first here would give PySpark a plain one."""
-    import pyspark.sql.connect.logging  # noqa: F401
-
-    logger = logging.getLogger(CLIENT_LOGGER)
-    if not any(isinstance(f, AbandonedReleases) for f in logger.filters):
-        logger.addFilter(AbandonedReleases())
-
-
 class ConnectBackend:
     """Runs the stage on a Spark Connect session; keeps pipelined outputs in the server."""
 
@@ -147,14 +125,23 @@ class ConnectBackend:
         self.session: ConnectSession | None = None
         self.try_session: TrySession | None = None  # recorded for the next try (connect_sessions.py)
         self.outputs: dict[str, WrittenOutput] = {}
+        self.slots = SessionSlots(self.server, code_digest(self._shipped_files()))
+        self.lease: SlotLease | None = None  # the warm session this try holds (session_slots.py)
+        self.found_conf: dict[str, str] = {}  # the session's conf as this try found it
 
     # -- session ------------------------------------------------------------------------------------
     def __enter__(self) -> ConnectBackend:
         self.open()
         return self
 
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        self.close(clean=exc_type is None)
+
+    def _shipped_files(self) -> list[Path]:
+        """What a try ships to its session (``run``): the Spark-side modules, the stage's py_files."""
+        spark_side = Path(stage_io.__file__).resolve().parent
+        py_files = str(self.stage.spark_submit_kwargs.get("py_files") or "").split(",")
+        return [*spark_side.glob("*.py"), *(Path(f) for f in py_files if f and Path(f).is_file())]
 
     def open(self) -> ConnectSession:
         """This try's session (a new one if the application stopped it), with the stage's settings."""
@@ -163,7 +150,7 @@ class ConnectBackend:
         from airflow_ft_provider.execution.spark_client import preloaded
 
         was_preloaded, started = preloaded(), time.monotonic()
-        from pyspark.sql.connect.session import SparkSession
+        import pyspark.sql.connect.session  # noqa: F401 - the import the log line times
 
         if was_preloaded:
             self.log.info("Spark Connect client: preloaded in the worker")
@@ -176,8 +163,10 @@ class ConnectBackend:
         if not self._earlier_stopped:
             self._earlier_stopped = True
             self._stop_earlier_try()
-        mine = self.try_session = TrySession.new(self.server, self.try_number)
-        self.session = SparkSession.builder.remote(with_session_id(self.url, mine.session_id)).create()
+        if self.session is not None and self.lease is not None:  # the application stopped it
+            self.slots.retire(self.lease)
+        self.session = self._join_slot_session()
+        mine = self.try_session = TrySession(self.server, self.session.session_id, self.try_number)
         if self.state is not None:
             try:
                 self.state.set(SESSION_KEY, mine.to_json())
@@ -196,6 +185,14 @@ class ConnectBackend:
                 ", ".join(sorted(static)),
             )
         return self.session
+
+    def _join_slot_session(self) -> ConnectSession:
+        """This machine's warm session for the try's code (``session_slots.py``), or a fresh one when
+        every slot is taken; its conf as found is kept, to hand it on unchanged."""
+        if self.lease is None:
+            self.lease = self.slots.acquire()
+        session, self.found_conf = join_slot(self.url, self.slots, self.lease, self.log)
+        return session
 
     def _stop_earlier_try(self) -> None:
         """Interrupt what an earlier try of this task left running in its session (its worker died),
@@ -228,10 +225,32 @@ class ConnectBackend:
         else:
             self.log.info("try %d's Spark Connect session had nothing running", earlier.try_number)
 
-    def close(self) -> None:
-        if self.session is not None:
-            self.session.stop()
-            self.session = None
+    def close(self, *, clean: bool = False) -> None:
+        """End the try's session. ``clean`` (its Spark work ended): reset it and hand it on to the next
+        try on this machine; otherwise release it, and the slot opens a new one next time."""
+        session, lease, self.session, self.lease = self.session, self.lease, None, None
+        handed_on = False
+        try:
+            if session is not None and lease is not None and clean and not session.is_stopped:
+                handed_on = self._reset(session)
+            if session is not None:
+                session.release_session_on_close = not handed_on
+                session.stop()
+        finally:
+            if lease is not None:
+                self.slots.release(lease, clean=handed_on)
+
+    def _reset(self, session: ConnectSession) -> bool:
+        """The session as the try found it, and no record that a later try of this task could take for
+        work left running in it. False: it could not be handed on."""
+        try:
+            reset(session, self.found_conf)
+            if self.state is not None:
+                self.state.delete(SESSION_KEY)
+        except Exception as err:  # noqa: BLE001 - the next try then opens a session of its own
+            self.log.info("Spark Connect session not handed on (%s)", first_line(err))
+            return False
+        return True
 
     # -- pipelined partitions kept in the server ----------------------------------------------------
     @staticmethod
@@ -319,6 +338,6 @@ class ConnectBackend:
         """Stop the session's running Spark operations (on_kill), then the session."""
         if self.session is not None and not self.session.is_stopped:
             try:
-                self.session.interruptAll()
+                self.session.interruptAll()  # the slot's session is this try's alone while it runs
             finally:
-                self.close()
+                self.close(clean=False)

@@ -83,7 +83,8 @@ class StageBackend(Protocol):
 
     def __enter__(self) -> Self: ...
 
-    def __exit__(self, *exc: object) -> None: ...
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
+        """``exc_type`` None: the try's work ended (a Connect session is then handed on)."""
 
     def run(
         self, spec: StageSpec, *, fail_in_app: bool = False, credentials: StoreCredentials | None = None

@@ -59,14 +59,20 @@ def local_dir(uri: str) -> Path:
 
 
 def runtime_zip(directory: Path) -> str:
-    """The in-application modules as a --py-files zip, so cluster drivers need no install of ours."""
+    """The in-application modules as a --py-files zip, so cluster drivers need no install of ours.
+    The same modules give the same bytes (no timestamps): a warm Connect session accepts the artifact
+    again only unchanged (``session_slots.py``)."""
     package = Path(__file__).resolve().parent.parent
     target = directory / "airflow_ft_provider_spark.zip"
     with zipfile.ZipFile(target, "w") as archive:
-        archive.writestr("airflow_ft_provider/__init__.py", "")
+        archive.writestr(_entry("airflow_ft_provider/__init__.py"), "")
         for module in sorted((package / "spark").glob("*.py")):
-            archive.write(module, f"airflow_ft_provider/spark/{module.name}")
+            archive.writestr(_entry(f"airflow_ft_provider/spark/{module.name}"), module.read_bytes())
     return str(target)
+
+
+def _entry(name: str) -> zipfile.ZipInfo:
+    return zipfile.ZipInfo(name, date_time=(1980, 1, 1, 0, 0, 0))
 
 
 class SubmitBackend:
@@ -103,7 +109,7 @@ class SubmitBackend:
     def __enter__(self) -> SubmitBackend:
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, exc_type: type[BaseException] | None, *exc: object) -> None:
         pass
 
     def run(

@@ -18,7 +18,7 @@ size and checksum against the manifest's entry, then decodes it. A changed objec
 
 **Why no Python data source.** pyspark's Data Source API would carry the same commit messages, but
 Spark plans a Python data source in Python processes of the driver, started afresh for every Spark
-Connect session (they are keyed by the session's artifact UUID), and every stage try is a session: a
+Connect session (they are keyed by the session's artifact UUID), and a new session for each try: a
 fresh session's data-source write took ~4 s against ~1.9 s for these two steps (the executors' Python
 workers, which any Python step needs, are the rest).
 

@@ -32,7 +32,8 @@ from contextlib import nullcontext
 from pathlib import Path
 
 from airflow_ft_provider import metrics
-from airflow_ft_provider.execution.connect import quiet_abandoned_releases, server_identity
+from airflow_ft_provider.execution.connect import server_identity
+from airflow_ft_provider.execution.connect_logs import quiet_abandoned_releases
 from airflow_ft_provider.execution.connect_operations import wait_for_operations
 from airflow_ft_provider.execution.connect_sessions import TrySession
 from airflow_ft_provider.execution.contracts import DataPlacement, WrittenOutput

@@ -1,4 +1,5 @@
-"""ConnectBackend against a real Spark Connect server: sessions end with the try, on_kill interrupts."""
+"""ConnectBackend against a real Spark Connect server: a try's session is handed on reset when its
+work ended and released otherwise, on_kill interrupts, a new try stops what a dead one left running."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from airflow_ft_provider.execution.connect import ConnectBackend, drop_views, server_identity
+from airflow_ft_provider.execution.connect_sessions import SESSION_KEY
 from airflow_ft_provider.execution.contracts import WrittenOutput
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec
 
@@ -44,6 +46,9 @@ class StateStore(dict):
     def set(self, key, value):
         self[key] = value
 
+    def delete(self, key):
+        self.pop(key, None)
+
 
 @pytest.fixture
 def connection(spark_connect, monkeypatch):
@@ -61,6 +66,7 @@ def stage(python_callable, **overrides):
         "application": None,
         "application_args": [],
         "python_callable": python_callable,
+        "spark_submit_kwargs": {},
     }
     return SimpleNamespace(**{**fields, **overrides})
 
@@ -269,3 +275,63 @@ def test_a_new_try_interrupts_what_a_dead_try_left_running_in_its_session(connec
     with ConnectBackend(stage(print), conn_id=connection, log=log, state=state, try_number=3):
         pass
     assert not any("interrupted" in line for line in log.lines), log.lines
+
+
+def test_a_try_that_ended_hands_its_session_on_as_it_found_it_and_a_failed_one_does_not(connection):
+    #   try A (sets conf, makes a temp view) -> try B: the same session, neither left in it
+    #   -> try C fails -> try D: a session of its own
+    seen = []
+
+    def leaves_things(spark, io):
+        spark.conf.set("spark.sql.session.timeZone", "Asia/Tokyo")
+        spark.range(3).createOrReplaceTempView("ft_leftover")
+        seen.append((spark.session_id, spark.conf.get("spark.sql.shuffle.partitions")))
+
+    def looks(spark, io):
+        tables = [t.name for t in spark.catalog.listTables() if t.isTemporary]
+        seen.append((spark.session_id, spark.conf.get("spark.sql.session.timeZone"), tables))
+
+    def fails(spark, io):
+        seen.append((spark.session_id,))
+        raise ValueError("boom")
+
+    state = StateStore()
+    with ConnectBackend(
+        stage(leaves_things, conf={"spark.sql.shuffle.partitions": "3"}),
+        conn_id=connection,
+        log=Log(),
+        state=state,
+    ) as first:
+        first.run(spec())
+        assert SESSION_KEY in state  # recorded while it works ...
+    assert SESSION_KEY not in state  # ... and forgotten once it ended: nothing of it runs on
+    with ConnectBackend(stage(looks), conn_id=connection, log=Log()) as second:
+        second.run(spec())
+    with (
+        pytest.raises(ValueError, match="boom"),
+        ConnectBackend(stage(fails), conn_id=connection, log=Log()) as third,
+    ):
+        third.run(spec())
+    with ConnectBackend(stage(looks), conn_id=connection, log=Log()) as fourth:
+        fourth.run(spec())
+    (a, partitions), (b, zone, tables), (c,), (d, _, _) = seen
+    assert partitions == "3" and a == b == c and d != c
+    assert zone != "Asia/Tokyo" and "ft_leftover" not in tables
+
+
+def test_tries_at_once_work_in_sessions_of_their_own_and_a_closed_one_is_replaced(connection, spark_connect):
+    from pyspark.sql.connect.session import SparkSession
+
+    with ConnectBackend(stage(print), conn_id=connection, log=Log()) as one:
+        with ConnectBackend(stage(print), conn_id=connection, log=Log()) as two:
+            assert one.session.session_id != two.session.session_id
+        handed_on = one.session.session_id
+    # The server closes the slot's session (as its idle timeout would): the next try opens a new one
+    from airflow_ft_provider.execution.connect_sessions import with_session_id
+
+    closer = SparkSession.builder.remote(with_session_id(one.url, handed_on)).create()  # user etl too
+    closer.stop()
+    log = Log()
+    with ConnectBackend(stage(print), conn_id=connection, log=log) as after:
+        assert after.session.session_id != handed_on and after.session.range(2).count() == 2
+    assert any("closed slot" in line for line in log.lines), log.lines

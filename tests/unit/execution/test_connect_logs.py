@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from airflow_ft_provider.execution.connect import CLIENT_LOGGER, quiet_abandoned_releases
+from airflow_ft_provider.execution.connect_logs import CLIENT_LOGGER, quiet_abandoned_releases
 
 
 class Collect(logging.Handler):
