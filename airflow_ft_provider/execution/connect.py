@@ -32,7 +32,7 @@ from airflow_ft_provider.execution.connect_sessions import (
 )
 from airflow_ft_provider.execution.contracts import StageSettings, WrittenOutput
 from airflow_ft_provider.execution.session_slots import SessionSlots, SlotLease, code_digest, join_slot, reset
-from airflow_ft_provider.execution.submit import output_missing, runtime_zip
+from airflow_ft_provider.execution.submit import output_missing, runtime_zip, spark_side_modules
 from airflow_ft_provider.execution.task_state import TaskStateStore
 from airflow_ft_provider.spark import stage_io
 from airflow_ft_provider.spark.spec import OutputSpec, StageSpec, StoreCredentials
@@ -139,9 +139,11 @@ class ConnectBackend:
 
     def _shipped_files(self) -> list[Path]:
         """What a try ships to its session (``run``): the Spark-side modules, the stage's py_files."""
-        spark_side = Path(stage_io.__file__).resolve().parent
-        py_files = str(self.stage.spark_submit_kwargs.get("py_files") or "").split(",")
-        return [*spark_side.glob("*.py"), *(Path(f) for f in py_files if f and Path(f).is_file())]
+        return [*spark_side_modules(), *(Path(f) for f in self._py_files() if Path(f).is_file())]
+
+    def _py_files(self) -> list[str]:
+        """The stage's ``py_files`` (the spark-submit argument: comma-separated paths)."""
+        return [f for f in str(self.stage.spark_submit_kwargs.get("py_files") or "").split(",") if f]
 
     def open(self) -> ConnectSession:
         """This try's session (a new one if the application stopped it), with the stage's settings."""
@@ -315,7 +317,7 @@ class ConnectBackend:
     def _run_file(self, path: str, args: list[str]) -> None:
         """``python app.py args`` in this process: the application's folder and its ``py_files`` are
         importable (as under spark-submit), and the py_files are shipped to the server for UDFs."""
-        py_files = [f for f in str(self.stage.spark_submit_kwargs.get("py_files") or "").split(",") if f]
+        py_files = self._py_files()
         if py_files:
             self.open().addArtifacts(*py_files, pyfile=True)
         saved_argv, saved_path = sys.argv, list(sys.path)

@@ -62,13 +62,17 @@ def runtime_zip(directory: Path) -> str:
     """The in-application modules as a --py-files zip, so cluster drivers need no install of ours.
     The same modules give the same bytes (no timestamps): a warm Connect session accepts the artifact
     again only unchanged (``session_slots.py``)."""
-    package = Path(__file__).resolve().parent.parent
     target = directory / "airflow_ft_provider_spark.zip"
     with zipfile.ZipFile(target, "w") as archive:
         archive.writestr(_entry("airflow_ft_provider/__init__.py"), "")
-        for module in sorted((package / "spark").glob("*.py")):
+        for module in spark_side_modules():
             archive.writestr(_entry(f"airflow_ft_provider/spark/{module.name}"), module.read_bytes())
     return str(target)
+
+
+def spark_side_modules() -> list[Path]:
+    """The modules that run in Spark's driver and executors (``airflow_ft_provider/spark/``)."""
+    return sorted((Path(__file__).resolve().parent.parent / "spark").glob("*.py"))
 
 
 def _entry(name: str) -> zipfile.ZipInfo:

@@ -51,7 +51,6 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 EMPTY_SCHEMA = "value STRING"  # the schema of an input without objects
-WRITTEN_COLUMNS = "key STRING, size LONG, checksum STRING, rows LONG"  # one row per object written
 RECORDED_COLUMNS = "files LONG, rows LONG"  # what the record's task returns to the driver
 
 __all__ = [
@@ -146,7 +145,7 @@ class _Target:
 @dataclass(frozen=True)
 class WriteObjects:
     """What each writing Spark task runs: its rows into one object, opened with the first batch (an
-    empty Spark partition writes none); yields that object's row of ``WRITTEN_COLUMNS``."""
+    empty Spark partition writes none); yields that object's row (``_written_schema``)."""
 
     target: _Target
     __name__ = "write_partition_objects"  # how Spark names the step in plans and its UI
@@ -213,6 +212,7 @@ class RecordWritten:
 
 
 def _written_schema() -> pa.Schema:
+    """The rows of the write step: one per object written (a ``WrittenFile``)."""
     import pyarrow as pa
 
     return pa.schema(
@@ -233,11 +233,11 @@ def write_objects(
     """Write ``df`` under the attempt prefix ``target`` (``s3://bucket/prefix/``) from the executors,
     record the committed task attempts' objects in ``_ft_written.json``; the rows written.
     ``task_writer``: what each task runs (a test's may fail after writing)."""
-    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     bucket, prefix = _bucket_and_prefix(target)
     where = _Target(bucket, prefix, dict(options), credentials, compression, checksum)
-    written = df.mapInArrow(task_writer(where), WRITTEN_COLUMNS)
+    written = df.mapInArrow(task_writer(where), from_arrow_schema(_written_schema()))
     recorded = written.repartition(1).mapInArrow(
         RecordWritten(where, to_arrow_schema(df.schema)), RECORDED_COLUMNS
     )
