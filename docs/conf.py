@@ -16,7 +16,7 @@ from airflow_ft_provider import __version__  # noqa: E402
 project = "airflow-ft-provider"
 author = "The airflow-ft-provider authors"
 release = version = __version__
-extensions = ["myst_parser", "sphinx.ext.autodoc", "generated_pages"]
+extensions = ["myst_parser", "sphinx.ext.autodoc", "generated_pages", "pictures"]
 autodoc_member_order = "bysource"
 autodoc_typehints = "description"
 source_suffix = {".md": "markdown"}

@@ -14,4 +14,5 @@ pytest_plugins = [
     "ft_harness.chaos.scenario_runs",
     "ft_harness.runners.background_demo",
     "ft_harness.services.statsd",
+    "ft_harness.services.lineage_listener",
 ]

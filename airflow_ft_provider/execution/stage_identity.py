@@ -19,6 +19,7 @@ from airflow_ft_provider.execution.contracts import StageSettings
 # Spark settings that change how a stage runs, never what it computes.
 OPERATIONAL_CONF_PREFIXES = (
     "spark.ui.",
+    "spark.openlineage.",  # the try's parent job (lineage.spark_parent_job_conf): differs every try
     "spark.eventLog.",
     "spark.driver.memory",
     "spark.driver.cores",

@@ -18,14 +18,15 @@ from airflow_ft_provider.model.reuse_scope import ReuseScope
 
 if TYPE_CHECKING:
     from airflow.providers.apache.spark.hooks.spark_submit import SparkSubmitHook
+    from airflow.providers.openlineage.extractors import OperatorLineage
     from airflow.sdk import Context
     from airflow.sdk.types import TaskInstanceKey
 
-    from airflow_ft_provider.execution.contracts import Killable
     from airflow_ft_provider.failover.classification import FailureRules
     from airflow_ft_provider.model.description import PipelineDescription
     from airflow_ft_provider.partitions import S3PartitionStore
     from airflow_ft_provider.pipeline import FailoverPipeline
+    from airflow_ft_provider.stage_try.attempt import StageTry
 
 FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
 # Shorter restart waits are slept in the worker: a deferral costs seconds by itself, and when the
@@ -178,7 +179,8 @@ class SparkStageOperator(BaseOperator):
         self.spark_name = spark_name
         self.spark_conn_id = spark_conn_id
         self.spark_submit_kwargs = spark_submit_kwargs or {}
-        self._attempt: Killable | None = None  # the running try (a StageTry), for on_kill
+        self._attempt: StageTry | None = None  # the running try: for on_kill, then for its lineage
+        self._started_at = 0.0
 
     # -- collaborators ------------------------------------------------------------------------------
     @cached_property
@@ -213,6 +215,7 @@ class SparkStageOperator(BaseOperator):
 
         from airflow_ft_provider import metrics
         from airflow_ft_provider.faults import faults_for
+        from airflow_ft_provider.lineage import spark_parent_job_conf
         from airflow_ft_provider.recovery.retry_policy import record_failure_without_retry
         from airflow_ft_provider.stage_try.attempt import StageTry
         from airflow_ft_provider.stage_try.entries import PARTITIONS_XCOM_KEY, as_xcom
@@ -220,6 +223,7 @@ class SparkStageOperator(BaseOperator):
         from airflow_ft_provider.stage_try.scope import StageSnapshot, TryScope
 
         ti = context["ti"]
+        started_at = time.time()  # after it: failover decisions this try does not answer (lineage.py)
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         phases = TryPhases()
         if self.pipeline.store_url:
@@ -236,7 +240,7 @@ class SparkStageOperator(BaseOperator):
             outputs=self.outputs,
             reuse=self.reuse,
             description=self.description,
-            conf=dict(self.conf),
+            conf=spark_parent_job_conf(self.conf, context),
             store=self.store,
             pipeline=self.pipeline,
             log=self.log,
@@ -247,16 +251,10 @@ class SparkStageOperator(BaseOperator):
         scope = TryScope.of(
             stage, context["run_id"], map_index, ti.try_number, context.get("task_state_store")
         )
-        faults = faults_for(
-            context,
-            scope.task,
-            graph=scope.description.graph,
-            store=scope.store,
-            run=scope.run,
-            log=scope.log,
-        )
+        graph = scope.description.graph
+        faults = faults_for(context, scope.task, graph=graph, store=scope.store, run=scope.run, log=scope.log)
         attempt = StageTry(scope, faults, phases)
-        self._attempt = attempt
+        self._attempt, self._started_at = attempt, started_at
         try:
             committed = as_xcom(attempt.run())
         except AirflowFailException as failure:  # Airflow fails it without asking the retry policy
@@ -334,3 +332,14 @@ class SparkStageOperator(BaseOperator):
     def on_kill(self) -> None:
         if self._attempt is not None:
             self._attempt.kill()
+
+    # -- OpenLineage (Airflow's openlineage provider calls these when it is installed and configured) --
+    def get_openlineage_facets_on_complete(self, task_instance: Any) -> OperatorLineage | None:
+        """The partitions this try read and committed, and why it ran (``lineage.py``); None: no work
+        started (a superseded try)."""
+        from airflow_ft_provider.lineage import lineage_of_try
+
+        attempt, started_at = self._attempt, self._started_at
+        return None if attempt is None else lineage_of_try(attempt, task_instance, started_at=started_at)
+
+    get_openlineage_facets_on_failure = get_openlineage_facets_on_complete

@@ -12,6 +12,7 @@ from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend,
 from airflow_ft_provider.execution.placement import placement_for
 from airflow_ft_provider.faults import TryFaults
 from airflow_ft_provider.hooks.partition_store import executor_access
+from airflow_ft_provider.partitions import Manifest
 from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption, wait_for_running_work
 from airflow_ft_provider.stage_try.checkpointed import CheckpointedTry
 from airflow_ft_provider.stage_try.commit import commit_outputs, release_consumed
@@ -35,13 +36,16 @@ class StageTry:
         url = partial(connect_url, scope.spark_conn_id) if wait_for_running_work() else lambda: None
         self.adoption = FinishedWorkAdoption(scope, self.reuse, connect_url=url)
         self.backend: StageBackend | None = None
+        self.read: Mapping[str, Manifest] = {}  # the blocking inputs read (lineage.py)
+        self.committed: Committed | None = None
 
     def run(self) -> Committed:
         self.faults.before_work()
         # An earlier try's output instead of Spark work: committed and unchanged, or finished and killed
         with self.phases.phase("reuse"):
             earlier = self.reuse.try_reuse() or self.adoption.try_adopt()
-        return earlier if earlier is not None else self._compute()
+        self.committed = earlier if earlier is not None else self._compute()
+        return self.committed
 
     def kill(self) -> None:
         if self.backend is not None:
@@ -62,6 +66,7 @@ class StageTry:
                 plan = plan_try(
                     self.scope, placement, backend, checkpoint=checkpoint, lineage=self.reuse.lineage
                 )
+            self.read = plan.read
             with phase("spark"):
                 written = self._run_spark(plan, backend, workdir)
             with phase("commit"):

@@ -104,3 +104,38 @@ def test_the_command_and_api_references_come_from_the_code(site):
     reference = (site / "reference.html").read_text()
     for name in ("FailoverPipeline", "SparkStageOperator", "PartitionSensor", "PartitionTrigger"):
         assert 'id="airflow_ft_provider.' in reference and f"{name}</span>" in reference, name
+
+
+def test_the_concept_pictures_are_what_the_failover_core_computes_and_are_shown(site):
+    sys.path.insert(0, str(REPO / "docs" / "_ext"))
+    try:
+        import pictures
+    finally:
+        sys.path.remove(str(REPO / "docs" / "_ext"))
+    drawn = pictures.drawn()
+    stale = [p.name for p, svg in drawn.items() if not p.exists() or p.read_text() != svg]
+    assert stale == [], f"redraw them (build the docs) and commit: {stale}"
+    # the restart sets drawn are the core's: score's failure restarts its region and the consumers,
+    # not extract or clean; a lost scored backtracks to score's region
+    by_name = {p.stem: svg for p, svg in drawn.items()}
+    restarting = re.compile(r'fill="#f2a93b" stroke="#333"/><text [^>]*>([^<]+)</text>')
+    assert set(restarting.findall(by_name["score-fails"])) == {
+        "enrich",
+        "daily_revenue",
+        "customer_aggregates",
+    }
+    assert set(restarting.findall(by_name["scored-lost"])) == {"enrich", "score", "customer_aggregates"}
+    # try 2 recomputes batches 4-5 against unchanged inputs, all six against a rebuilt one
+    computed = re.findall(r'fill="#f2a93b" stroke="#333"/>', by_name["checkpoint-resume"])
+    assert len(computed) == 2 + 6
+    shown = (site / "concepts.html").read_text() + (site / "checkpointed-stages.html").read_text()
+    assert all(f"{name}.svg" in shown for name in by_name)
+
+
+def test_every_metric_the_code_sends_is_in_the_monitoring_reference_and_no_other():
+    source = (REPO / "airflow_ft_provider" / "metrics.py").read_text()
+    calls = re.findall(r'_(?:incr|timing|gauge)\(f?"([^"]+)"', source)
+    sent = {re.sub(r"\{[^}]*\}", "<>", name) for name in calls}
+    table = (REPO / "docs" / "monitoring.md").read_text()
+    documented = {re.sub(r"<[^>]*>", "<>", name) for name in re.findall(r"`(ft\.[a-z_.<>|\\]+)`", table)}
+    assert len(sent) > 20 and sent == documented

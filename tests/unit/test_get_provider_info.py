@@ -12,6 +12,7 @@ from pathlib import Path
 
 import jsonschema
 
+import airflow_ft_provider
 from airflow_ft_provider.checkpoints.config import parse_size
 from airflow_ft_provider.failover import load_restart_strategy
 from airflow_ft_provider.failover.durations import parse_duration
@@ -227,3 +228,12 @@ def test_the_provider_is_found_once_with_the_repository_on_the_python_path():
         check=True,
     )
     assert found.stdout.strip() == "1", list(repo.glob("*.egg-info"))
+
+
+def test_provider_yaml_is_the_metadata_airflow_reads():
+    """``provider.yaml`` (the form Airflow's providers keep) is get_provider_info() rendered, not a copy
+    kept by hand: regenerate it with ``python -m airflow_ft_provider.get_provider_info``."""
+    import yaml
+
+    path = Path(airflow_ft_provider.__file__).parent / "provider.yaml"
+    assert yaml.safe_load(path.read_text()) == get_provider_info()

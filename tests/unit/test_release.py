@@ -10,6 +10,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -61,6 +62,8 @@ def test_the_wheel_and_the_sdist_pass_twine_check(dist: Path) -> None:
     ]
     checked = run([sys.executable, "-m", "twine", "check", "--strict", *map(str, sorted(dist.iterdir()))])
     assert checked.stdout.count("PASSED") == 2, checked.stdout
+    with zipfile.ZipFile(next(dist.glob("*.whl"))) as wheel:  # the metadata in the providers' own form
+        assert "airflow_ft_provider/provider.yaml" in wheel.namelist()
 
 
 @pytest.fixture(scope="module")

@@ -22,6 +22,8 @@ from airflow_ft_provider.spark import stage_io
 
 spark = SparkSession.builder.getOrCreate()
 io = stage_io.for_session(spark)
+# The parent job a deployment with OpenLineage hands a spark-submit application (tests/e2e/test_lineage.py)
+print("openlineage parent run:", spark.conf.get("spark.openlineage.parentRunId", "none"), flush=True)
 options = dict(arg.split("=", 1) for arg in sys.argv[1:] if "=" in arg)
 if "sleep_on_try" in options:
     on_try, seconds = options["sleep_on_try"].split(":")
