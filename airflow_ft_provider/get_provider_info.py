@@ -169,14 +169,26 @@ def _checkpoint_options() -> dict[str, ConfigOption]:
         for key, text in DESCRIPTIONS.items()
     } | {
         "checkpoint_local_dir": {
-            "description": "Directory on each worker for the task-local copy of checkpointed stages (Spark's "
-            "checkpoint, staged inputs, the output of completed micro-batches); kept across a stage's failed "
-            "tries, released when its output is committed. Default: airflow-ft-checkpoints in the temp dir.",
+            "description": "Directory on each worker for the task-local copy of staged checkpointed "
+            "stages (Spark's checkpoint, staged inputs, the output of completed micro-batches); kept "
+            "across a stage's failed tries, released when its output is committed. Default: "
+            "airflow-ft-checkpoints in the temp dir.",
             "version_added": "0.2.0",
             "type": "string",
             "example": "/var/lib/airflow/ft-checkpoints",
             "default": None,
-        }
+        },
+        "spark_checkpoint_dir": {  # stage_try/checkpointed_stream.py
+            "description": "Where Spark keeps the checkpoints of checkpointed stages on the executors' "
+            "data path: a path or URI as Spark's driver sees it. The default is on the driver's disk, which "
+            "a retry finds when the driver is the same (a Spark Connect server, local Spark); give a path "
+            "every Spark host sees (hdfs://, a shared mount, s3a://) for stateful stages whose executors "
+            "run on several hosts, or to resume after the driver's host is lost.",
+            "version_added": "0.1.0",
+            "type": "string",
+            "example": "hdfs:///airflow-ft/checkpoints",
+            "default": "/tmp/airflow-ft-spark-checkpoints",
+        },
     }
 
 

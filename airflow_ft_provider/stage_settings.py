@@ -143,12 +143,12 @@ def data_paths(
             declared = None if own is None else DataPath.parse(own, where=f"stage {stage!r}")
         except ValueError as err:
             raise PipelineWiringError(str(err)) from None
-        path = DataPath.of_stage(declared, pipeline, checkpointed=stage in checkpointed)
+        path = DataPath.of_stage(declared, pipeline)
         if stage in checkpointed and path is DataPath.S3A:
             raise PipelineWiringError(
-                f"stage {stage!r} is checkpointed and its data_path is 's3a': a checkpointed stage feeds "
-                "its input and keeps its checkpoint on the worker's disk; give it data_path='executors' "
-                "(its input is then staged) or 'staged'"
+                f"stage {stage!r} is checkpointed and its data_path is 's3a': a checkpointed stage's "
+                "micro-batches are read and written by the executors' own path; give it "
+                "data_path='executors' (or 'staged', through the worker's disk)"
             )
         paths[stage] = path
     return paths

@@ -48,7 +48,7 @@ DEFAULT_NON_RECOVERABLE_EXCEPTIONS = (
     *PROGRAMMING_ERRORS,
     "airflow.sdk.exceptions.AirflowFailException",
     "airflow.exceptions.AirflowFailException",
-    "airflow_ft_provider.spark.stage_io.StageIOError",  # the stage uses the io API wrongly
+    "airflow_ft_provider.spark.stage_errors.StageIOError",  # the stage uses the io API wrongly
     "airflow_ft_provider.checkpoints.config.CheckpointConfigError",
     "airflow_ft_provider.model.description.PipelineWiringError",
     "airflow_ft_provider.model.data_path.SparkElsewhere",  # staged, with Spark on another machine

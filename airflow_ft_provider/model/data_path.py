@@ -4,12 +4,11 @@ the Airflow worker's disk, or through Spark's s3a connector.
 * ``"executors"``: each executor reads the objects the manifest lists, verifying them, and writes its
   own objects under the try's attempt prefix, recording their checksums; the worker only commits the
   manifest. Works wherever the executors run (``execution/placement.ExecutorS3``): the way for a
-  cluster. Not yet the default: on Spark Connect each session starts its own Python workers in the
-  executors (about 3 s a stage on the test machine), and its bytes cross the JVM-Python boundary
-  (bench/bench_data_path.py).
+  cluster. A checkpointed stage's micro-batches too (``spark/object_stream.py``). Not yet the
+  default: its bytes cross the JVM-Python boundary in the executors (bench/bench_data_path.py).
 * ``"staged"`` (the default): the worker fetches inputs to its disk and uploads outputs from there; the
   Spark driver and executors must see the worker's disk (local Spark, a Connect server on the worker's
-  machine). Checkpointed stages use it whatever is asked (their input is fed from the worker's disk).
+  machine).
 * ``"s3a"``: Spark reads and writes ``s3a://`` itself; the cluster needs the hadoop-aws connector.
 """
 
@@ -36,10 +35,6 @@ class DataPath(enum.Enum):
         return parse_choice(cls, value, where=where, key="data_path", see="Running on a cluster")
 
     @staticmethod
-    def of_stage(declared: DataPath | None, pipeline: DataPath, *, checkpointed: bool) -> DataPath:
-        """A stage's path: its own, else its pipeline's; a checkpointed stage's input is fed from the
-        worker's disk, so it is staged unless it asks for s3a (refused when the pipeline is built)."""
-        chosen = pipeline if declared is None else declared
-        if checkpointed and chosen is DataPath.EXECUTORS:
-            return DataPath.STAGED
-        return chosen
+    def of_stage(declared: DataPath | None, pipeline: DataPath) -> DataPath:
+        """A stage's path: its own, else its pipeline's."""
+        return pipeline if declared is None else declared

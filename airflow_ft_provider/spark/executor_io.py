@@ -12,8 +12,18 @@ import json
 import os
 from typing import TYPE_CHECKING
 
+from .failure_report import InjectedFailure, injected_in_batch
+from .object_stream import BatchObjects, assemble, batches_needed, per_batch, run_to_end, stream_objects
 from .partition_objects import access_options, read_objects, s3_filesystem, write_objects
-from .spec import CREDENTIAL_ENV_VARS, InputPartition, StoreAccess, StoreCredentials
+from .spec import (
+    CREDENTIAL_ENV_VARS,
+    CheckpointSpec,
+    InputPartition,
+    OutputSpec,
+    StoreAccess,
+    StoreCredentials,
+)
+from .stream_start import start_stream
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -28,6 +38,18 @@ def credentials_from_env() -> StoreCredentials | None:
     return StoreCredentials(access_key, secret_key, token or None)
 
 
+def ship_by_value() -> None:
+    """Pickle this package's Spark-side modules by value from now on: a Spark Connect server runs a
+    ``foreachBatch`` function in a Python process of its own, which has neither this package nor the
+    session's artifacts on its path (the executors have the artifacts)."""
+    from pyspark import cloudpickle
+
+    from . import checksums, object_stream, partition_objects, spec, written
+
+    for module in (checksums, object_stream, partition_objects, spec, written):
+        cloudpickle.register_pickle_by_value(module)
+
+
 class ExecutorIO:
     """The executors' reads (``read_objects``) and writes (``write_objects``) of one try, with its
     credentials."""
@@ -38,6 +60,7 @@ class ExecutorIO:
         self.spark = spark
         self.credentials = credentials
         self.options = access_options(access)
+        self.batches = 0  # the micro-batches of the streamed input (read_stream)
 
     def read(self, partitions: list[InputPartition]) -> DataFrame:
         """The partitions' objects, one Spark partition each, verified by the executor that reads it."""
@@ -54,3 +77,59 @@ class ExecutorIO:
         key = location.removeprefix("s3://").rstrip("/") + "/" + name
         with s3_filesystem(self.options, self.credentials).open_output_stream(key) as out:
             out.write(json.dumps(content).encode())
+
+    # -- checkpointed stages (object_stream.py) ------------------------------------------------------
+    def read_stream(self, partitions: list[InputPartition], volume: int) -> DataFrame:
+        """The partitions' objects as a stream of micro-batches of about ``volume`` bytes each."""
+        objects = [stored for partition in partitions for stored in partition.objects]
+        count = per_batch([o.size for o in objects], volume)
+        self.batches = batches_needed(len(objects), count)
+        return stream_objects(self.spark, objects, self.options, self.credentials, per_batch=count)
+
+    def write_stream(
+        self,
+        df: DataFrame,
+        stage: str,
+        output: tuple[str, OutputSpec],
+        checkpoint: CheckpointSpec,
+        *,
+        mode: str,
+    ) -> tuple[int, list[int]]:
+        name, spec = output
+        """Run the query to its last micro-batch, each written under the checkpoint's stream prefix,
+        then assemble the output under ``output``'s attempt prefix: its rows, and the micro-batches
+        this try ran (the others a restored checkpoint had done)."""
+        assert checkpoint.stream is not None and self.batches
+        ship_by_value()
+        injected = injected_in_batch(checkpoint.fail_in_batch)
+        write = BatchObjects(
+            checkpoint.stream,
+            self.batches,
+            self.options,
+            self.credentials,
+            compression=spec.parquet_codec,
+            fail_in=checkpoint.fail_in_batch,
+            injected=injected,
+        )
+        writer = (
+            df.writeStream.foreachBatch(write)
+            .outputMode(mode)
+            .option("checkpointLocation", checkpoint.location)
+            .trigger(processingTime="0 seconds")
+        )
+        query = start_stream(writer.start, stage=stage, output=name, mode=mode)
+        try:
+            ran = run_to_end(query, self.batches)
+        except Exception as err:
+            if checkpoint.fail_in_batch is not None and injected in str(err):
+                raise InjectedFailure(injected) from None
+            raise
+        rows = assemble(
+            checkpoint.stream,
+            spec.location,
+            self.batches,
+            complete=mode == "complete",
+            options=self.options,
+            credentials=self.credentials,
+        )
+        return rows, ran

@@ -91,11 +91,12 @@ class CheckpointSpec:
     stage's tries), how much input one micro-batch reads, and, for fault injection, the micro-batch
     inside which the application fails (its checkpoint is then not completed)."""
 
-    location: str  # file:// URI of Spark's checkpointLocation
+    location: str  # URI of Spark's checkpointLocation (staged: file:// on the worker's disk)
     max_bytes_per_trigger: int
     fail_in_batch: int | None = None
     changelog: bool = False  # RocksDB changelog checkpointing (execution.checkpointing.incremental)
     interval_seconds: float = 60.0  # the time a micro-batch aims at (execution.checkpointing.interval)
+    stream: str | None = None  # executors' data path: s3:// prefix of the micro-batches' outputs
 
 
 @dataclass(frozen=True)

@@ -44,6 +44,7 @@ from .spec import (
     StageSpec,
     StoreCredentials,
 )
+from .stage_errors import StageIOError
 from .stream_sink import (
     CHANGELOG_CONF,
     OUTPUT_MODES,
@@ -51,17 +52,13 @@ from .stream_sink import (
     STATE_STORE_CONF,
     latest_batch_writer,
 )
-from .stream_start import start_query
+from .stream_start import start_stream
 from .written import write_local_marker
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
     from .executor_io import ExecutorIO
-
-
-class StageIOError(RuntimeError):
-    """The application used its declared inputs or outputs wrongly."""
 
 
 _current: InProcessStage | None = None
@@ -157,6 +154,8 @@ class StageIO:
                 f"input {name!r} of stage {self.spec.stage!r} has no data files to stream (a pipelined input "
                 "kept by the Spark Connect server cannot be read incrementally: use read())"
             )
+        if checkpoint.stream is not None:  # the executors' data path (object_stream.py)
+            return self._executor_io().read_stream(partitions, checkpoint.max_bytes_per_trigger)
         try:
             self._feeder = staged_feeder(
                 name,
@@ -205,6 +204,11 @@ class StageIO:
 
         self.spark.conf.set(STATE_STORE_CONF, ROCKSDB_PROVIDER)
         self.spark.conf.set(CHANGELOG_CONF, "true" if checkpoint.changelog else "false")
+        if checkpoint.stream is not None:
+            rows, ran = self._executor_io().write_stream(
+                df, self.spec.stage, (name, output), checkpoint, mode=output_mode
+            )
+            return self._streamed_output(name, output, rows, {"batches": ran})
         feeder = self._feeder
         assert feeder is not None
         if complete:
@@ -217,17 +221,7 @@ class StageIO:
             .option("checkpointLocation", checkpoint.location)
             .trigger(processingTime="0 seconds")  # fed chunk by chunk until the feeder is done
         )
-        try:
-            query = start_query(writer.start)
-        except Exception as err:
-            if "output mode" not in str(err).lower():
-                raise
-            raise StageIOError(
-                f"stage {self.spec.stage!r} cannot write {name!r} in output mode {output_mode!r} ({err}); "
-                "an aggregation needs write_stream(..., output_mode='complete'); operations Spark cannot "
-                "run incrementally (sorting before an aggregation, limit) need an ordinary stage "
-                "(read/write, checkpointing=False)"
-            ) from err
+        query = start_stream(writer.start, stage=self.spec.stage, output=name, mode=output_mode)
         try:
             durations = feed_until_done(query, feeder, checkpoint.location.removeprefix("file://"))
         except Exception as err:
@@ -241,12 +235,17 @@ class StageIO:
         read_rows = sum(int(getattr(p, "numInputRows", 0) or 0) for p in progress)
         batches = [int(p.batchId) for p in progress]
         rows = self._rows_written(location) + carried_rows(location)  # + what a restored checkpoint left
-        stream = {"batches": batches, "input_rows": read_rows, "batch_seconds": durations}
+        self._streamed_output(
+            name, output, rows, {"batches": batches, "input_rows": read_rows, "batch_seconds": durations}
+        )
+
+    def _streamed_output(self, name: str, output: OutputSpec, rows: int, stream: dict[str, object]) -> None:
         if self._in_process is not None:
             self._in_process.rows[name] = rows
             self._in_process.streams[name] = stream
         else:
-            self._write_marker(location, {"result": name, "rows": rows, "format": output.format, **stream})
+            marker = {"result": name, "rows": rows, "format": output.format, **stream}
+            self._write_marker(output.location.rstrip("/"), marker)
 
     def _checkpoint(self, what: str) -> CheckpointSpec:
         if self.spec.checkpoint is None:

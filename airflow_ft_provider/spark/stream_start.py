@@ -17,6 +17,8 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
+from .stage_errors import StageIOError
+
 log = logging.getLogger(__name__)
 
 CONNECT_BACK_FAILURE = "Python worker failed to connect back"
@@ -45,3 +47,17 @@ def start_query(start: Callable[[], Query], *, sleep: Callable[[float], None] = 
             )
             sleep(pause)
     return start()  # the last attempt: its failure is the stage's
+
+
+def start_stream(start: Callable[[], Query], *, stage: str, output: str, mode: str) -> Query:
+    """``start_query``, with Spark's refusal of the output mode said in the stage's terms."""
+    try:
+        return start_query(start)
+    except Exception as err:
+        if "output mode" not in str(err).lower():
+            raise
+        raise StageIOError(
+            f"stage {stage!r} cannot write {output!r} in output mode {mode!r} ({err}); an aggregation "
+            "needs write_stream(..., output_mode='complete'); operations Spark cannot run incrementally "
+            "(sorting before an aggregation, limit) need an ordinary stage (read/write, checkpointing=False)"
+        ) from err

@@ -12,9 +12,11 @@ from airflow_ft_provider.execution.contracts import DataPlacement, StageBackend,
 from airflow_ft_provider.execution.placement import placement_for
 from airflow_ft_provider.faults import TryFaults
 from airflow_ft_provider.hooks.partition_store import executor_access
+from airflow_ft_provider.model.data_path import DataPath
 from airflow_ft_provider.partitions import Manifest
 from airflow_ft_provider.stage_try.adoption import FinishedWorkAdoption, wait_for_running_work
 from airflow_ft_provider.stage_try.checkpointed import CheckpointedTry
+from airflow_ft_provider.stage_try.checkpointed_stream import StreamedCheckpointRun
 from airflow_ft_provider.stage_try.commit import commit_outputs, release_consumed
 from airflow_ft_provider.stage_try.entries import Committed
 from airflow_ft_provider.stage_try.phases import TryPhases
@@ -53,9 +55,11 @@ class StageTry:
 
     def _compute(self) -> Committed:
         config = self.scope.checkpoint_config
-        mode: RunMode = (
-            CheckpointedTry(self.scope, config, kill=self.kill) if config else PlainRun(self.scope.log)
-        )
+        mode: RunMode = PlainRun(self.scope.log)
+        if config is not None and self.scope.data_path is DataPath.EXECUTORS:
+            mode = StreamedCheckpointRun(self.scope, config)  # nothing on this worker's disk
+        elif config is not None:
+            mode = CheckpointedTry(self.scope, config, kill=self.kill)
         phase = self.phases.phase
         with mode.workdir() as workdir, ExitStack() as stack:
             placement = self._placement(workdir, mode.processed)

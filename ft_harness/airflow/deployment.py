@@ -12,7 +12,8 @@
   mode: the driver on the Airflow worker, the executors on the Spark host). **The Spark side is a host
   of its own** (:class:`ft_harness.services.spark_host.SparkHost`: a mount namespace with a private ``/tmp``,
   the deployment's folder and the checkout hidden), sharing only the network with the Airflow side,
-  so ``[ft_provider] data_path = executors``, as on any cluster;
+  so ``[ft_provider] data_path = executors``, as on any cluster: every stage runs there, checkpointed
+  ones included (their Spark checkpoints stay on the Spark host);
 * **an S3 endpoint** (the moto server of :mod:`ft_harness.services.s3_server`, or the one given) with a bucket
   for the partition store;
 * a pausable proxy in front of the API server for the ``airflow_api`` connection (the provider's REST
@@ -50,7 +51,6 @@ from ft_harness.services.tcp_proxy import PausableProxy
 # first application holding every core (a standalone master's default) and the others waiting.
 SPARK_DEFAULTS = {"spark.cores.max": "1", "spark.executor.memory": "512m", "spark.ui.enabled": "false"}
 CONNECT_CONF = {"spark.cores.max": "2", "spark.executor.memory": "768m"}
-COLOCATED_CONF = {"spark.driver.memory": "768m"}  # local[2]: driver and executors in one JVM
 
 
 class ReferenceDeployment:
@@ -87,7 +87,6 @@ class ReferenceDeployment:
         self.standalone: SparkStandalone | None = None
         self.spark: StandaloneCluster | None = None
         self.connect: SparkConnectServer | None = None
-        self.colocated: SparkConnectServer | None = None
         self.rest_api: PausableProxy | None = None
         self.airflow: CeleryAirflow | None = None
 
@@ -119,11 +118,6 @@ class ReferenceDeployment:
                 host=self.spark_host,
             )
             self.connect.launch()
-            # Checkpointed stages feed their input from, and keep their checkpoints on, the worker's disk:
-            # they need a Spark that shares it (README, Checkpointed stages), here a Connect server on
-            # the Airflow side (connection spark_colocated)
-            self.colocated = SparkConnectServer(log_dir=self.folder / "spark-colocated", conf=COLOCATED_CONF)
-            self.colocated.launch()
             self.airflow = CeleryAirflow(
                 self.dags,
                 home=self.folder / "airflow",
@@ -137,7 +131,6 @@ class ReferenceDeployment:
             self.airflow.extra_env = {**self.environment(), **self.extra_env}
             self.airflow.start()
             self.connect.wait_until_ready()
-            self.colocated.wait_until_ready()
         except BaseException:
             self.stop()
             raise
@@ -154,8 +147,6 @@ class ReferenceDeployment:
         )
         env = pipeline_environment(self.s3, self.store_url, self.connect)
         env["AIRFLOW_CONN_SPARK_SUBMIT"] = json.dumps({"conn_type": "spark", "host": self.spark.url})
-        if self.colocated is not None:
-            env.update(self.colocated.connection_env("spark_colocated"))
         env["SPARK_CONF_DIR"] = str(conf_dir)
         env["AIRFLOW__FT_PROVIDER__DATA_PATH"] = "executors"  # Spark is on another host
         return env
@@ -173,8 +164,6 @@ class ReferenceDeployment:
                 f"Redis broker     {self.redis.url(0)}",
                 f"Spark master     {self.spark.url}  (web UI {self.spark.master_web_ui})",
                 f"Spark Connect    {self.connect.url}  (spark_default, on the Spark host)",
-                f"Spark Connect    {self.colocated.url if self.colocated else '-'}  (spark_colocated, "
-                "local[2] beside the workers: checkpointed stages)",
                 f"S3 endpoint      {self.s3.url}  store {self.store_url}",
                 f"Component logs   {self.airflow.log_dir}",
             ]
@@ -185,7 +174,6 @@ class ReferenceDeployment:
             lambda: self.airflow and self.airflow.stop(),
             lambda: self.rest_api and self.rest_api.close(),
             lambda: self.connect and self.connect.stop(),
-            lambda: self.colocated and self.colocated.stop(),
             lambda: self.standalone and self.standalone.stop(),
             lambda: self.spark_host and self.spark_host.stop(),
             lambda: self.redis and self.redis.stop(),

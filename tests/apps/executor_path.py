@@ -27,6 +27,11 @@ def totals(spark, io):
     )
 
 
+def squares(spark, io):
+    """A checkpointed stage: the same rows, micro-batch by micro-batch."""
+    io.write_stream("squares", io.read_stream("numbers").selectExpr("id", "id * id AS sq", "pad"))
+
+
 if __name__ == "__main__":
     from pyspark.sql import SparkSession
 

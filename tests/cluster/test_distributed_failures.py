@@ -8,7 +8,8 @@ the exact try number of every task instance and for output equal to a failure-fr
     F --f--> G                                             (ft_cluster_backoff)
     W --w-->                                               (ft_cluster_running_write: a 40 s write)
     V --v-->                                               (ft_cluster_spark_worker_loss: the same)
-    make_samples --samples--> scale_slowly (checkpointed)   (ft_cluster_checkpoint_worker_loss)
+    make_samples --samples--> scale_slowly (checkpointed)   (ft_cluster_checkpoint_worker_loss, and
+                                                            ft_cluster_checkpoint_spark_worker_loss)
 """
 
 from __future__ import annotations
@@ -192,17 +193,39 @@ def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_its_tasks_not_a_rest
     assert values(store, dag_id, run_id, "v") == expected(0)  # each row once
 
 
-def test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_resumes_from_the_store(
+def recorded_batches(store, dag_id, run_id, task):
+    """The micro-batches of a checkpointed stage on the executors' path whose output the store holds."""
+    prefix = StoreCheckpoints(store, RunRef(dag_id, run_id), task).prefix + "streams/"
+    return sorted(
+        int(key.rsplit("/", 2)[1][1:])
+        for key in store.list_objects(prefix)
+        if key.endswith("/_ft_written.json")
+    )
+
+
+def wait_for_batch(store, dag_id, run_id, task, batch, timeout=180):
+    deadline = time.monotonic() + timeout
+    while (
+        max(recorded_batches(store, dag_id, run_id, task), default=-1) < batch and time.monotonic() < deadline
+    ):
+        time.sleep(0.5)
+    assert max(recorded_batches(store, dag_id, run_id, task), default=-1) >= batch, f"no micro-batch {batch}"
+
+
+def scaled_exactly_once(store, dag_id, run_id):
+    rows = read_table(store, RunRef(dag_id, run_id).parse("scaled")).to_pylist()
+    return sorted((r["sensor"], r["minute"], r["level"]) for r in rows) == [
+        (i, i % 60, i % 13 * 10) for i in range(4800)
+    ]  # every reading once: no micro-batch lost or written twice
+
+
+def test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_resumes_on_the_spark_host(
     deployment, store
 ):
     airflow = deployment.airflow
     dag_id, run_id = trigger(airflow, "ft_cluster_checkpoint_worker_loss")
     running = wait_until_running(airflow, dag_id, run_id, "scale_slowly")
-    checkpoints = StoreCheckpoints(store, RunRef(dag_id, run_id), "scale_slowly")
-    deadline = time.monotonic() + 120
-    while max(checkpoints.completed_ids(), default=-1) < 3 and time.monotonic() < deadline:
-        time.sleep(0.5)  # the store keeps the newest (state.checkpoints.num-retained = 1)
-    assert max(checkpoints.completed_ids(), default=-1) >= 3, "no fourth checkpoint in the store"
+    wait_for_batch(store, dag_id, run_id, "scale_slowly", 3)
     lost = airflow.worker(running["hostname"])
     killed = airflow.kill_worker(lost)
     try:
@@ -216,15 +239,32 @@ def test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_res
     events = journal_events(store, dag_id, run_id)
     [first, second] = [e for e in events if e["kind"] == "checkpoint" and e["task"] == "scale_slowly"]
     assert (first["try_number"], first["restored_from"]) == (1, None), first
-    # The lost worker's disk (its temporary directory) is not the survivor's: the store's copy is used.
+    # The lost worker held nothing: the retry on the other one resumes from Spark's checkpoint, which
+    # stayed on the Spark host with the Connect server
     assert second["try_number"] == 2 and second["restored_from"] >= 3, second
-    assert second["restored_via"] == "store", second
-    said = f"scale_slowly try 2 resumed at checkpoint {second['restored_from']}: "
-    assert second["reason"].startswith(said), second
-    rows = read_table(store, RunRef(dag_id, run_id).parse("scaled")).to_pylist()
-    assert sorted((r["sensor"], r["minute"], r["level"]) for r in rows) == [
-        (i, i % 60, i % 13 * 10) for i in range(4800)
-    ]  # every reading once: no micro-batch lost or written twice
+    assert second["restored_via"] == "spark", second
+    assert second["reason"].startswith("scale_slowly try 2 resumes generation "), second
+    assert scaled_exactly_once(store, dag_id, run_id)
+
+
+def test_a_spark_worker_lost_in_a_checkpointed_stage_costs_its_tasks_and_each_row_is_written_once(
+    deployment, store
+):
+    airflow, standalone = deployment.airflow, deployment.standalone
+    dag_id, run_id = trigger(airflow, "ft_cluster_checkpoint_spark_worker_loss")
+    wait_until_running(airflow, dag_id, run_id, "scale_slowly")
+    wait_for_batch(store, dag_id, run_id, "scale_slowly", 2)
+    [lost, *_] = standalone.workers_with_executors()  # one of the Connect server's
+    killed = standalone.kill_worker(lost)
+    assert max(recorded_batches(store, dag_id, run_id, "scale_slowly")) < 5  # in the middle of the stream
+    try:
+        run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=300)
+    finally:
+        standalone.start_worker(lost)
+    assert len(killed) >= 2 and run["state"] == "success", story  # the worker and its executor
+    assert try_numbers(tis.values()) == {"make_samples": 1, "scale_slowly": 1}, story  # Spark's, not a retry
+    assert recorded_batches(store, dag_id, run_id, "scale_slowly") == []  # released by the commit
+    assert scaled_exactly_once(store, dag_id, run_id)
 
 
 def test_a_scheduler_restarted_during_a_restart_backoff_restarts_the_task_once_on_time(deployment, store):

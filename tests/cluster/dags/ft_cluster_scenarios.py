@@ -75,10 +75,11 @@ with DAG("ft_cluster_spark_worker_loss", **COMMON):
 
 
 #   make_samples --samples (6 files)--> scale_slowly (checkpointed: one file per micro-batch, 2 s each)
-# The test loses scale_slowly's Celery worker once the store holds checkpoint 3 (of 0-5); the retry, on
-# the other worker (another temporary directory: no local copy), restores from the store. make_samples
-# runs on the Spark host (the executors' data path); scale_slowly, checkpointed, on the Connect server
-# beside the workers (spark_colocated): a checkpointed stage needs a Spark that shares the worker's disk.
+# Both on the Spark host (the executors' data path; scale_slowly's Spark checkpoint stays there). One
+# test loses scale_slowly's Celery worker once the store holds micro-batch 3's output (of 0-5): the
+# retry, on the other worker, resumes from the Spark checkpoint of the same Connect server. Another
+# loses a whole Spark worker (with its executor) in the middle: Spark runs the lost tasks again, and
+# Airflow nothing.
 @ft_stage(outputs=["samples"], **SPARK)
 def make_samples(spark, io):
     samples = spark.range(0, 4800, numPartitions=6)
@@ -89,7 +90,6 @@ def make_samples(spark, io):
     inputs=["samples"],
     outputs=["scaled"],
     checkpointing={"execution.checkpointing.interval-volume": "1 kb"},
-    spark_conn_id="spark_colocated",
     **SPARK,
 )
 def scale_slowly(spark, io):
@@ -104,10 +104,11 @@ def scale_slowly(spark, io):
     io.write_stream("scaled", slowed.selectExpr("sensor", "minute", "level * 10 AS level"))
 
 
-with DAG("ft_cluster_checkpoint_worker_loss", **COMMON):
-    with FailoverPipeline(restart_strategy=fixed_delay(1)):
-        make_samples()
-        scale_slowly()
+for checkpointed_dag_id in ("ft_cluster_checkpoint_worker_loss", "ft_cluster_checkpoint_spark_worker_loss"):
+    with DAG(checkpointed_dag_id, **COMMON):
+        with FailoverPipeline(restart_strategy=fixed_delay(1)):
+            make_samples()
+            scale_slowly()
 
 
 # -- the infrastructure's losses (tests/cluster/test_infrastructure_loss.py) ---------------------------

@@ -52,7 +52,7 @@ def test_everything_else_is_recoverable_with_its_kind():
 def test_airflow_fail_exception_and_configuration_errors_are_not_recoverable():
     for name in (
         "airflow.sdk.exceptions.AirflowFailException",
-        "airflow_ft_provider.spark.stage_io.StageIOError",
+        "airflow_ft_provider.spark.stage_errors.StageIOError",
     ):
         labels = classify(FailureFacts(frozenset({name, "builtins.Exception"})))
         assert not labels.recoverable and name.rsplit(".", 1)[1] in labels.reason
