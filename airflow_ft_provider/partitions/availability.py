@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Mapping
-from concurrent.futures import ThreadPoolExecutor
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -52,10 +53,24 @@ class AvailabilityReport:
     available: frozenset[str]
     unavailable: Mapping[str, UnavailablePartition]
     manifests: Mapping[str, Manifest] = field(default_factory=dict)  # every manifest that was read
+    # With a time budget: manifests listed but not read in it (neither available nor unavailable yet)
+    pending: frozenset[str] = frozenset()
 
     @property
     def unavailable_ids(self) -> set[str]:
         return set(self.unavailable)
+
+
+_BACKGROUND: ThreadPoolExecutor | None = None  # reads that outlive a budget (they fill the manifest cache)
+_BACKGROUND_LOCK = threading.Lock()
+
+
+def _background(workers: int) -> ThreadPoolExecutor:
+    global _BACKGROUND
+    with _BACKGROUND_LOCK:
+        if _BACKGROUND is None:
+            _BACKGROUND = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="ft-check-later")
+        return _BACKGROUND
 
 
 class PartitionAvailability:
@@ -72,12 +87,15 @@ class PartitionAvailability:
         *,
         pipelined: Iterable[str | PartitionRef] = (),
         deep: bool = False,
+        budget: float | None = None,
     ) -> AvailabilityReport:
         """Which of a run's partitions can be consumed again, and why the others cannot.
 
         One paginated listing of the run's blocking prefix plus one GET per manifest (in parallel),
         not a HEAD per object. ``pipelined`` partitions are always unavailable. ``deep`` also reads
-        every object back and checks its checksum.
+        every object back and checks its checksum. ``budget`` (seconds, for a page a person waits
+        for; never for a failover decision): the manifests not read by then are ``pending``, and their
+        reads go on in the background, so that the process's manifest cache answers the next check.
         """
         run = RunRef(pipeline, run_id)
         refs = [run.parse(p) for p in partitions]
@@ -128,6 +146,14 @@ class PartitionAvailability:
                         )
             return None
 
+        if budget is not None:  # what the listing alone says is said at once
+            listed = [ref for ref in refs if self.objects.blocking(ref).manifest_key in listing]
+            for ref in refs:
+                if ref not in listed:
+                    unavailable[ref.partition_id] = UnavailablePartition(
+                        ref.partition_id, Unavailable.MISSING_MANIFEST
+                    )
+            return self._within(budget, run, listed, check, unavailable, manifests)
         with ThreadPoolExecutor(max_workers=self.objects.max_workers, thread_name_prefix="ft-check") as pool:
             for ref, problem in zip(refs, pool.map(check, refs), strict=True):
                 if problem is not None:
@@ -135,8 +161,36 @@ class PartitionAvailability:
         available = frozenset(ref.partition_id for ref in refs) - set(unavailable)
         return AvailabilityReport(run, available, unavailable, manifests)
 
+    def _within(
+        self,
+        budget: float,
+        run: RunRef,
+        refs: list[PartitionRef],
+        check: Callable[[PartitionRef], UnavailablePartition | None],
+        unavailable: dict[str, UnavailablePartition],
+        manifests: dict[str, Manifest],
+    ) -> AvailabilityReport:
+        pool = _background(self.objects.max_workers)
+        futures: dict[str, Future[UnavailablePartition | None]] = {
+            ref.partition_id: pool.submit(check, ref) for ref in refs
+        }
+        done, _ = wait(futures.values(), timeout=budget)
+        pending = frozenset(pid for pid, future in futures.items() if future not in done)
+        for pid, future in futures.items():
+            if future in done and (problem := future.result()) is not None:
+                unavailable[pid] = problem
+        available = frozenset(futures) - set(unavailable) - pending
+        read = {pid: m for pid, m in dict(manifests).items() if pid not in pending}
+        return AvailabilityReport(run, available, unavailable, read, pending)
+
     def check_graph(
-        self, graph: StageGraph, pipeline: str, run_id: str, *, deep: bool = False
+        self,
+        graph: StageGraph,
+        pipeline: str,
+        run_id: str,
+        *,
+        deep: bool = False,
+        budget: float | None = None,
     ) -> AvailabilityReport:
         """Availability of every partition of a pipeline graph (its pipelined results are unavailable)."""
         blocking: list[str] = []
@@ -145,7 +199,9 @@ class PartitionAvailability:
             (blocking if result.result_type.is_reconsumable else pipelined).extend(
                 graph.partition_ids(result.name)
             )
-        return self.check_availability(pipeline, run_id, blocking, pipelined=pipelined, deep=deep)
+        return self.check_availability(
+            pipeline, run_id, blocking, pipelined=pipelined, deep=deep, budget=budget
+        )
 
     def _remote_checksum(self, key: str, expected: str) -> str | None:
         hasher = new_hasher(expected)

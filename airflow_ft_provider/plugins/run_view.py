@@ -71,9 +71,9 @@ def _partition_rows(
     rows = []
     graph = description.graph
     for result in graph.results.values():
-        producer_stage = graph.stages[result.producer]
+        producers = graph.stages[result.producer].task_ids  # built on each call: once per result
         for index, partition_id in enumerate(graph.partition_ids(result.name)):
-            producer = producer_stage.task_ids[index]
+            producer = producers[index]
             row: dict[str, object] = {
                 "id": partition_id,
                 "result": result.name,
@@ -97,6 +97,8 @@ def _partition_rows(
                 row["reason"] = "the partition store could not be read"
             elif partition_id in report.available:
                 row["status"] = "committed"
+            elif partition_id in report.pending:  # a page's time budget ran out: the page asks again
+                row["status"], row["reason"] = "listed", "its manifest is listed; its details are being read"
             elif (problem := report.unavailable.get(partition_id)) is not None:
                 row["reason"] = mask(problem.explanation)
                 if problem.reason is Unavailable.MISSING_MANIFEST:
@@ -322,6 +324,7 @@ def build_run_view(
         "edges": edges,
         "regions": regions,
         "partitions": _partition_rows(description, report, tasks, mask),
+        "partitions_pending": len(report.pending) if report is not None else 0,
         "history": _history(events, mask),
         "checkpoints": _checkpoint_rows(events),
         "strategy": _strategy(description, state, clock),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 
@@ -154,6 +155,34 @@ def test_a_check_again_reads_only_the_manifests_that_changed(store, tmp_path):
     assert third.manifests["load[2]"].producer.try_number == 2
     assert len(third.manifests["load[2]"].files) == 3
     assert third.manifests["load[0]"] == first.manifests["load[0]"]
+
+
+def test_a_check_with_a_budget_answers_in_time_and_its_reads_go_on_for_the_next_check(store, tmp_path):
+    # The failover page's first load of a big run: what is not read within the budget is pending (not
+    # available, not unavailable), and the next check answers from the reads that went on meanwhile.
+    from airflow_ft_provider.partitions.manifest_cache import MANIFESTS
+
+    for i in range(8):
+        commit_version(store, PartitionRef("etl", RUN_ID, "load", i), tmp_path, 1, count=2)
+    wanted = [f"load[{i}]" for i in range(8)]
+    MANIFESTS.clear()  # a fresh API server
+    reads = threading.Event()
+    store.client.meta.events.register("before-call.s3.GetObject", lambda **kw: reads.wait(10) and None)
+    started = time.monotonic()
+    first = store.check_availability("etl", RUN_ID, [*wanted, "lost[0]"], budget=0.2)
+    assert time.monotonic() - started < 2  # it did not wait for the held reads
+    assert first.pending == set(wanted) and not first.available and not first.manifests
+    assert first.unavailable["lost[0]"].reason is Unavailable.MISSING_MANIFEST  # the listing says so
+    reads.set()
+    deadline = time.monotonic() + 10
+    while (again := store.check_availability("etl", RUN_ID, wanted, budget=0.2)).pending:
+        assert time.monotonic() < deadline
+        time.sleep(0.05)
+    assert again.available == set(wanted) and len(again.manifests) == 8
+    calls = []
+    store.client.meta.events.register("before-call.s3", lambda model, **kw: calls.append(model.name))
+    assert store.check_availability("etl", RUN_ID, wanted).available == set(wanted)  # no budget: all
+    assert calls == ["ListObjectsV2"]  # every manifest from the reads that went on
 
 
 def test_check_graph_reports_pipelined_results_as_unavailable(store, tmp_path):

@@ -264,3 +264,24 @@ def test_a_reused_try_is_in_the_history_in_words():
     [row] = view["history"]
     assert (row["kind"], row["task"], row["try_number"], row["cause"]) == ("reused", "score", 2, said)
     assert row["decision"] == ""  # not "fail: ...": reusing an output decides no restart
+
+
+def test_partitions_whose_manifests_are_not_read_yet_are_listed_and_counted_for_the_page_to_ask_again():
+    report = AvailabilityReport(
+        RunRef("etl", "r1"),
+        available=frozenset({"raw"}),
+        unavailable={"rich": UnavailablePartition("rich", Unavailable.PIPELINED)},
+        manifests={"raw": manifest("raw", 1)},
+        pending=frozenset({"scores", "audited"}),
+    )
+    view = build_run_view(
+        pipeline(), "r1", task_instances=[], state=FailoverState(), events=[], report=report
+    )
+    rows = {p["id"]: p for p in view["partitions"]}
+    assert {pid: rows[pid]["status"] for pid in ("raw", "scores", "audited")} == {
+        "raw": "committed",
+        "scores": "listed",
+        "audited": "listed",
+    }
+    assert rows["scores"]["rows"] is None and rows["raw"]["rows"] is not None
+    assert view["partitions_pending"] == 2
