@@ -15,10 +15,17 @@ from airflow_ft_provider.checkpoints.fencing import CompletedCheckpoint, restore
 from airflow_ft_provider.failover.failover_strategies import RestartPipelinedRegionFailoverStrategy
 from airflow_ft_provider.failover.graph import DistributionPattern, ResultPartitionType, StageGraph
 from airflow_ft_provider.failover.topology import Topology
+from airflow_ft_provider.partitions.provenance import lineage_key
 
 PICTURES = Path(__file__).resolve().parent.parent / "pictures"
 BOX_W, BOX_H, COL_W, ROW_H, MARGIN = 130, 26, 175, 40, 24
-COLOURS = {"failed": "#e45756", "restart": "#f2a93b", "kept": "#ffffff", "lost": "#e45756"}
+COLOURS = {
+    "failed": "#e45756",
+    "restart": "#f2a93b",
+    "kept": "#ffffff",
+    "lost": "#e45756",
+    "reused": "#72b77a",
+}
 
 
 def example_graph() -> StageGraph:
@@ -47,9 +54,16 @@ class Picture:
     caption: str
     failed: str | None = None
     lost: tuple[str, ...] = ()
+    unchanged: tuple[str, ...] = ()  # results whose re-computed content is the same as before (reuse)
 
 
 PICTURE_SET = (
+    Picture(
+        "score-fails-reused",
+        "score fails, its new output holds the same rows: the consumer regions reuse their outputs",
+        failed="score",
+        unchanged=("scored",),
+    ),
     Picture("regions", "Failover regions: tasks joined by pipelined exchanges (dashed) restart together"),
     Picture("score-fails", "score fails: its region restarts, then every consumer region", failed="score"),
     Picture(
@@ -67,6 +81,7 @@ def draw(graph: StageGraph, picture: Picture) -> str:
     topology = Topology(graph)
     strategy = RestartPipelinedRegionFailoverStrategy(graph)
     restart = strategy.tasks_to_restart(picture.failed, picture.lost) if picture.failed else set()
+    reused = _reused(graph, restart, picture.unchanged)
     depth = _depths(graph)
     columns: dict[int, list[str]] = {}
     for stage in graph.stages.values():
@@ -94,7 +109,15 @@ def draw(graph: StageGraph, picture: Picture) -> str:
         if len(region) > 1:
             out.append(_outline([at[t] for t in region]))
     for task, (x, y) in at.items():
-        state = "failed" if task == picture.failed else "restart" if task in restart else "kept"
+        state = (
+            "failed"
+            if task == picture.failed
+            else "reused"
+            if task in reused
+            else "restart"
+            if task in restart
+            else "kept"
+        )
         out.append(
             f'<rect x="{x}" y="{y}" width="{BOX_W}" height="{BOX_H}" rx="5" fill="{COLOURS[state]}" '
             f'stroke="#333"/><text x="{x + BOX_W / 2}" y="{y + 17}" text-anchor="middle">{task}</text>'
@@ -102,6 +125,36 @@ def draw(graph: StageGraph, picture: Picture) -> str:
     out.append(f'<text x="{MARGIN}" y="{height - 14}" fill="#333">{_legend(picture)}</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
+
+
+def _reused(graph: StageGraph, restart: set[str], unchanged: tuple[str, ...]) -> set[str]:
+    """The restarted tasks that publish their committed output again instead of running Spark
+    (docs/reuse.md): all their inputs and outputs blocking, and the lineage key of what they read now
+    (``partitions/provenance.lineage_key``: the stage's identity and its inputs' content) the one
+    their output was computed from. An input is new content if its producer restarted, unless
+    ``unchanged`` says the recomputation wrote the same rows."""
+    reads: dict[str, list[str]] = {}
+    for consumption in graph.consumptions:
+        reads.setdefault(consumption.stage, []).append(consumption.result)
+    restarted_stages = {task.split("[")[0] for task in restart}
+    found = set()
+    for task in restart:
+        stage = task.split("[")[0]
+        inputs = reads.get(stage, [])
+        outputs = [r for r in graph.results.values() if r.producer == stage]
+        blocking = all(graph.results[r].result_type.is_reconsumable for r in inputs) and all(
+            r.result_type.is_reconsumable for r in outputs
+        )
+        if not inputs or not blocking:
+            continue
+        before = {r: f"{r}@1" for r in inputs}
+        after = {
+            r: before[r] if r in unchanged or graph.results[r].producer not in restarted_stages else f"{r}@2"
+            for r in inputs
+        }
+        if lineage_key(stage, after) == lineage_key(stage, before):
+            found.add(task)
+    return found
 
 
 def _depths(graph: StageGraph) -> dict[str, int]:
@@ -137,6 +190,8 @@ def _legend(picture: Picture) -> str:
     if picture.failed is None:
         return "solid: blocking exchange (committed to S3) · dashed: pipelined · blue outline: a region"
     parts = [f"red: {picture.failed} failed", "orange: restarts", "white: untouched, outputs read again"]
+    if picture.unchanged:
+        parts.insert(2, f"green: {', '.join(picture.unchanged)} unchanged, output reused (no Spark)")
     if picture.lost:
         parts.insert(1, f"red lines: {', '.join(picture.lost)} lost")
     return " · ".join(parts)

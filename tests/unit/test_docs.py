@@ -128,7 +128,14 @@ def test_the_concept_pictures_are_what_the_failover_core_computes_and_are_shown(
     # try 2 recomputes batches 4-5 against unchanged inputs, all six against a rebuilt one
     computed = re.findall(r'fill="#f2a93b" stroke="#333"/>', by_name["checkpoint-resume"])
     assert len(computed) == 2 + 6
-    shown = (site / "concepts.html").read_text() + (site / "checkpointed-stages.html").read_text()
+    reused = re.compile(r'fill="#72b77a" stroke="#333"/><text [^>]*>([^<]+)</text>')
+    assert set(reused.findall(by_name["score-fails-reused"])) == {
+        "daily_revenue",
+        "customer_aggregates",
+    }  # enrich: pipelined
+    assert set(restarting.findall(by_name["score-fails-reused"])) == {"enrich"}
+    pages = ("concepts", "checkpointed-stages", "reuse")
+    shown = "".join((site / f"{page}.html").read_text() for page in pages)
     assert all(f"{name}.svg" in shown for name in by_name)
 
 
