@@ -104,6 +104,7 @@ class BatchObjects:
             self.options,
             self.credentials,
             compression=self.compression,
+            record_here=True,  # this process is the Spark server's: one job per micro-batch
         )
         if self.fail_in is not None and batch_id == self.fail_in:
             raise RuntimeError(self.injected)

@@ -10,7 +10,10 @@ through a shuffle to one last task (``RecordWritten``) that puts ``_ft_written.j
 prefix: the list the operator builds the manifest from. A shuffle reads each map partition's output
 from the one task attempt Spark registered, so the list holds exactly the task attempts Spark
 committed: the object of an attempt lost after writing (a lost executor's, a speculative duplicate's)
-is in no list and never adds rows; the store's garbage collection removes it with the attempt.
+is in no list and never adds rows; the store's garbage collection removes it with the attempt. A
+checkpointed stage's micro-batch (``object_stream.py``) records from its ``foreachBatch`` process
+instead, from the job's result (which also holds one committed attempt per partition): one Spark
+job per micro-batch instead of two.
 
 **Reads.** One Spark partition per object the manifest lists: the executor reads the object, checks its
 size and checksum against the manifest's entry, then decodes it. A changed object fails the read with
@@ -229,20 +232,28 @@ def write_objects(
     compression: str = "snappy",
     checksum: str = DEFAULT_CHECKSUM,
     task_writer: type[WriteObjects] = WriteObjects,
+    record_here: bool = False,
 ) -> int:
     """Write ``df`` under the attempt prefix ``target`` (``s3://bucket/prefix/``) from the executors,
     record the committed task attempts' objects in ``_ft_written.json``; the rows written.
-    ``task_writer``: what each task runs (a test's may fail after writing)."""
+    ``task_writer``: what each task runs (a test's may fail after writing). ``record_here``: this
+    process writes the record from the job's result instead of a last Spark task after a shuffle;
+    only where this process is Spark's side itself (a micro-batch's ``foreachBatch``), never a try's
+    client, whose loss must not leave finished work unrecorded (adoption reads the record)."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     bucket, prefix = _bucket_and_prefix(target)
     where = _Target(bucket, prefix, dict(options), credentials, compression, checksum)
     written = df.mapInArrow(task_writer(where), from_arrow_schema(_written_schema()))
-    recorded = written.repartition(1).mapInArrow(
-        RecordWritten(where, to_arrow_schema(df.schema)), RECORDED_COLUMNS
-    )
-    [summary] = recorded.collect()
-    return int(summary["rows"])
+    record = RecordWritten(where, to_arrow_schema(df.schema))
+    if record_here:  # the rows of the committed task attempts, as a job's result: one stage, no shuffle
+        import pyarrow as pa
+
+        rows = [row.asDict() for row in written.collect()]
+        [summary] = record(iter([pa.RecordBatch.from_pylist(rows, schema=_written_schema())]))
+        return int(summary.column("rows")[0].as_py())
+    [recorded] = written.repartition(1).mapInArrow(record, RECORDED_COLUMNS).collect()
+    return int(recorded["rows"])
 
 
 @dataclass(frozen=True)
