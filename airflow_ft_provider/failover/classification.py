@@ -67,7 +67,11 @@ _TIMEOUT_EXCEPTIONS = (
     "airflow.exceptions.AirflowTaskTimeout",
     "airflow_ft_provider.checkpoints.store_copy.CheckpointTimeout",
 )
-_LOST_DATA_EXCEPTIONS = ("airflow_ft_provider.partitions.errors.PartitionNotFound",)
+_LOST_DATA_EXCEPTIONS = (
+    "airflow_ft_provider.partitions.errors.PartitionNotFound",
+    # an executor's (or the executors' path's schema) read of an object changed or gone since the check
+    "airflow_ft_provider.spark.partition_objects.PartitionDataCorrupt",
+)
 _INJECTED_EXCEPTIONS = ("airflow_ft_provider.spark.failure_report.InjectedFailure",)  # ft_faults
 
 

@@ -69,7 +69,8 @@ __all__ = [
 
 
 class PartitionDataCorrupt(IOError):
-    """An object a manifest lists is not the object that was committed (size or checksum differs)."""
+    """An object a manifest lists is not the object that was committed (size or checksum differs), or
+    is gone: lost data, which backtracking rebuilds (``failover/classification.py``)."""
 
 
 def s3_filesystem(options: Mapping[str, str], credentials: StoreCredentials | None = None) -> S3FileSystem:
@@ -291,8 +292,11 @@ def read_objects(
 
     if not objects:
         return spark.createDataFrame([], EMPTY_SCHEMA)
-    with s3_filesystem(options, credentials).open_input_file(objects[0].key) as handle:
-        schema = from_arrow_schema(pq.read_schema(handle))
+    try:
+        with s3_filesystem(options, credentials).open_input_file(objects[0].key) as handle:
+            schema = from_arrow_schema(pq.read_schema(handle))
+    except FileNotFoundError:
+        raise _gone(objects[0]) from None
     count = len(objects)
     numbers = spark.range(0, count, 1, count)  # Spark partition i holds the one number i
     return numbers.mapInArrow(ReadObjects(tuple(objects), dict(options), credentials), schema)
@@ -302,10 +306,13 @@ def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
     """The object's bytes, checked against the manifest's size and checksum as they are read."""
     hasher = new_hasher(stored.checksum)
     chunks = []
-    with filesystem.open_input_stream(stored.key) as stream:
-        while chunk := stream.read(8 << 20):
-            hasher.update(chunk)
-            chunks.append(chunk)
+    try:
+        with filesystem.open_input_stream(stored.key) as stream:
+            while chunk := stream.read(8 << 20):
+                hasher.update(chunk)
+                chunks.append(chunk)
+    except FileNotFoundError:
+        raise _gone(stored) from None
     data = b"".join(chunks)
     checksum = f"{stored.checksum.partition(':')[0]}:{hasher.hexdigest()}"
     if len(data) != stored.size or checksum != stored.checksum:
@@ -314,6 +321,13 @@ def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
             f"bytes with {stored.checksum}; the partition is corrupt (failover rebuilds it)"
         )
     return data
+
+
+def _gone(stored: StoredObject) -> PartitionDataCorrupt:
+    """An object its manifest lists was deleted after the try's check: the partition is lost."""
+    return PartitionDataCorrupt(
+        f"s3://{stored.key} is gone, but its manifest lists it; the partition is lost (failover rebuilds it)"
+    )
 
 
 def _bucket_and_prefix(target: str) -> tuple[str, str]:

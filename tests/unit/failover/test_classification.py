@@ -45,6 +45,15 @@ def test_everything_else_is_recoverable_with_its_kind():
     assert timeout.recoverable and timeout.kind is FailureKind.TIMEOUT
     lost = classify(FailureFacts(frozenset({"airflow_ft_provider.partitions.errors.PartitionNotFound"})))
     assert lost.recoverable and lost.kind is FailureKind.LOST_DATA
+    # an object changed or gone between the try's check and the executors' read of it
+    gone = classify(
+        FailureFacts(
+            frozenset(
+                {"airflow_ft_provider.spark.partition_objects.PartitionDataCorrupt", "builtins.OSError"}
+            )
+        )
+    )
+    assert gone.recoverable and gone.kind is FailureKind.LOST_DATA
     killed = classify(FailureFacts(killed=True))
     assert killed.recoverable and killed.kind is FailureKind.KILLED
 
