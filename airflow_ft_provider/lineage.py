@@ -14,6 +14,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import cache
 from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
 
@@ -242,7 +243,9 @@ def _partition_facet(p: PartitionLineage) -> FtPartitionDatasetFacet:
     )
 
 
+@cache
 def _producer() -> str:
+    """This release's URL, looked up once (every facet of every dataset names it)."""
     try:
         release = version("airflow-ft-provider")
     except PackageNotFoundError:  # run from a clone that was never installed
