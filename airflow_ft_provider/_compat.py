@@ -11,7 +11,7 @@ its name, rather than somewhere in a pipeline.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sized
-from typing import TypeAlias, TypeGuard
+from typing import Protocol, TypeAlias, TypeGuard
 
 from airflow.sdk import DAG, BaseOperator, TaskGroup
 from airflow.sdk.definitions._internal.contextmanager import DagContext
@@ -118,3 +118,23 @@ def redact_secrets(text: str) -> str:
     except ImportError:  # a worker with the task SDK only
         return masked
     return str(redact_core(masked))
+
+
+class _RunningTask(Protocol):
+    task_id: str
+    dag_id: str
+
+
+def map_indexes_in_run(ti: _RunningTask, run_id: str) -> int:
+    """How many map indexes Airflow expanded a running task's mapped task to in ``run_id`` (its removed
+    ones, left by an earlier expansion of the same run, not counted). ``RuntimeTaskInstance.
+    get_task_states`` asks the API server; its keys are ``<task>_<index>`` (``<task>`` unexpanded)."""
+    from airflow.sdk.execution_time.task_runner import RuntimeTaskInstance
+
+    states = RuntimeTaskInstance.get_task_states(dag_id=ti.dag_id, task_ids=[ti.task_id], run_ids=[run_id])
+    prefix = f"{ti.task_id}_"
+    return sum(
+        1
+        for key, state in states.get(run_id, {}).items()
+        if key.startswith(prefix) and key[len(prefix) :].isdigit() and state != "removed"
+    )

@@ -6,13 +6,16 @@
 
     clean(0, 1)                                             # one task, clean(spark, io, 0, 1)
     clean.partial(shards=3).expand(shard=[0, 1, 2])         # three map indexes, like @task
+    clean.partial(shards=3).expand(shard=list_shards.output) # as many as the task returned
+    clean.expand_kwargs(list_jobs.output)                   # one per dict of arguments returned
     clean.override(task_id="clean_eu", spark_conn_id="eu")  # operator arguments
 
 Each call builds the same ``SparkStageOperator(python_callable=...)`` a DAG author would write by hand,
 so the pipeline, its regions and its recovery do not know the difference. The function runs in the
 worker against a Spark Connect session (``python_callable`` stages need a ``spark_connect``
-connection). Its arguments after ``spark`` and ``io`` are passed as given (not as strings), and
-``expand`` takes literal lists only: a pipeline's parallelism is fixed when the DAG is parsed.
+connection). Its arguments after ``spark`` and ``io`` are passed as given (not as strings). ``expand``
+takes literal lists (their product, as Airflow's), or one other task's output: then the stage has as
+many map indexes as that output has items, counted when the run gets there (``model/map_counts.py``).
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import inspect
 import itertools
 from collections.abc import Callable, Mapping, Sequence
 from typing import overload
+
+from airflow.sdk import XComArg
 
 from airflow_ft_provider._compat import MappedOperator
 from airflow_ft_provider.operators.spark_stage import SparkStageOperator
@@ -95,8 +100,11 @@ class StageFunction:
         """Arguments every map index gets; ``expand`` names the ones that vary."""
         return PartialStage(self, fixed)
 
-    def expand(self, **varying: Sequence[object]) -> MappedOperator:
+    def expand(self, **varying: Sequence[object] | XComArg) -> MappedOperator:
         return self.partial().expand(**varying)
+
+    def expand_kwargs(self, kwargs: XComArg) -> MappedOperator:
+        return self.partial().expand_kwargs(kwargs)
 
 
 class PartialStage:
@@ -104,27 +112,71 @@ class PartialStage:
         self.stage = stage
         self.fixed = dict(fixed)
 
-    def expand(self, **varying: Sequence[object]) -> MappedOperator:
+    def expand(self, **varying: Sequence[object] | XComArg) -> MappedOperator:
         """A mapped stage: one map index per combination of the lists (their product, in order, as
-        Airflow's ``expand`` over several arguments)."""
+        Airflow's ``expand`` over several arguments), or per item of one other task's output."""
         if not varying:
             raise TypeError(f"@ft_stage {self.stage.task_id!r}: expand needs at least one list of values")
-        for name, values in varying.items():
-            if not isinstance(values, (list, tuple)):
-                raise TypeError(
-                    f"@ft_stage {self.stage.task_id!r}: expand({name}=...) must be a list written in the DAG "
-                    f"file, got {type(values).__name__}; a pipeline's parallelism is fixed when the DAG is "
-                    "parsed, so a stage cannot expand over another task's output"
-                )
         if overlap := sorted(set(self.fixed) & set(varying)):
             raise TypeError(
                 f"@ft_stage {self.stage.task_id!r}: {overlap[0]!r} is given to partial and expand"
             )
-        combinations = itertools.product(*varying.values())
+        outputs = [name for name, values in varying.items() if isinstance(values, XComArg)]
+        if outputs:
+            if len(varying) > 1:
+                raise TypeError(
+                    f"@ft_stage {self.stage.task_id!r}: expand({outputs[0]}=<a task's output>) must be the "
+                    "only argument that varies; give the others to partial(), or expand_kwargs over a "
+                    "task that returns a dict of arguments per map index"
+                )
+            name, output = outputs[0], varying[outputs[0]]
+            assert isinstance(output, XComArg)
+            return self._mapped(output.map(_Arguments(self.stage, self.fixed, name).of_value))
+        lists: dict[str, Sequence[object]] = {}
+        for name, values in varying.items():
+            if not isinstance(values, (list, tuple)):
+                raise TypeError(
+                    f"@ft_stage {self.stage.task_id!r}: expand({name}=...) must be a list or another "
+                    f"task's output (an XComArg such as list_files.output), got {type(values).__name__}"
+                )
+            lists[name] = values
+        combinations = itertools.product(*lists.values())
         arguments = [
             self.stage._ordered({**self.fixed, **dict(zip(varying, c, strict=True))}) for c in combinations
         ]
+        return self._mapped(arguments)
+
+    def expand_kwargs(self, kwargs: XComArg) -> MappedOperator:
+        """A mapped stage with one map index per dict of arguments another task returned."""
+        if not isinstance(kwargs, XComArg):
+            raise TypeError(
+                f"@ft_stage {self.stage.task_id!r}: expand_kwargs takes another task's output (an XComArg "
+                f"returning a list of dicts), got {type(kwargs).__name__}; for literal values use expand"
+            )
+        return self._mapped(kwargs.map(_Arguments(self.stage, self.fixed, None).of_kwargs))
+
+    def _mapped(self, arguments: list[list[object]] | XComArg) -> MappedOperator:
         return SparkStageOperator.partial(**self.stage._operator_kwargs()).expand(application_args=arguments)
+
+
+class _Arguments:
+    """The function's arguments of one map index, from an item of another task's output (applied by
+    Airflow in the worker, ``XComArg.map``): a bound method of this is what Airflow maps with."""
+
+    def __init__(self, stage: StageFunction, fixed: Mapping[str, object], name: str | None) -> None:
+        self.stage, self.fixed, self.name = stage, dict(fixed), name
+
+    def of_value(self, value: object) -> list[object]:
+        assert self.name is not None
+        return self.stage._ordered({**self.fixed, self.name: value})
+
+    def of_kwargs(self, kwargs: object) -> list[object]:
+        if not isinstance(kwargs, Mapping):
+            raise TypeError(
+                f"@ft_stage {self.stage.task_id!r}: expand_kwargs needs a dict of arguments per map "
+                f"index, got {type(kwargs).__name__}"
+            )
+        return self.stage._ordered({**self.fixed, **kwargs})
 
 
 @overload

@@ -211,8 +211,16 @@ class FailoverPipeline:
             restart_config=self.restart_config,
             per_region_restarts=self.per_region_restarts,
         )
-        self.graph = self.description.graph
+        self.graph = self.description.declared_graph
         tasks_by_id = {t.task_id: t for t in tasks}
+        if self.description.run_time_stages and not self.store_url:
+            stage = sorted(self.description.run_time_stages)[0]
+            raise PipelineWiringError(
+                f"stage {stage!r} expands over another task's output, so its map indexes are counted when "
+                "the run gets there and recorded with the run's partitions; give the pipeline a store "
+                "(FailoverPipeline(store='s3://bucket/prefix') or [ft_provider] partition_store_url), or "
+                "expand over a literal list"
+            )
         if self.store_url:
             self._refuseown_retry_settings(tasks_by_id)
         self._check_explicit_edges(tasks_by_id)
@@ -224,7 +232,7 @@ class FailoverPipeline:
         for consumption in self.graph.consumptions:
             producer = self.graph.results[consumption.result].producer
             tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
-        self.regions = self.description.regions
+        self.regions = self.description.declared_regions
         self.stage_connections = {stage: self._spark_connection(tasks_by_id[stage]) for stage in self.stages}
         self._check_pipelined_connections()
         self.checkpoint_configs = checkpoint_configs(

@@ -26,6 +26,8 @@ from airflow_ft_provider.failover.durations import format_duration
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
+    from airflow_ft_provider.model.description import PipelineDescription
+    from airflow_ft_provider.partitions import RunRef, S3PartitionStore
     from airflow_ft_provider.partitions.sweep import RunStates
 
 log = logging.getLogger(__name__)
@@ -53,6 +55,8 @@ class RunEnd:
         run = RunRef(description.dag_id, context["run_id"])
         end = ended_at(context)
         store = pipeline_store(description, retention=self.pipeline.retention)
+        if description.run_time_stages:  # the counts this run recorded (model/map_counts.py)
+            description = self._run_description(store, run, description)
         refs = [run.parse(p) for p in description.pipelined_partitions()]
         released = PipelinedPartitions(store).release_run(run, refs, ended_at=end, drop_views=self.drop_views)
         store.mark_run_ended(run.pipeline, run.run_id, succeeded=self.succeeded, at=end)
@@ -75,6 +79,19 @@ class RunEnd:
                 metrics.swept(len(report.released), dag_id=run.pipeline)
         except Exception as err:  # noqa: BLE001 - the run has ended; the next run end sweeps again
             log.warning("could not sweep the expired runs of pipeline %s: %s", run.pipeline, err)
+
+    @staticmethod
+    def _run_description(
+        store: S3PartitionStore, run: RunRef, parsed: PipelineDescription
+    ) -> PipelineDescription:
+        from airflow_ft_provider.recovery.journal import RecoveryJournal
+
+        try:
+            stored = RecoveryJournal(store, run).description()
+        except ValueError as err:  # damaged: release what the parsed pipeline names
+            log.warning("run %s: its stored pipeline cannot be read (%s)", run, err)
+            return parsed
+        return parsed if stored is None else parsed.with_map_counts_of(stored)
 
     def run_states(self, retention: float) -> RunStates | None:
         """Airflow's view of the pipeline's runs (hand-marked ends, runs cleared again), or None when the

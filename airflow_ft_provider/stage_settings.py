@@ -54,12 +54,9 @@ def stage_declaration(task: Task) -> StageDeclaration | None:
             return None
         kwargs = given_arguments(task)
         try:
-            parallelism = map_length_at_parse(task)
-        except TypeError:
-            raise PipelineWiringError(
-                f"stage {task.task_id!r}: the number of map indexes must be known when the DAG is parsed "
-                "(the failover regions depend on it); expand over a literal list, not an XCom result"
-            ) from None
+            parallelism, at_run_time = map_length_at_parse(task), False
+        except TypeError:  # over another task's output: counted when it runs (model/map_counts.py)
+            parallelism, at_run_time = 1, True
         if (kwargs.get("application") is None) == (kwargs.get("python_callable") is None):
             raise PipelineWiringError(
                 f"stage {task.task_id!r}: give .partial() either application= (a PySpark file) or "
@@ -72,6 +69,7 @@ def stage_declaration(task: Task) -> StageDeclaration | None:
             normalize_inputs(kwargs.get("inputs")),
             normalize_outputs(kwargs.get("outputs")),
             mapped=True,
+            expands_at_run_time=at_run_time,
         )
     if not is_stage_task(task):
         return None

@@ -25,6 +25,7 @@ This package is the seam a stage try calls (``faults_for``): a try whose run ask
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from airflow_ft_provider.faults.request import (
@@ -54,6 +55,7 @@ def faults_for(
     store: S3PartitionStore,
     run: RunRef,
     log: TaskLog,
+    later: Collection[str] = (),
 ) -> TryFaults:
     """The faults this try must inject (``injection.injector_for``); none, without loading anything,
     when the run asks for none."""
@@ -61,4 +63,4 @@ def faults_for(
         return NO_FAULTS
     from airflow_ft_provider.faults.injection import injector_for
 
-    return injector_for(context, core_task, graph=graph, store=store, run=run, log=log)
+    return injector_for(context, core_task, graph=graph, store=store, run=run, log=log, later=later)

@@ -38,12 +38,22 @@ def fault_injection_allowed() -> bool:
 
 
 def parse_faults(
-    raw: object, core_task: str, *, tasks: Collection[str], partitions: Collection[str]
+    raw: object,
+    core_task: str,
+    *,
+    tasks: Collection[str],
+    partitions: Collection[str],
+    later: Collection[str] = (),
 ) -> list[Fault]:
     """The faults of ``raw`` (a run's ``ft_faults``) that name ``core_task``, after checking the whole
     list against the pipeline: a malformed entry, or a task or partition the pipeline does not have, is
     a ValueError naming the valid ones. A typo must not make a run "recover" from a fault never injected.
-    """
+    ``later``: stages and results whose indexes the run does not know yet (``model/map_counts.py``):
+    any of their ids is accepted here, and checked by their own tries."""
+
+    def known(name: str, names: Collection[str]) -> bool:
+        return name in names or name.split("[", 1)[0] in later
+
     if not isinstance(raw, list):
         raise ValueError(f"{FAULTS_KEY} must be a list of objects, got {raw!r}")
     faults = []
@@ -53,7 +63,7 @@ def parse_faults(
         mode = entry.get("mode", "none" if entry.get("delete") or entry.get("truncate") else "raise")
         if mode not in MODES:
             raise ValueError(f"{FAULTS_KEY} entry {entry!r}: mode must be one of {MODES}, got {mode!r}")
-        if entry["task"] not in tasks:
+        if not known(entry["task"], tasks):
             raise ValueError(
                 f"{FAULTS_KEY} entry {entry!r}: the pipeline has no task {entry['task']!r}; "
                 f"tasks: {_names(tasks)}"
@@ -66,7 +76,7 @@ def parse_faults(
             named = entry.get(key, [])
             if not isinstance(named, list) or not all(isinstance(p, str) for p in named):
                 raise ValueError(f"{FAULTS_KEY} entry {entry!r}: {key} must be a list of partition ids")
-            if unknown := [p for p in named if p not in partitions]:
+            if unknown := [p for p in named if not known(p, partitions)]:
                 raise ValueError(
                     f"{FAULTS_KEY} entry {entry!r}: the pipeline has no partition {unknown[0]!r}; "
                     f"partitions: {_names(partitions)}"
@@ -142,6 +152,7 @@ def injector_for(
     store: S3PartitionStore,
     run: RunRef,
     log: TaskLog,
+    later: Collection[str] = (),
 ) -> NoFaults | FaultInjector:
     """The faults this try must inject: none unless the run asks for them and the deployment allows it.
     Where it does, an invalid ``ft_faults`` fails the try without a retry (AirflowFailException): the
@@ -159,7 +170,9 @@ def injector_for(
         )
         return NoFaults()
     try:
-        faults = parse_faults(raw, core_task, tasks=graph.task_ids(), partitions=graph.partition_ids())
+        faults = parse_faults(
+            raw, core_task, tasks=graph.task_ids(), partitions=graph.partition_ids(), later=later
+        )
     except ValueError as err:
         from airflow.sdk.exceptions import AirflowFailException
 

@@ -29,6 +29,7 @@ from airflow_ft_provider.failover.failover_strategies import FailoverStrategy
 from airflow_ft_provider.failover.indexed_name import UNMAPPED, IndexedName, all_indexed, indexed
 from airflow_ft_provider.failover.restart_strategies import RestartStrategy
 from airflow_ft_provider.model.exchanges import Input, Output
+from airflow_ft_provider.model.map_counts import check_counts, not_expanded, pending_stages
 from airflow_ft_provider.safe_json import is_object_list, load_json
 
 DESCRIPTION_VERSION = 1
@@ -46,9 +47,12 @@ class StageDeclaration:
     inputs: tuple[Input, ...]
     outputs: tuple[Output, ...]
     mapped: bool = False
+    # Mapped over another task's output: ``parallelism`` is a placeholder (1) until a run records the
+    # count (``model/map_counts.py``).
+    expands_at_run_time: bool = False
 
     def to_dict(self) -> dict[str, object]:
-        return {
+        doc: dict[str, object] = {
             "task_id": self.task_id,
             "parallelism": self.parallelism,
             "mapped": self.mapped,
@@ -58,6 +62,9 @@ class StageDeclaration:
                 for o in self.outputs
             ],
         }
+        if self.expands_at_run_time:  # only then: the stored form of other stages is unchanged
+            doc["expands_at_run_time"] = True
+        return doc
 
     @classmethod
     def from_dict(cls, doc: Mapping[str, object]) -> StageDeclaration:
@@ -68,6 +75,7 @@ class StageDeclaration:
             task_id=str(doc["task_id"]),
             parallelism=parallelism,
             mapped=bool(doc.get("mapped", False)),
+            expands_at_run_time=doc.get("expands_at_run_time", False) is True,
             inputs=tuple(Input(str(i["result"]), DistributionPattern(i["pattern"])) for i in inputs),
             outputs=tuple(
                 Output(str(o["result"]), ResultPartitionType(o["type"]), str(o["compression"]))
@@ -93,6 +101,7 @@ class PipelineDescription:
         airflow_api_conn_id: str = "airflow_api",
         restart_config: Mapping[str, object] | None = None,
         per_region_restarts: bool = False,
+        map_counts: Mapping[str, object] | None = None,
     ) -> None:
         self.dag_id = dag_id
         self.stages = {s.task_id: s for s in stages}
@@ -101,14 +110,50 @@ class PipelineDescription:
         self.airflow_api_conn_id = airflow_api_conn_id
         self.restart_config: dict[str, object] = dict(restart_config or {})
         self.per_region_restarts = per_region_restarts
-        self.graph = self._build_graph()
+        # Every stage, those expanding at run time at their placeholder count: how the DAG is wired.
+        self.declared_graph = self._build_graph(self.stages.values(), {})
+        self.run_time_stages = frozenset(s.task_id for s in self.stages.values() if s.expands_at_run_time)
+        # The counts this run recorded for them (model/map_counts.py); the run's graph follows from them.
+        self.map_counts = check_counts(map_counts or {}, self.run_time_stages)
+        self.pending = frozenset(pending_stages(self.declared_graph, self.map_counts, self.run_time_stages))
+        self.graph = self.declared_graph
+        if self.run_time_stages:
+            known = [s for s in self.stages.values() if s.task_id not in self.pending]
+            self.graph = self._build_graph(known, self.map_counts)
+
+    def with_map_count(self, stage: str, count: int) -> PipelineDescription:
+        """This description with ``stage``'s count as a run recorded it."""
+        return self._with_counts({**self.map_counts, stage: count})
+
+    def with_map_counts_of(self, run: PipelineDescription) -> PipelineDescription:
+        """This description with the counts ``run`` recorded for stages that expand at run time in both."""
+        counts = {s: n for s, n in run.map_counts.items() if s in self.run_time_stages}
+        return self._with_counts(counts) if counts != self.map_counts else self
+
+    def _with_counts(self, counts: Mapping[str, int]) -> PipelineDescription:
+        return PipelineDescription(
+            self.dag_id,
+            self.stages.values(),
+            store=self.store,
+            aws_conn_id=self.aws_conn_id,
+            airflow_api_conn_id=self.airflow_api_conn_id,
+            restart_config=self.restart_config,
+            per_region_restarts=self.per_region_restarts,
+            map_counts=counts,
+        )
+
+    def declares_as(self, other: PipelineDescription) -> bool:
+        """The same pipeline, whatever counts either run recorded."""
+        return self._to_doc(counts=False) == other._to_doc(counts=False)
 
     # -- building and (de)serialising ---------------------------------------------------------------
-    def _build_graph(self) -> StageGraph:
+    def _build_graph(self, stages: Iterable[StageDeclaration], counts: Mapping[str, int]) -> StageGraph:
+        """The graph of ``stages`` (their consumers among them); checks the wiring."""
         graph = StageGraph()
         producers: dict[str, str] = {}
-        for stage in self.stages.values():
-            graph.add_stage(stage.task_id, stage.parallelism)
+        stages = list(stages)
+        for stage in stages:
+            graph.add_stage(stage.task_id, counts.get(stage.task_id, stage.parallelism))
             for output in stage.outputs:
                 if output.result in producers:
                     raise PipelineWiringError(
@@ -117,7 +162,7 @@ class PipelineDescription:
                     )
                 producers[output.result] = stage.task_id
                 graph.add_result(output.result, stage.task_id, output.result_type)
-        for stage in self.stages.values():
+        for stage in stages:
             for inp in stage.inputs:
                 if inp.result not in producers:
                     close = difflib.get_close_matches(inp.result, producers, n=1)
@@ -135,19 +180,22 @@ class PipelineDescription:
         return graph
 
     def to_json(self) -> bytes:
-        return json.dumps(
-            {
-                "version": DESCRIPTION_VERSION,
-                "dag_id": self.dag_id,
-                "store": self.store,
-                "aws_conn_id": self.aws_conn_id,
-                "airflow_api_conn_id": self.airflow_api_conn_id,
-                "restart_config": self.restart_config,
-                "per_region_restarts": self.per_region_restarts,
-                "stages": [s.to_dict() for s in self.stages.values()],
-            },
-            sort_keys=True,
-        ).encode()
+        return json.dumps(self._to_doc(counts=True), sort_keys=True).encode()
+
+    def _to_doc(self, *, counts: bool) -> dict[str, object]:
+        doc: dict[str, object] = {
+            "version": DESCRIPTION_VERSION,
+            "dag_id": self.dag_id,
+            "store": self.store,
+            "aws_conn_id": self.aws_conn_id,
+            "airflow_api_conn_id": self.airflow_api_conn_id,
+            "restart_config": self.restart_config,
+            "per_region_restarts": self.per_region_restarts,
+            "stages": [s.to_dict() for s in self.stages.values()],
+        }
+        if counts and self.map_counts:  # only then: a pipeline without any stores what it always did
+            doc["map_counts"] = self.map_counts
+        return doc
 
     @classmethod
     def from_json(cls, raw: bytes) -> PipelineDescription:
@@ -159,9 +207,10 @@ class PipelineDescription:
             if not isinstance(doc, dict) or doc.get("version") != DESCRIPTION_VERSION:
                 found = doc.get("version") if isinstance(doc, dict) else doc
                 raise ValueError(f"unsupported version {reprlib.repr(found)}")
-            restart_config = doc["restart_config"]
-            if not isinstance(restart_config, dict):
-                raise ValueError("restart_config must be an object")
+            restart_config, map_counts = doc["restart_config"], doc.get("map_counts", {})
+            for name, value in (("restart_config", restart_config), ("map_counts", map_counts)):
+                if not isinstance(value, dict):
+                    raise ValueError(f"{name} must be an object")
             description = cls(
                 str(doc["dag_id"]),
                 [StageDeclaration.from_dict(s) for s in doc["stages"]],
@@ -170,6 +219,7 @@ class PipelineDescription:
                 airflow_api_conn_id=str(doc["airflow_api_conn_id"]),
                 restart_config=restart_config,
                 per_region_restarts=bool(doc["per_region_restarts"]),
+                map_counts=map_counts,
             )
         except (KeyError, TypeError, ValueError, AttributeError) as err:
             detail = f"{err!r} is missing" if isinstance(err, KeyError) else str(err)
@@ -179,7 +229,13 @@ class PipelineDescription:
     # -- questions about the pipeline ---------------------------------------------------------------
     @cached_property
     def regions(self) -> list[frozenset[str]]:
+        """The failover regions of the run's graph (``graph``)."""
         return pipelined_regions(self.graph)
+
+    @cached_property
+    def declared_regions(self) -> list[frozenset[str]]:
+        """The regions as declared (a stage expanding at run time as one task): the DAG's TaskGroups."""
+        return self.regions if self.graph is self.declared_graph else pipelined_regions(self.declared_graph)
 
     def failover_strategy(self) -> FailoverStrategy:
         return load_failover_strategy(self.restart_config, self.graph)
@@ -211,6 +267,8 @@ class PipelineDescription:
             return list(graph.stages[name].task_ids)
         if name in graph.task_ids():
             return [name]
+        if name.split("[")[0] in self.pending:
+            raise PipelineWiringError(not_expanded(self.dag_id, name.split("[")[0]))
         tasks = graph.task_ids()
         raise PipelineWiringError(
             f"{name!r} is not a task of pipeline {self.dag_id!r}; tasks: {', '.join(tasks[:50])}"
@@ -220,13 +278,19 @@ class PipelineDescription:
 
     def core_task_id(self, task_id: str, map_index: int | None) -> str:
         """The failover core's id of a task instance: ``stage`` or ``stage[i]``."""
+        if task_id in self.pending:
+            raise PipelineWiringError(not_expanded(self.dag_id, task_id))
         if task_id not in self.graph.stages:
             raise PipelineWiringError(f"{task_id!r} is not a stage of pipeline {self.dag_id!r}")
         parallelism = self.graph.stages[task_id].parallelism
         if parallelism != 1 and (map_index is None or not 0 <= map_index < parallelism):
+            where = "in the pipeline"
+            why = "the list it expands over must not change between parsing and running"
+            if task_id in self.run_time_stages:
+                where, why = "recorded in this run", "the output it expands over changed during the run"
             raise PipelineWiringError(
-                f"task {task_id!r} has {parallelism} map indexes in the pipeline, but runs as map index "
-                f"{map_index!r}; the list it expands over must not change between parsing and running"
+                f"task {task_id!r} has {parallelism} map indexes {where}, but runs as map index "
+                f"{map_index!r}; {why}"
             )
         return indexed(task_id, map_index, parallelism)
 

@@ -29,11 +29,6 @@ if TYPE_CHECKING:
     from airflow_ft_provider.stage_try.attempt import StageTry
 
 FAILOVER_UI_PREFIX = "/ft-failover"  # where the UI plugin's FastAPI app is mounted
-# Shorter restart waits are slept in the worker: a deferral costs seconds by itself, and when the
-# triggerer resumes a task within a few seconds, Airflow 3.3's scheduler may process the deferring
-# process's exit event after the resume and fail the running try ("finished with state success, but
-# the task instance's state attribute is running"), seen on a loaded 2-core machine.
-MIN_DEFERRAL_SECONDS = 5.0
 
 
 def failover_page_url(dag_id: str, run_id: str, *, task: str | None = None, section: str = "") -> str:
@@ -216,6 +211,8 @@ class SparkStageOperator(BaseOperator):
         from airflow_ft_provider import metrics
         from airflow_ft_provider.faults import faults_for
         from airflow_ft_provider.lineage import spark_parent_job_conf
+        from airflow_ft_provider.model.map_counts import pending_names
+        from airflow_ft_provider.operators.try_gate import check_map_counts, enter_try
         from airflow_ft_provider.recovery.retry_policy import record_failure_without_retry
         from airflow_ft_provider.stage_try.attempt import StageTry
         from airflow_ft_provider.stage_try.entries import PARTITIONS_XCOM_KEY, as_xcom
@@ -226,9 +223,10 @@ class SparkStageOperator(BaseOperator):
         started_at = time.time()  # after it: failover decisions this try does not answer (lineage.py)
         map_index = ti.map_index if ti.map_index is not None and ti.map_index >= 0 else None
         phases = TryPhases()
+        description = self.description  # as the run runs it: with its run-time map counts
         if self.pipeline.store_url:
             with phases.phase("gate"):  # a deferral leaves here: the resumed try starts a new clock
-                self._wait_for_restart_time(context, map_index, resumed=event is not None)
+                description = enter_try(self, context, map_index, resumed=event is not None)
         stage = StageSnapshot(  # the operator's settings, as this try runs them
             task_id=self.task_id,
             dag_id=self.dag_id,
@@ -239,7 +237,7 @@ class SparkStageOperator(BaseOperator):
             application_args=list(self.application_args),
             outputs=self.outputs,
             reuse=self.reuse,
-            description=self.description,
+            description=description,
             conf=spark_parent_job_conf(self.conf, context),
             store=self.store,
             pipeline=self.pipeline,
@@ -252,10 +250,14 @@ class SparkStageOperator(BaseOperator):
             stage, context["run_id"], map_index, ti.try_number, context.get("task_state_store")
         )
         graph = scope.description.graph
-        faults = faults_for(context, scope.task, graph=graph, store=scope.store, run=scope.run, log=scope.log)
+        later = pending_names(description.declared_graph, description.pending)  # not expanded yet
+        faults = faults_for(
+            context, scope.task, graph=graph, store=scope.store, run=scope.run, log=scope.log, later=later
+        )
         attempt = StageTry(scope, faults, phases)
         self._attempt, self._started_at = attempt, started_at
         try:
+            check_map_counts(description, self.task_id)
             committed = as_xcom(attempt.run())
         except AirflowFailException as failure:  # Airflow fails it without asking the retry policy
             if self.pipeline.store_url:
@@ -285,49 +287,6 @@ class SparkStageOperator(BaseOperator):
                 "give an absolute one"
             )
         return path
-
-    def _wait_for_restart_time(self, context: Context, map_index: int | None, *, resumed: bool) -> None:
-        """A restarted task waits for its region's restart time deferred, without holding a worker slot."""
-        from airflow_ft_provider.recovery.journal import STORE_XCOM_KEY
-        from airflow_ft_provider.recovery.run_recovery import RunRecovery
-        from airflow_ft_provider.recovery.try_start import Proceed, Superseded, WaitUntil
-
-        ti = context["ti"]
-        # The pipeline the run's recovery follows: stored by the run's first try (the UI plugin and
-        # airflow-ft read it there), and found through the XCom.
-        recovery = RunRecovery.for_worker(context, parsed=self.description, store=self.store, settle=True)
-        if not resumed:  # once per try: a resumed deferral is the same try, its XCom stands
-            ti.xcom_push(key=STORE_XCOM_KEY, value=recovery.store_pointer())
-        start = recovery.before_try(self.task_id, map_index, ti.try_number)
-        match start:
-            case Proceed():
-                return
-            case WaitUntil(at=restart_at, reason=why):
-                pass
-            case Superseded(reason=why):  # wait to be rescheduled once the producers re-ran
-                restart_at = time.time() + 3600
-            case _:
-                raise TypeError(f"unexpected try start {start!r}")
-        from datetime import datetime, timezone
-
-        from airflow.providers.standard.triggers.temporal import DateTimeTrigger
-
-        from airflow_ft_provider.failover.durations import representable
-
-        restart_at = representable(restart_at)  # a delay of a million days waits, it does not overflow
-        moment = datetime.fromtimestamp(restart_at, tz=timezone.utc)
-        wait = restart_at - time.time()
-        self.log.info(
-            "region failover: waiting %.1f s, until %s (%s), %s",
-            wait,
-            moment.isoformat(),
-            why,
-            "deferred" if wait >= MIN_DEFERRAL_SECONDS else "in the worker",
-        )
-        if wait < MIN_DEFERRAL_SECONDS:
-            time.sleep(max(0.0, wait))
-            return
-        self.defer(trigger=DateTimeTrigger(moment=moment), method_name="execute")
 
     def on_kill(self) -> None:
         if self._attempt is not None:

@@ -167,6 +167,12 @@ def check_description(
             )
         mapped = bool(getattr(task, "is_mapped", False))
         limit = max_parallelism if mapped else 1
+        if description.map_counts.get(stage.task_id, 0) > limit:
+            raise UntrustedRun(
+                f"the stored pipeline description records {description.map_counts[stage.task_id]} map "
+                f"indexes of stage {stage.task_id!r}; DAG {dag_id!r} allows at most {limit} "
+                "([core] max_map_length)"
+            )
         if not 1 <= stage.parallelism <= limit:
             raise UntrustedRun(
                 f"the stored pipeline description gives stage {stage.task_id!r} "

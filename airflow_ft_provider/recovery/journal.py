@@ -73,11 +73,12 @@ class RecoveryJournal:
                 stored = PipelineDescription.from_json(current)
             except ValueError:
                 return data  # damaged: nothing can follow it
-            if stored.to_json() == data:
-                return None  # the same pipeline, stored before: nothing to write, nothing changed
-            if replace_if():
-                return data
             outcome[:] = [stored]
+            if stored.declares_as(description):
+                return None  # the same pipeline, stored before (with the counts the run recorded)
+            if replace_if():  # the counts Airflow expanded this run's stages to stand
+                outcome[:] = [description.with_map_counts_of(stored)]
+                return outcome[0].to_json()
             return None
 
         self._descriptions.update_raw(self.description_key, change, oversized="truncate")
@@ -100,6 +101,27 @@ class RecoveryJournal:
                 self.run.run_id,
             )
         return kept
+
+    def record_map_count(self, stage: str, count: int) -> tuple[PipelineDescription, int | None]:
+        """Record that ``stage`` (mapped over another task's output) runs with ``count`` map indexes in
+        this run (``model/map_counts.py``), in the stored description, after it was settled; return it
+        and the count recorded before (None: none; another: the output it expands over changed, and
+        Airflow, which expanded the stage, is followed)."""
+        outcome: list[tuple[PipelineDescription, int | None]] = []
+
+        def change(current: bytes | None) -> bytes | None:
+            if current is None:
+                raise ValueError(f"run {self.run.run_id!r} has no stored pipeline to record a count in")
+            stored = PipelineDescription.from_json(current)
+            before = stored.map_counts.get(stage)
+            outcome[:] = [(stored, before)]
+            if before == count:
+                return None
+            outcome[:] = [(stored.with_map_count(stage, count), before)]
+            return outcome[0][0].to_json()
+
+        self._descriptions.update_raw(self.description_key, change, oversized="truncate")
+        return outcome[0]
 
     def description(self) -> PipelineDescription | None:
         """The stored pipeline of this run; None before its first stage try."""

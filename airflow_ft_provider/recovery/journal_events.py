@@ -7,6 +7,7 @@
     adopted      a try committed a killed try's finished output    stage_try/adoption.py
     checkpoint   where a checkpointed try started from             stage_try/checkpointed.py
     checkpoints  how a checkpointed try's checkpoints went         stage_try/checkpointed.py
+    expanded     a stage's map indexes, counted at run time        recovery/journal.py
     invalid      a stored event that cannot be read (with why)     journal_schema.decode_event
     other kinds  an event of a newer release, shown as it names itself (a rolling upgrade)
 
@@ -186,6 +187,19 @@ class CheckpointsTaken(TryEvent):
 
     def _try_details(self) -> Mapping[str, object]:
         return {"succeeded": self.succeeded, **self.statistics}
+
+
+@dataclass(frozen=True, kw_only=True)
+class StageExpanded(TryEvent):
+    """A stage mapped over another task's output ran with ``count`` map indexes in this run (first
+    recorded, or changed from ``previous`` when the output it expands over changed)."""
+
+    kind: ClassVar[str] = "expanded"
+    count: int = 0
+    previous: int | None = None
+
+    def _try_details(self) -> Mapping[str, object]:
+        return {"count": self.count, "previous": self.previous}
 
 
 @dataclass(frozen=True, kw_only=True)

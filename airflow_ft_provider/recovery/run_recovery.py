@@ -22,13 +22,14 @@ from airflow_ft_provider.failover.clock import Clock, SystemClock
 from airflow_ft_provider.failover.decision import FailoverDecision
 from airflow_ft_provider.hooks.task_instances import TaskInstanceApi
 from airflow_ft_provider.model.description import PipelineDescription
+from airflow_ft_provider.model.map_counts import RunTimeCount
 from airflow_ft_provider.model.parsed import parsed_description
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.clearing import RestartClears
 from airflow_ft_provider.recovery.decide import FailureHandler
 from airflow_ft_provider.recovery.gate import TryGate
 from airflow_ft_provider.recovery.journal import RecoveryJournal
-from airflow_ft_provider.recovery.journal_events import ManualRestart, TryEvent
+from airflow_ft_provider.recovery.journal_events import ManualRestart, StageExpanded, TryEvent
 from airflow_ft_provider.recovery.pending import RunState
 from airflow_ft_provider.recovery.reconcile import PendingClears
 from airflow_ft_provider.recovery.scope import RunScope
@@ -74,11 +75,13 @@ class RunRecovery:
         parsed: PipelineDescription | None = None,
         store: S3PartitionStore | None = None,
         settle: bool = False,
+        expanded: RunTimeCount | None = None,
     ) -> RunRecovery:
         """In a worker: the run's stored pipeline, else the one its DAG file parsed to (``parsed``, or
         the one the context's DAG carries). ``settle`` (a stage try's start) stores the parsed one as
         the run's, unless a pending restart depends on the stored one
-        (``RecoveryJournal.settle_description``)."""
+        (``RecoveryJournal.settle_description``), and records ``expanded``, the count of a stage mapped
+        over another task's output (``model/map_counts.py``), before anything reads the run's graph."""
         parsed = parsed or parsed_description(context["dag"])
         run_id = context["run_id"]
         assert isinstance(run_id, str)
@@ -88,7 +91,27 @@ class RunRecovery:
             store = pipeline_store(parsed)
         journal = RecoveryJournal(store, RunRef(parsed.dag_id, run_id))
         description = journal.settle_description(parsed, now=time.time()) if settle else journal.description()
+        if settle and expanded is not None:
+            description = cls._record_count(journal, expanded)
         return cls(description or parsed, run_id, store)
+
+    @staticmethod
+    def _record_count(journal: RecoveryJournal, expanded: RunTimeCount) -> PipelineDescription:
+        description, before = journal.record_map_count(expanded.stage, expanded.count)
+        if before != expanded.count:
+            why = f"{expanded.count} map indexes, as Airflow expanded it over the output it is mapped over"
+            if before is not None:
+                why += f" ({before} before: that output changed during the run)"
+            journal.record(
+                StageExpanded(
+                    task=expanded.stage,
+                    try_number=expanded.try_number,
+                    count=expanded.count,
+                    previous=before,
+                    reason=why,
+                )
+            )
+        return description
 
     @classmethod
     def for_reader(

@@ -50,6 +50,8 @@ EXPECTED_REGIONS = {
         [["clean_events[0]", "make_events[0]"], ["clean_events[1]", "make_events[1]"], ["user_totals"]],
         ["region_make_events"],
     ),
+    #   list_files --> [parse_file[i] ~~> score_file[i]] (one per file, counted at run time) --> daily_report
+    "ft_example_daily_files": ([["daily_report"], ["parse_file", "score_file"]], ["region_parse_file"]),
     #   make_readings --> scale_readings (checkpointed) --> hourly_totals
     "ft_example_checkpointed_stage": ([["hourly_totals"], ["make_readings"], ["scale_readings"]], []),
     "ft_example_restart_fixed_delay": ([["ingest"]], []),
@@ -73,7 +75,7 @@ for dag_id, dag in bag.dags.items():
         "params": dag.params.dump(),
         "retry_policy": sorted({{
             type(getattr(t, "retry_policy", None) or t.partial_kwargs.get("retry_policy")).__name__
-            for t in dag.tasks
+            for t in dag.tasks if t.task_id in p.stages
         }}),
     }}
 print("RESULT" + json.dumps(out))

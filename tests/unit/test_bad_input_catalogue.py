@@ -1084,12 +1084,12 @@ CATALOGUE = [
         "declare the input on 'b' or remove the edge",
     ),
     row(
-        "wiring/expand-over-xcom",
-        dag_file(expand_over_xcom),
+        "wiring/expand-over-xcom-without-store",
+        dag_file(expand_over_xcom, store=None),
         PipelineWiringError,
-        "stage 's'",
-        "must be known when the DAG is parsed",
-        "expand over a literal list",
+        "stage 's' expands over another task's output",
+        "recorded with the run's partitions",
+        "give the pipeline a store",
     ),
     row(
         "wiring/no-stages",

@@ -23,6 +23,7 @@ from airflow_ft_provider.recovery.journal_events import (
     OtherEvent,
     OutputsReused,
     RestartReconciled,
+    StageExpanded,
     WorkAdopted,
 )
 from airflow_ft_provider.safe_json import is_finite_number, load_json
@@ -144,6 +145,10 @@ def event_from_json(doc: Mapping[str, object]) -> JournalEvent:
             try_number=try_number,
             succeeded=succeeded if isinstance(succeeded, bool) else None,
             statistics=statistics,
+        )
+    if kind == "expanded":
+        return StageExpanded(
+            **common, try_number=try_number, count=f.count("count") or 0, previous=f.count("previous")
         )
     return OtherEvent(**common, named_kind=kind)
 

@@ -158,3 +158,24 @@ def test_a_try_whose_run_asks_for_no_faults_never_loads_the_injection_code():
     )
     out = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=True)
     assert out.stdout.split()[-2:] == ["True", "False"]
+
+
+def test_a_stage_not_expanded_yet_may_be_named_and_a_typo_still_fails():
+    from airflow_ft_provider.faults.injection import parse_faults
+
+    ahead = [{"task": "score_file[23]", "times": 1}, {"task": "report", "delete": ["scores[5]"]}]
+    tasks, partitions = ["parse_file[0]", "report"], ["parsed[0]"]
+    later = {"score_file", "scores"}  # pending: counted when score_file's first try starts
+    assert [
+        f.task for f in parse_faults(ahead, "report", tasks=tasks, partitions=partitions, later=later)
+    ] == ["report"]
+    with pytest.raises(ValueError, match="no task 'scor_file\\[23\\]'"):
+        parse_faults([{"task": "scor_file[23]"}], "report", tasks=tasks, partitions=partitions, later=later)
+    with pytest.raises(ValueError, match="no partition 'score\\[5\\]'"):
+        parse_faults(
+            [{"task": "report", "delete": ["score[5]"]}],
+            "report",
+            tasks=tasks,
+            partitions=partitions,
+            later=later,
+        )

@@ -500,6 +500,23 @@ def test_a_huge_parallelism_in_a_stored_description_is_refused_quickly(airflow, 
     assert time.monotonic() - started < 5
 
 
+def test_a_huge_run_time_map_count_in_a_stored_description_is_refused(airflow, web):
+    expanded = PipelineDescription(
+        DAG,
+        [
+            StageDeclaration("A", 1, (), (Output("a"),), mapped=True, expands_at_run_time=True),
+            StageDeclaration("B", 1, (Input("a"),), (Output("b"),)),
+            StageDeclaration("C", 1, (Input("b"),), (Output("c"),)),
+            StageDeclaration("D", 1, (Input("b"),), (Output("d"),)),
+        ],
+        restart_config=FIXED,
+        map_counts={"A": 2_000_000},
+    )
+    run_id = airflow.run(stored=expanded)
+    response = web.get(f"/api/runs/{DAG}/{run_id}", headers=bearer(airflow.token("ada")))
+    assert response.status_code == 409 and "records 2000000 map indexes of stage 'A'" in response.text
+
+
 def test_run_ids_the_store_cannot_hold_are_a_clear_4xx(airflow, web):
     airflow.run(run_id=".")  # Airflow accepts '.' as a run id ('..' it refuses itself)
     ada = bearer(airflow.token("ada"))

@@ -63,3 +63,51 @@ def test_a_changed_dag_replaces_the_pipeline_only_while_no_restart_is_pending(st
     assert "DAG locator changed since run manual__1 stored its pipeline" in caplog.text
     assert settle_run_pipeline(changed, store, RUN, now=1200.0) is changed  # the restart is done
     assert sorted(stored(store).stages) == ["A", "B", "C"]
+
+
+def mapped_at_run_time() -> PipelineDescription:
+    return pipeline(StageDeclaration("C", 1, (Input("a"),), (), mapped=True, expands_at_run_time=True))
+
+
+def test_a_run_time_count_is_recorded_once_kept_by_later_tries_and_in_the_history(store):
+    from airflow_ft_provider.model.map_counts import RunTimeCount
+    from airflow_ft_provider.recovery.journal_events import StageExpanded
+
+    parsed = mapped_at_run_time()
+    journal = RecoveryJournal(store, RunRef("locator", RUN))
+    context = {"run_id": RUN}
+    for try_number in (1, 1, 2):  # two indexes' first tries, then a retry: one record
+        recovery = RunRecovery.for_worker(
+            context, parsed=parsed, store=store, settle=True, expanded=RunTimeCount("C", 37, try_number)
+        )
+        assert recovery.pipeline.graph.stages["C"].parallelism == 37
+    # A later try parses the DAG again (no counts): the stored counts stand, for every reader
+    assert settle_run_pipeline(mapped_at_run_time(), store, RUN, now=2000.0).map_counts == {"C": 37}
+    assert stored(store).core_task_id("C", 23) == "C[23]"
+    [event] = [e for e in journal.events() if isinstance(e, StageExpanded)]
+    assert (event.task, event.count, event.previous) == ("C", 37, None)
+    assert "37 map indexes" in event.reason
+    # The output it expands over changed (the run was cleared and its upstream returned fewer items)
+    RunRecovery.for_worker(
+        context, parsed=parsed, store=store, settle=True, expanded=RunTimeCount("C", 30, 3)
+    )
+    assert stored(store).map_counts == {"C": 30}
+    changed = [e for e in journal.events() if isinstance(e, StageExpanded)][-1]
+    assert (changed.count, changed.previous) == (30, 37) and "37 before" in changed.reason
+
+
+def test_a_changed_dag_replacing_the_stored_pipeline_keeps_the_runs_counts(store):
+    from airflow_ft_provider.model.map_counts import RunTimeCount
+
+    RunRecovery.for_worker(
+        {"run_id": RUN},
+        parsed=mapped_at_run_time(),
+        store=store,
+        settle=True,
+        expanded=RunTimeCount("C", 4, 1),
+    )
+    edited = pipeline(
+        StageDeclaration("C", 1, (Input("a"),), (Output("c"),), mapped=True, expands_at_run_time=True)
+    )
+    assert settle_run_pipeline(edited, store, RUN, now=3000.0).map_counts == {"C": 4}
+    assert stored(store).stages["C"].outputs == (Output("c"),) and stored(store).map_counts == {"C": 4}

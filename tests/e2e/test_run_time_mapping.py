@@ -1,0 +1,162 @@
+"""Stages mapped over another task's output, in a real Airflow with Spark Connect stages and S3: the
+run's graph is completed when their counts are known, and region failover works on it.
+
+    list_files ──▶ [parse_file[i] ~~parsed[i]~~> score_file[i]] ──scores──▶ daily_report
+                                                   (dags_examples/daily_files.py, one region per file)
+
+All runs are triggered at once (module fixture); each test waits for its own.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import pytest
+
+from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+from airflow_ft_provider.partitions.parquet import read_table
+from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.data.journal_records import stored_events
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
+
+FILES = "ft_example_daily_files"
+RUNS = {
+    # 37 files; score_file[23] fails once, and scores[5] is lost before daily_report reads it
+    "files_37": (
+        FILES,
+        {
+            "files": 37,
+            "ft_faults": [
+                {"task": "score_file[23]", "times": 1},
+                {"task": "daily_report", "delete": ["scores[5]"]},
+            ],
+        },
+    ),
+    "files_1": (FILES, {"files": 1}),
+    "files_0": (FILES, {"files": 0}),  # an empty map: the stages and the report are skipped
+    # left expands over 3 items, right over 2, and right reads left's pipelined partitions pointwise
+    "mismatch": ("ft_e2e_count_mismatch", {}),
+    # follow expands over make's results (Airflow's map over a mapped task's output)
+    "map_over_map": ("ft_e2e_map_over_map", {}),
+}
+
+
+@pytest.fixture(scope="module")
+def runs(live_airflow):
+    live_airflow.wait_for_dags({dag for dag, _ in RUNS.values()}, timeout=120)
+    stamp = datetime.now().strftime("%H%M%S%f")
+    started = {}
+    for name, (dag_id, conf) in RUNS.items():
+        run_id = f"runtime_{name}__{stamp}"
+        live_airflow.client.trigger_dag_run(dag_id, conf, run_id=run_id)
+        started[name] = (dag_id, run_id)
+    return started
+
+
+@pytest.fixture(scope="module")
+def store(s3_endpoint, e2e_store_url):
+    return S3PartitionStore(s3_endpoint.client(), e2e_store_url)
+
+
+def finish(live_airflow, runs, name, timeout=900):
+    dag_id, run_id = runs[name]
+    run = live_airflow.client.wait_for_dag_run(dag_id, run_id, timeout=timeout)
+    tis = live_airflow.client.task_instances(dag_id, run_id)
+    return run, tis, live_airflow.describe_run(dag_id, run_id)
+
+
+def report(store, dag_id, run_id):
+    rows = read_table(store, RunRef(dag_id, run_id).parse("report")).to_pylist()
+    return sorted((r["file"], r["lines"], r["score"]) for r in rows)
+
+
+def expected_report(files):
+    # parse_file: lines 0..9 with amount = line + 100 * n; score_file: score = 2 * amount
+    return sorted(
+        (f"orders-{n:04d}.csv", 10, sum(2 * (line + 100 * n) for line in range(10))) for n in range(files)
+    )
+
+
+def test_a_failure_in_index_23_restarts_its_region_and_a_lost_partition_of_index_5_backtracks(
+    live_airflow, runs, store
+):
+    run, tis, story = finish(live_airflow, runs, "files_37")
+    dag_id, run_id = runs["files_37"]
+    assert run["state"] == "success", story
+    tries = try_numbers(tis)
+    again = {task: n for task, n in tries.items() if n > 1}
+    # index 23's region (its failure), index 5's region (backtracking to the producer of scores[5]),
+    # and the report that found scores[5] lost; the 35 other files' regions ran once
+    assert again == {
+        "score_file[23]": 2,
+        "parse_file[23]": 2,
+        "score_file[5]": 2,
+        "parse_file[5]": 2,
+        "daily_report": 2,
+    }, story
+    assert sum(1 for task in tries if task.startswith("score_file[")) == 37
+    assert report(store, dag_id, run_id) == expected_report(37)
+    events = stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
+    expanded = sorted((e["task"], e["count"]) for e in events if e["kind"] == "expanded")
+    assert expanded == [("parse_file", 37), ("score_file", 37)], events
+    failovers = {e["task"]: e for e in events if e["kind"] == "failover"}
+    assert ["parse_file[23]", "score_file[23]"] in failovers["score_file[23]"]["regions"]
+    assert not any("[22]" in t or "[24]" in t for r in failovers["score_file[23]"]["regions"] for t in r)
+    assert failovers["daily_report"]["unavailable"] == ["scores[5]"]
+    assert ["parse_file[5]", "score_file[5]"] in failovers["daily_report"]["regions"]
+    # every reader of the run sees the expanded graph: the stored pipeline, as the failover page reads it
+    stored = RecoveryJournal(store, RunRef(dag_id, run_id)).description()
+    assert stored is not None and stored.map_counts == {"parse_file": 37, "score_file": 37}
+    assert stored.tasks_named("score_file")[36] == "score_file[36]"
+
+
+def test_a_map_of_one_item_runs_as_one_region(live_airflow, runs, store):
+    run, tis, story = finish(live_airflow, runs, "files_1")
+    dag_id, run_id = runs["files_1"]
+    assert run["state"] == "success", story
+    assert try_numbers(tis) == {"list_files": 1, "parse_file[0]": 1, "score_file[0]": 1, "daily_report": 1}
+    assert report(store, dag_id, run_id) == expected_report(1)
+
+
+def test_an_empty_map_skips_its_stages_and_their_consumers_and_the_run_succeeds(live_airflow, runs, store):
+    run, tis, story = finish(live_airflow, runs, "files_0")
+    dag_id, run_id = runs["files_0"]
+    assert run["state"] == "success", story
+    states = {ti["task_id"]: ti["state"] for ti in tis}
+    assert states == {
+        "list_files": "success",
+        "parse_file": "skipped",
+        "score_file": "skipped",
+        "daily_report": "skipped",
+    }, story
+    stored = RecoveryJournal(store, RunRef(dag_id, run_id)).description()
+    assert stored is None  # no stage try ran: nothing was stored for the run
+
+
+def test_unequal_counts_on_a_pointwise_pipelined_exchange_fail_the_consumer_without_retry(live_airflow, runs):
+    run, tis, story = finish(live_airflow, runs, "mismatch")
+    dag_id, run_id = runs["mismatch"]
+    assert run["state"] == "failed", story
+    states = {(ti["task_id"], ti["map_index"]): (ti["state"], ti["try_number"]) for ti in tis}
+    assert all(states[("left", i)] == ("success", 1) for i in range(3)), story
+    assert {states[("right", i)] for i in range(2)} == {("failed", 1)}, story  # not retried
+    log = live_airflow.task_log(dag_id, run_id, "right", 1, map_index=0)
+    assert "stage 'right' runs with 2 map indexes and reads the pipelined result 'sides' pointwise" in log
+    assert "from stage 'left', which ran with 3" in log
+
+
+def test_a_stage_mapped_over_a_mapped_stages_results(live_airflow, runs, store):
+    run, tis, story = finish(live_airflow, runs, "map_over_map")
+    dag_id, run_id = runs["map_over_map"]
+    assert run["state"] == "success", story
+    assert try_numbers(tis) == {
+        "sizes": 1,
+        **{f"make[{i}]": 1 for i in range(3)},
+        **{f"follow[{i}]": 1 for i in range(3)},
+    }, story
+    for i, size in enumerate((1, 2, 3)):
+        rows = read_table(store, RunRef(dag_id, run_id).parse(f"followed[{i}]")).to_pylist()
+        assert {(r["size"], r["source"], r["rows"]) for r in rows} == {(size, f"made[{i}]", size)}
+        assert len(rows) == size
