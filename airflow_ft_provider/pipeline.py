@@ -213,14 +213,6 @@ class FailoverPipeline:
         )
         self.graph = self.description.declared_graph
         tasks_by_id = {t.task_id: t for t in tasks}
-        if self.description.run_time_stages and not self.store_url:
-            stage = sorted(self.description.run_time_stages)[0]
-            raise PipelineWiringError(
-                f"stage {stage!r} expands over another task's output, so its map indexes are counted when "
-                "the run gets there and recorded with the run's partitions; give the pipeline a store "
-                "(FailoverPipeline(store='s3://bucket/prefix') or [ft_provider] partition_store_url), or "
-                "expand over a literal list"
-            )
         if self.store_url:
             self._refuseown_retry_settings(tasks_by_id)
         self._check_explicit_edges(tasks_by_id)

@@ -92,7 +92,7 @@ class RecoveryJournal:
         first try stores it (a conditional create); a later try that parsed a different one (the DAG
         file was edited) replaces it only while no restart is pending, and says so in its log."""
         kept = self.store_description(parsed, replace_if=lambda: not self.load().restart_pending(now))
-        if kept is not parsed:
+        if kept is not parsed and not kept.declares_as(parsed):
             log.warning(
                 "DAG %s changed since run %s stored its pipeline, and a restart of that run is pending: "
                 "recovery goes on with the stored pipeline until the restart is done (clear the run to "

@@ -92,7 +92,9 @@ class RunRecovery:
         journal = RecoveryJournal(store, RunRef(parsed.dag_id, run_id))
         description = journal.settle_description(parsed, now=time.time()) if settle else journal.description()
         if settle and expanded is not None:
-            description = cls._record_count(journal, expanded)
+            known = None if description is None else description.map_counts.get(expanded.stage)
+            if known != expanded.count:  # else the run recorded it already: nothing to write
+                description = cls._record_count(journal, expanded)
         return cls(description or parsed, run_id, store)
 
     @staticmethod

@@ -16,16 +16,18 @@ from pathlib import Path
 import pytest
 
 from ft_harness.airflow.deployment import ReferenceDeployment
-from ft_harness.airflow.live_airflow import E2E_DAGS_DIR
+from ft_harness.airflow.live_airflow import E2E_DAGS_DIR, EXAMPLE_DAGS_DIR
 from ft_harness.chaos.scenario_runs import ScenarioRuns
 
 CLUSTER_DAGS = Path(__file__).resolve().parent / "dags"
+# The example pipelines the cluster scenarios run too (with the module they share)
+EXAMPLES = [EXAMPLE_DAGS_DIR / name for name in ("daily_files.py", "example_support.py")]
 
 
 @pytest.fixture(scope="session")
 def deployment(s3_endpoint, statsd_listener, tmp_path_factory):
     with ReferenceDeployment(
-        [E2E_DAGS_DIR, CLUSTER_DAGS],
+        [E2E_DAGS_DIR, CLUSTER_DAGS, *EXAMPLES],
         folder=tmp_path_factory.mktemp("deployment"),
         s3=s3_endpoint,
         env=statsd_listener.environment(),  # metrics from every component, as an operator would see them

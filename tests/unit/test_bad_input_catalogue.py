@@ -313,18 +313,6 @@ def restart_strategy_in_airflow_cfg(env: Env) -> None:
         conf.remove_option("ft_provider", "restart-strategy.type")
 
 
-def expand_over_xcom() -> None:
-    from airflow.sdk import task
-
-    from airflow_ft_provider.operators.spark_stage import SparkStageOperator
-
-    @task
-    def shards() -> list[list[str]]:
-        return [["a"], ["b"]]
-
-    SparkStageOperator.partial(task_id="s", application="s.py").expand(application_args=shards())
-
-
 def pipeline_outside_dag(env: Env) -> None:
     from airflow_ft_provider.pipeline import FailoverPipeline
 
@@ -1082,14 +1070,6 @@ CATALOGUE = [
         "the edge a >> b contradicts the declared partitions",
         "'b' consumes none of the results of 'a'",
         "declare the input on 'b' or remove the edge",
-    ),
-    row(
-        "wiring/expand-over-xcom-without-store",
-        dag_file(expand_over_xcom, store=None),
-        PipelineWiringError,
-        "stage 's' expands over another task's output",
-        "recorded with the run's partitions",
-        "give the pipeline a store",
     ),
     row(
         "wiring/no-stages",

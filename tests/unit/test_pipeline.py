@@ -125,18 +125,23 @@ def test_invalid_restart_strategy_fails_at_parse_time():
                 stage("a")
 
 
-def test_dynamic_mapping_is_refused_because_regions_need_parallelism():
+def test_mapping_over_another_tasks_output_is_counted_at_run_time():
     from airflow.sdk import task
 
-    with pytest.raises(PipelineWiringError, match=r"must be known when the DAG is parsed"):
-        with DAG("wiring_dynamic", schedule=None):
+    with DAG("wiring_dynamic", schedule=None) as dag:
 
-            @task
-            def shards():
-                return [["a"], ["b"]]
+        @task
+        def shards():
+            return [["a"], ["b"]]
 
-            with FailoverPipeline():
-                SparkStageOperator.partial(task_id="s", application="s.py").expand(application_args=shards())
+        with FailoverPipeline(store="s3://ft-wiring/pipelines/"):
+            SparkStageOperator.partial(task_id="s", application="s.py", outputs=["x"]).expand(
+                application_args=shards()
+            )
+            SparkStageOperator(task_id="t", application="t.py", inputs=["x"])
+    description = pipeline_of(dag).description
+    assert description.run_time_stages == {"s"} and description.pending == {"s", "t"}
+    assert dag.task_dict["t"].upstream_task_ids == {"s"}  # wired from the declared graph
 
 
 @pytest.fixture

@@ -1,0 +1,18 @@
+"""Stages mapped over another task's output (tests/e2e/test_run_time_mapping.py), unchanged, on the
+reference deployment: CeleryExecutor with two workers (each try asks the API server for its stage's
+count through its own worker), Spark standalone with Connect on a host of its own, the executors'
+data path."""
+
+import pytest
+
+from tests.e2e.test_run_time_mapping import (  # noqa: F401  (the tests and their fixtures)
+    runs,
+    store,
+    test_a_failure_in_index_23_restarts_its_region_and_a_lost_partition_of_index_5_backtracks,
+    test_a_map_of_one_item_runs_as_one_region,
+    test_a_stage_mapped_over_a_mapped_stages_results,
+    test_an_empty_map_skips_its_stages_and_their_consumers_and_the_run_succeeds,
+    test_unequal_counts_on_a_pointwise_pipelined_exchange_fail_the_consumer_without_retry,
+)
+
+pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3, pytest.mark.timeout(1500)]
