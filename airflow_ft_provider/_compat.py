@@ -138,3 +138,17 @@ def map_indexes_in_run(ti: _RunningTask, run_id: str) -> int:
         for key, state in states.get(run_id, {}).items()
         if key.startswith(prefix) and key[len(prefix) :].isdigit() and state != "removed"
     )
+
+
+def expand_references(task: Task) -> list[str]:
+    """The task ids a mapped task's ``expand`` input pulls from (``ExpandInput.iter_references``)."""
+    if not is_mapped(task):
+        return []
+    return [operator.task_id for operator, _ in task.expand_input.iter_references()]
+
+
+def unique_task_id(task_id: str) -> str:
+    """``task_id``, or ``task_id__<n>`` when the DAG being defined has it (``@task``'s numbering)."""
+    from airflow.sdk.bases.decorator import get_unique_task_id
+
+    return get_unique_task_id(task_id)

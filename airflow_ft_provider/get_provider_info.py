@@ -296,7 +296,13 @@ def get_provider_info() -> dict[str, object]:
             {"integration-name": PARTITIONS, "tags": ["aws", "software"]},
         ],
         "operators": [
-            {"integration-name": PIPELINES, "python-modules": ["airflow_ft_provider.operators.spark_stage"]},
+            {
+                "integration-name": PIPELINES,
+                "python-modules": [
+                    "airflow_ft_provider.operators.spark_stage",
+                    "airflow_ft_provider.operators.auto_parallelism",
+                ],
+            },
         ],
         "hooks": [
             {"integration-name": PARTITIONS, "python-modules": ["airflow_ft_provider.hooks.partition_store"]},

@@ -224,6 +224,10 @@ class FailoverPipeline:
         for consumption in self.graph.consumptions:
             producer = self.graph.results[consumption.result].producer
             tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
+        if any(getattr(t, "is_shard_planner", False) for t in tasks):  # stages sized by their inputs
+            from airflow_ft_provider.operators.auto_parallelism import bind_planners
+
+            bind_planners(tasks_by_id, self.description)
         self.regions = self.description.declared_regions
         self.stage_connections = {stage: self._spark_connection(tasks_by_id[stage]) for stage in self.stages}
         self._check_pipelined_connections()

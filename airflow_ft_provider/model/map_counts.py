@@ -25,11 +25,12 @@ from airflow_ft_provider.failover import DistributionPattern, StageGraph
 
 @dataclass(frozen=True)
 class RunTimeCount:
-    """What a try of a stage expanding at run time found: Airflow runs ``stage`` with ``count`` indexes."""
+    """A stage's count in a run: as a try of it found Airflow expanded it, or as its planner decided."""
 
     stage: str
     count: int
-    try_number: int
+    try_number: int | None
+    reason: str = ""  # why this count (an auto parallelism's rule); Airflow's expansion by default
 
 
 @dataclass(frozen=True)

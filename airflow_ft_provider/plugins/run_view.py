@@ -321,6 +321,7 @@ def build_run_view(
             {"id": s.name, "parallelism": s.parallelism, "tasks": s.task_ids} for s in graph.stages.values()
         ],
         "tasks": list(tasks.values()),
+        "not_expanded": sorted(description.pending),  # model/map_counts.py: no try of them yet
         "edges": edges,
         "regions": regions,
         "partitions": _partition_rows(description, report, tasks, mask),

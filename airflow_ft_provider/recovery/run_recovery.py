@@ -101,7 +101,9 @@ class RunRecovery:
     def _record_count(journal: RecoveryJournal, expanded: RunTimeCount) -> PipelineDescription:
         description, before = journal.record_map_count(expanded.stage, expanded.count)
         if before != expanded.count:
-            why = f"{expanded.count} map indexes, as Airflow expanded it over the output it is mapped over"
+            why = expanded.reason or (
+                f"{expanded.count} map indexes, as Airflow expanded it over the output it is mapped over"
+            )
             if before is not None:
                 why += f" ({before} before: that output changed during the run)"
             journal.record(

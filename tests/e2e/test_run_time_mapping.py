@@ -9,6 +9,7 @@ All runs are triggered at once (module fixture); each test waits for its own.
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 
 import pytest
@@ -40,6 +41,17 @@ RUNS = {
     "mismatch": ("ft_e2e_count_mismatch", {}),
     # follow expands over make's results (Airflow's map over a mapped task's output)
     "map_over_map": ("ft_e2e_map_over_map", {}),
+    # sized's shards from raw's committed size at 1 MB a shard: about 0.2 MB, then 6 to 11 MB (one
+    # shard failing once), then 1.5 to 3 MB with raw lost and rebuilt (with another size)
+    "auto_small": ("ft_e2e_auto_parallelism", {"rows": 2000}),
+    "auto_sized": (
+        "ft_e2e_auto_parallelism",
+        {"rows": 80000, "ft_faults": [{"task": "sized[1]", "times": 1}]},
+    ),
+    "auto_rebuilt": (
+        "ft_e2e_auto_parallelism",
+        {"rows": 20000, "ft_faults": [{"task": "sized[0]", "delete": ["raw"]}]},
+    ),
 }
 
 
@@ -112,6 +124,44 @@ def test_a_failure_in_index_23_restarts_its_region_and_a_lost_partition_of_index
     assert stored.tasks_named("score_file")[36] == "score_file[36]"
 
 
+def test_after_the_run_one_indexs_region_restarted_by_hand_reruns_it_and_reuses_the_rest(
+    live_airflow, runs, store
+):
+    # after test_a_failure_in_index_23_...: the run is over
+    run, before, story = finish(live_airflow, runs, "files_37")
+    dag_id, run_id = runs["files_37"]
+    result = live_airflow.provider_cli(
+        "restart-region", "--dag-id", dag_id, "--run-id", run_id, "--task", "score_file[3]"
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert json.loads(result.stdout) == {
+        "task": "score_file[3]",
+        "restarted": ["daily_report", "parse_file[3]", "score_file[3]"],
+    }
+    report_try = try_numbers(before)["daily_report"]
+    live_airflow.client.wait_for_task_instance(
+        dag_id,
+        run_id,
+        "daily_report",
+        predicate=lambda ti: ti["try_number"] > report_try and ti["state"] == "success",
+        timeout=600,
+    )
+    run, after, story = finish(live_airflow, runs, "files_37")
+    assert run["state"] == "success", story
+    old, new = try_numbers(before), try_numbers(after)
+    assert {task for task in new if new[task] != old[task]} == {
+        "parse_file[3]",
+        "score_file[3]",
+        "daily_report",
+    }
+    # score_file[3] wrote the same rows again: the report's new try took its earlier output, no Spark
+    reused = [
+        e for e in stored_events(RecoveryJournal(store, RunRef(dag_id, run_id))) if e["kind"] == "reused"
+    ]
+    assert [(e["task"], e["try_number"]) for e in reused] == [("daily_report", new["daily_report"])], story
+    assert report(store, dag_id, run_id) == expected_report(37)
+
+
 def test_a_map_of_one_item_runs_as_one_region(live_airflow, runs, store):
     run, tis, story = finish(live_airflow, runs, "files_1")
     dag_id, run_id = runs["files_1"]
@@ -160,3 +210,50 @@ def test_a_stage_mapped_over_a_mapped_stages_results(live_airflow, runs, store):
         rows = read_table(store, RunRef(dag_id, run_id).parse(f"followed[{i}]")).to_pylist()
         assert {(r["size"], r["source"], r["rows"]) for r in rows} == {(size, f"made[{i}]", size)}
         assert len(rows) == size
+
+
+def shards_run(live_airflow, runs, store, name):
+    """(tries, the recorded count, raw's committed bytes, the planner's 'expanded' event)."""
+    run, tis, story = finish(live_airflow, runs, name)
+    dag_id, run_id = runs[name]
+    assert run["state"] == "success", story
+    stored = RecoveryJournal(store, RunRef(dag_id, run_id)).description()
+    assert stored is not None
+    raw = store.manifest(RunRef(dag_id, run_id).parse("raw")).total_size
+    [event] = [
+        e for e in stored_events(RecoveryJournal(store, RunRef(dag_id, run_id))) if e["kind"] == "expanded"
+    ]
+    total = read_table(store, RunRef(dag_id, run_id).parse("total")).to_pylist()
+    rows = store.manifest(RunRef(dag_id, run_id).parse("raw")).row_count
+    assert total == [{"rows": rows, "ids": rows}]  # every row of raw in exactly one shard
+    return try_numbers(tis), stored.map_counts["sized"], raw, event
+
+
+def rule(size):
+    """Flink's: ceil(bytes / avg-data-volume-per-task) within [1, 16], at 1 MB a shard."""
+    return min(16, max(1, -(-size // (1 << 20))))
+
+
+def test_auto_parallelism_sizes_a_small_input_to_one_shard(live_airflow, runs, store):
+    tries, count, raw, event = shards_run(live_airflow, runs, store, "auto_small")
+    assert count == rule(raw) == 1
+    assert tries == {"produce": 1, "auto_parallelism": 1, "sized[0]": 1, "total": 1}
+    assert (
+        event["reason"].startswith("auto parallelism: 1 shard: ") and "at 1 MB per shard" in event["reason"]
+    )
+
+
+def test_auto_parallelism_sizes_by_the_rule_and_a_region_restart_keeps_the_count(live_airflow, runs, store):
+    tries, count, raw, event = shards_run(live_airflow, runs, store, "auto_sized")
+    assert count == rule(raw) and 6 <= count <= 12, (count, raw)
+    assert sum(1 for task in tries if task.startswith("sized[")) == count
+    assert {task: n for task, n in tries.items() if n > 1} == {"sized[1]": 2}  # its region alone
+    assert event["count"] == count and event["try_number"] is None
+    assert event["reason"].startswith(f"auto parallelism: {count} shards: ")
+
+
+def test_a_rebuilt_input_of_another_size_keeps_the_decided_count(live_airflow, runs, store):
+    tries, count, raw, event = shards_run(live_airflow, runs, store, "auto_rebuilt")
+    assert tries["produce"] == 2 and tries["auto_parallelism"] == 1  # raw rebuilt; no new decision
+    assert sum(1 for task in tries if task.startswith("sized[")) == count == event["count"]
+    assert all(tries[f"sized[{i}]"] >= 2 for i in range(count))  # every shard read raw again

@@ -1,5 +1,6 @@
 """Pipelines are wired from partitions when the DAG is parsed; miswiring fails there, clearly."""
 
+import re
 from datetime import timedelta
 
 import pytest
@@ -546,3 +547,53 @@ def test_a_misspelt_checkpoint_key_suggests_the_key_meant():
         one_stage_pipeline(
             "misspelt_checkpoint", checkpointing={"execution.checkpointing.intervall": "1 min"}
         )
+
+
+def test_a_stage_sized_by_its_inputs_gets_a_planner_that_runs_after_their_producers():
+    from airflow_ft_provider.decorators import ft_stage
+    from airflow_ft_provider.model.auto_parallelism import AVG_VOLUME
+    from airflow_ft_provider.operators.auto_parallelism import AutoParallelismOperator, auto_parallelism
+
+    @ft_stage(inputs=["raw"], outputs=["scored"])
+    def score(spark, io, shard, shards):
+        pass
+
+    with DAG("wiring_auto", schedule=None) as dag:
+        with FailoverPipeline(store="s3://ft-wiring/pipelines/"):
+            SparkStageOperator(task_id="extract", application="e.py", outputs=["raw"])
+            SparkStageOperator(task_id="other", application="o.py", outputs=["unrelated"])
+            score.expand_kwargs(auto_parallelism({AVG_VOLUME: "256 MB"}))
+    planner = dag.task_dict["auto_parallelism"]
+    assert isinstance(planner, AutoParallelismOperator) and planner.stage == "score"
+    assert planner.upstream_task_ids == {"extract"}  # sized when raw is committed, not before
+    assert dag.task_dict["score"].upstream_task_ids == {"extract", "auto_parallelism"}
+    assert pipeline_of(dag).description.run_time_stages == {"score"}
+    [of_kwargs] = dag.task_dict["score"].expand_input.value["application_args"].callables
+    assert of_kwargs({"shard": 2, "shards": 5}) == [2, 5]
+
+
+@pytest.mark.parametrize(
+    "build, says",
+    [
+        ("unbound", "'auto_parallelism' (auto_parallelism) sizes no stage"),
+        ("pipelined", "reads the pipelined result 'raw', whose size is known only as it is read"),
+        ("no_inputs", "reads no input to size its shards by"),
+        ("bad_key", "unknown key 'avg-data-volume'"),
+    ],
+)
+def test_a_planner_that_cannot_size_its_stage_is_a_parse_error(build, says):
+    from airflow_ft_provider.operators.auto_parallelism import auto_parallelism
+
+    with pytest.raises(PipelineWiringError, match=re.escape(says)):
+        with DAG(f"wiring_auto_{build}", schedule=None):
+            with FailoverPipeline(store="s3://ft-wiring/pipelines/"):
+                outputs = {"raw": "pipelined"} if build == "pipelined" else ["raw"]
+                SparkStageOperator(task_id="extract", application="e.py", outputs=outputs)
+                shards = auto_parallelism({"avg-data-volume": 1} if build == "bad_key" else None)
+                if build == "unbound":  # nothing expands over it
+                    SparkStageOperator(task_id="score", application="s.py", inputs=["raw"])
+                else:
+                    inputs = [] if build == "no_inputs" else ["raw"]
+                    SparkStageOperator.partial(task_id="score", application="s.py", inputs=inputs).expand(
+                        application_args=shards
+                    )

@@ -10,6 +10,8 @@ from datetime import datetime
 from airflow.sdk import DAG, task
 
 from airflow_ft_provider.decorators import ft_stage
+from airflow_ft_provider.model.auto_parallelism import AVG_VOLUME, MAX_PARALLELISM
+from airflow_ft_provider.operators.auto_parallelism import auto_parallelism
 from airflow_ft_provider.pipeline import FailoverPipeline
 
 COMMON = {"schedule": None, "start_date": datetime(2026, 1, 1), "catchup": False}
@@ -71,3 +73,35 @@ with DAG("ft_e2e_map_over_map", **COMMON):
     with FailoverPipeline(restart_strategy=FAST_FIXED):
         made = make.expand(size=sizes())
         follow.expand(committed=made.output)
+
+
+#   produce ──raw──▶ auto_parallelism (planner) ──▶ sized[i] ──sized──▶ total
+# sized has as many shards as raw's committed size asks for at 1 MB a shard (Flink's rule); each
+# shard keeps the rows of its share. produce writes a random number of rows (rows to 2 * rows): a
+# rebuilt raw has another size, and the run keeps the count it decided.
+@ft_stage(outputs=["raw"])
+def produce(spark, io, rows):
+    import random
+
+    rows = int(rows)  # rendered from the run's conf
+    count = rows + random.randint(0, rows)
+    io.write("raw", spark.range(count).selectExpr("id", "sha2(cast(id AS STRING), 256) AS pad"))
+
+
+@ft_stage(inputs=["raw"], outputs=["sized"])
+def sized(spark, io, shard, shards):
+    io.write(
+        "sized", io.read("raw").where(f"id % {shards} = {shard}").selectExpr("id", f"{shards} AS shards")
+    )
+
+
+@ft_stage(inputs=["sized"], outputs=["total"])
+def total(spark, io):
+    io.write("total", io.read("sized").selectExpr("count(*) AS rows", "count(DISTINCT id) AS ids"))
+
+
+with DAG("ft_e2e_auto_parallelism", **COMMON):
+    with FailoverPipeline(restart_strategy=FAST_FIXED):
+        produce(rows="{{ dag_run.conf.get('rows', 1000) }}")
+        sized.expand_kwargs(auto_parallelism({AVG_VOLUME: "1 MB", MAX_PARALLELISM: 16}))
+        total()

@@ -285,3 +285,29 @@ def test_partitions_whose_manifests_are_not_read_yet_are_listed_and_counted_for_
     }
     assert rows["scores"]["rows"] is None and rows["raw"]["rows"] is not None
     assert view["partitions_pending"] == 2
+
+
+def test_a_run_shows_the_stages_mapped_over_run_time_values_once_counted_and_says_which_are_not():
+    #   files (a task) --> parse[?] --parsed--> report
+    def mapped(**counts):
+        return PipelineDescription(
+            "files",
+            [
+                StageDeclaration("parse", 1, (), (Output("parsed"),), mapped=True, expands_at_run_time=True),
+                StageDeclaration("report", 1, (Input("parsed"),), ()),
+            ],
+            restart_config=FIXED,
+            map_counts=counts,
+        )
+
+    def view(description):
+        return build_run_view(
+            description, "r1", task_instances=[], state=FailoverState(), events=[], report=None
+        )
+
+    before = view(mapped())
+    assert before["not_expanded"] == ["parse", "report"] and before["stages"] == []
+    after = view(mapped(parse=3))
+    assert after["not_expanded"] == []
+    assert [s["tasks"] for s in after["stages"]] == [["parse[0]", "parse[1]", "parse[2]"], ["report"]]
+    assert {t["id"]: t["map_index"] for t in after["tasks"]}["parse[2]"] == 2

@@ -1,0 +1,149 @@
+"""Parallelism decided by the data: a planner task that sizes a stage's shards from its committed inputs.
+
+    @ft_stage(inputs=["raw"], outputs=["scored"])
+    def score(spark, io, shard, shards): ...
+
+    score.expand_kwargs(auto_parallelism({AVG_VOLUME: "256 MB", MAX_PARALLELISM: 64}))
+
+    SparkStageOperator.partial(task_id="score", application="jobs/score.py", inputs=["raw"], ...).expand(
+        application_args=auto_parallelism().map(shard_arguments)          # argv: <shard> <shards>
+    )
+
+``auto_parallelism`` adds a planner task; the ``FailoverPipeline`` binds it to the stage that expands
+over its output and runs it after the producers of that stage's (blocking) inputs. The planner reads
+their manifests (kilobytes: no data), applies Flink's rule (``model/auto_parallelism.py``), records the
+count with the run with its reason, and returns one ``{"shard": i, "shards": n}`` per shard: Airflow
+maps the stage over them, as over any other task's output (``model/map_counts.py``). A planner run
+again in the same run (cleared by hand) returns the count the run recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator, XComArg
+
+from airflow_ft_provider.model.auto_parallelism import AutoParallelism
+from airflow_ft_provider.model.description import PipelineWiringError
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_ft_provider._compat import Task
+    from airflow_ft_provider.model.description import PipelineDescription
+    from airflow_ft_provider.partitions import RunRef, S3PartitionStore
+
+Shard = dict[str, int]
+
+
+class AutoParallelismOperator(BaseOperator):
+    """Decides how many shards its stage runs with, from the committed size of the stage's inputs."""
+
+    is_shard_planner = True
+    ui_color = "#e8f1fb"
+
+    def __init__(self, *, config: Mapping[str, object] | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.config = dict(config or {})
+        try:  # checked when the DAG is parsed: the key, the value and the fix
+            self.settings = AutoParallelism.parse(self.config, where=f"auto_parallelism of {self.task_id!r}")
+        except ValueError as err:
+            raise PipelineWiringError(str(err)) from None
+        self.stage: str | None = None  # the stage that expands over this task's output (the pipeline's)
+
+    def execute(self, context: Context) -> list[Shard]:
+        from airflow_ft_provider.hooks.partition_store import pipeline_store
+        from airflow_ft_provider.model.map_counts import RunTimeCount
+        from airflow_ft_provider.model.parsed import parsed_description
+        from airflow_ft_provider.recovery.run_recovery import RunRecovery
+
+        parsed = parsed_description(context["dag"])
+        if self.stage is None:
+            raise PipelineWiringError(f"{self.task_id!r}: no stage of the pipeline expands over its output")
+        store = pipeline_store(parsed)
+        run = RunRecovery.for_worker(context, parsed=parsed, store=store, settle=True)
+        count = run.pipeline.map_counts.get(self.stage)
+        if count is not None:  # decided before in this run: a count that changed would orphan shards
+            self.log.info("stage %s: %d shards, as this run decided before", self.stage, count)
+        else:
+            size = committed_input_bytes(store, run.pipeline, run.run, self.stage)
+            plan = self.settings.decide(size)
+            count = plan.count
+            self.log.info("stage %s: %s", self.stage, plan.reason)
+            decided = RunTimeCount(self.stage, count, None, reason=f"auto parallelism: {plan.reason}")
+            RunRecovery.for_worker(context, parsed=parsed, store=store, settle=True, expanded=decided)
+        return [{"shard": i, "shards": count} for i in range(count)]
+
+
+def auto_parallelism(config: Mapping[str, object] | None = None, *, task_id: str | None = None) -> XComArg:
+    """The shards of the stage that expands over this (Flink's ``execution.batch.adaptive.auto-
+    parallelism.*`` keys in ``config``; Flink's defaults otherwise). ``task_id``: the planner's
+    (default ``auto_parallelism``, numbered ``__1``, ``__2`` in the DAG's order as ``@task`` does)."""
+    from airflow_ft_provider._compat import unique_task_id
+
+    planner = AutoParallelismOperator(task_id=unique_task_id(task_id or "auto_parallelism"), config=config)
+    return XComArg(planner)
+
+
+def shard_arguments(shard: Shard) -> list[str]:
+    """A shard as a Spark application's arguments: ``<shard> <shards>``."""
+    return [str(shard["shard"]), str(shard["shards"])]
+
+
+def committed_input_bytes(
+    store: S3PartitionStore, description: PipelineDescription, run: RunRef, stage: str
+) -> int:
+    """The committed size of every partition of ``stage``'s inputs, from their manifests."""
+    total = 0
+    for consumed in description.stages[stage].inputs:
+        for partition_id in description.graph.partition_ids(consumed.result):
+            total += store.manifest(run.parse(partition_id)).total_size
+    return total
+
+
+def bind_planners(tasks: Mapping[str, Task], description: PipelineDescription) -> dict[str, str]:
+    """Planner task id -> the stage that expands over its output; each planner runs after the producers
+    of that stage's inputs. PipelineWiringError for a planner no stage, or two, expand over, or whose
+    stage reads a pipelined input (its size is known only as it is read)."""
+    from airflow_ft_provider._compat import expand_references
+
+    planners = {tid: t for tid, t in tasks.items() if isinstance(t, AutoParallelismOperator)}
+    bound: dict[str, str] = {}
+    for stage in description.run_time_stages:
+        for planner_id in expand_references(tasks[stage]):
+            if planner_id not in planners:
+                continue
+            if planner_id in bound:
+                raise PipelineWiringError(
+                    f"stages {bound[planner_id]!r} and {stage!r} both expand over {planner_id!r}; give each "
+                    "its own auto_parallelism()"
+                )
+            bound[planner_id] = stage
+            _wire(planners[planner_id], stage, tasks, description)
+    if unbound := sorted(set(planners) - set(bound)):
+        raise PipelineWiringError(
+            f"{unbound[0]!r} (auto_parallelism) sizes no stage: expand a stage of the pipeline over it"
+        )
+    return bound
+
+
+def _wire(
+    planner: AutoParallelismOperator, stage: str, tasks: Mapping[str, Task], description: PipelineDescription
+) -> None:
+    declared = description.declared_graph
+    inputs = description.stages[stage].inputs
+    if not inputs:
+        raise PipelineWiringError(
+            f"stage {stage!r} expands over auto_parallelism() but reads no input to size its shards by; "
+            "give it inputs, or expand it over a list"
+        )
+    for consumed in inputs:
+        result = declared.results[consumed.result]
+        if not result.result_type.is_reconsumable:
+            raise PipelineWiringError(
+                f"stage {stage!r} expands over auto_parallelism() and reads the pipelined result "
+                f"{consumed.result!r}, whose size is known only as it is read; make it blocking"
+            )
+        planner.set_upstream(tasks[result.producer])
+    planner.stage = stage
