@@ -1,4 +1,6 @@
-"""Chaos runs of ``ft_example_orders_etl`` in a live Airflow: seeded random faults, checked outcomes.
+"""Chaos runs in a live Airflow: seeded random faults, checked outcomes. The pipelines are in
+``pipelines.py``: ``ft_example_orders_etl`` (below) and ``ft_example_daily_files`` (stages mapped over
+an upstream task's output, counted at run time).
 
     generate_orders --raw_orders--> [clean_orders ~~cleaned_orders~~> enrich_orders] --enriched_orders--+--> daily_revenue
                                                                                                      +--> customer_aggregates
@@ -32,22 +34,16 @@ from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.errors import Unavailable
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow.airflow_rest import try_numbers
-from ft_harness.chaos.orders_expected import DAG_ID, actual_outputs, expected_outputs
+from ft_harness.chaos.pipelines import ORDERS, ChaosPipeline
 from ft_harness.data.journal_records import stored_events
 
-STAGES = ("generate_orders", "clean_orders", "enrich_orders", "daily_revenue", "customer_aggregates")
-BLOCKING_INPUTS = {
-    "clean_orders": "raw_orders",
-    "daily_revenue": "enriched_orders",
-    "customer_aggregates": "enriched_orders",
-}
-BLOCKING = ("raw_orders", "enriched_orders", "daily_revenue", "customer_aggregates")
 PERSISTENT_TRIES = 99  # more tries than any restart strategy of the example allows
 
 
 @dataclass
 class ChaosPlan:
     faults: list[dict[str, Any]]
+    pipeline: ChaosPipeline = ORDERS
     outage_after: float | None = None  # seconds after the trigger
     outage_seconds: float = 0.0
     server_loss_after: float | None = None  # seconds after the trigger: the Spark Connect server restarts
@@ -72,27 +68,33 @@ class ChaosPlan:
 
 
 def make_plan(
-    rng: random.Random, *, outages: bool, persistent: float = 0.0, server_losses: float = 0.0
+    rng: random.Random,
+    *,
+    outages: bool,
+    persistent: float = 0.0,
+    server_losses: float = 0.0,
+    pipeline: ChaosPipeline = ORDERS,
 ) -> ChaosPlan:
     """``persistent``: the probability of adding a fault that fails one stage on every try;
     ``server_losses``: the probability of losing the Spark Connect server while the run is in flight."""
     faults = []
+    inputs = pipeline.blocking_inputs
     for _ in range(rng.randint(1, 3)):
         kind = rng.choice(("raise", "app", "kill", "delete", "truncate"))
         if kind in ("delete", "truncate"):
-            consumer = rng.choice(sorted(BLOCKING_INPUTS))
-            faults.append({"task": consumer, kind: [BLOCKING_INPUTS[consumer]]})
+            consumer = rng.choice(sorted(inputs))
+            faults.append({"task": consumer, kind: [inputs[consumer]]})
         else:
             faults.append(
                 {
-                    "task": rng.choice(STAGES),
+                    "task": rng.choice(pipeline.stages),
                     "mode": kind,
                     "times": 1 if kind == "kill" else rng.randint(1, 2),
                 }
             )
     if persistent and rng.random() < persistent:  # no draw when off: seeded plans stay as they were
-        faults.append({"task": rng.choice(STAGES), "mode": "raise", "times": PERSISTENT_TRIES})
-    plan = ChaosPlan(faults)
+        faults.append({"task": rng.choice(pipeline.stages), "mode": "raise", "times": PERSISTENT_TRIES})
+    plan = ChaosPlan(faults, pipeline)
     if outages and rng.random() < 0.5:
         plan.outage_after, plan.outage_seconds = rng.uniform(5, 40), rng.uniform(2, 5)
     if server_losses and rng.random() < server_losses:  # no draw when off: seeded plans stay as they were
@@ -121,12 +123,14 @@ def run_plans(
 ) -> list[Verdict]:
     """Trigger one run per plan (all at once), play the outages and server losses, wait, judge every run."""
     api = live_airflow.client
-    live_airflow.wait_for_dags([DAG_ID], timeout=120)
+    live_airflow.wait_for_dags({plan.pipeline.dag_id for plan in plans}, timeout=120)
     stamp = time.strftime("%H%M%S")
     run_ids = []
     for n, plan in enumerate(plans):
         run_id = f"{prefix}_{n}__{stamp}"
-        api.trigger_dag_run(DAG_ID, {"ft_faults": plan.faults}, run_id=run_id)
+        api.trigger_dag_run(
+            plan.pipeline.dag_id, {**plan.pipeline.conf, "ft_faults": plan.faults}, run_id=run_id
+        )
         run_ids.append(run_id)
     outages = [
         threading.Timer(p.outage_after, proxy.outage, args=(p.outage_seconds,))
@@ -150,10 +154,10 @@ def run_plans(
 
 
 def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> Verdict:
-    api = live_airflow.client
-    state = api.wait_for_dag_run(DAG_ID, run_id, timeout=timeout, poll=2)["state"]
-    verdict = Verdict(run_id, plan, "", tries=try_numbers(api.task_instances(DAG_ID, run_id)))
-    run = RunRef(DAG_ID, run_id)
+    api, dag_id = live_airflow.client, plan.pipeline.dag_id
+    state = api.wait_for_dag_run(dag_id, run_id, timeout=timeout, poll=2)["state"]
+    verdict = Verdict(run_id, plan, "", tries=try_numbers(api.task_instances(dag_id, run_id)))
+    run = RunRef(dag_id, run_id)
     if state == "failed":
         refusals = [
             e
@@ -164,8 +168,8 @@ def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> 
             verdict.outcome, verdict.detail = "suppressed", refusals[-1]["reason"]
         else:
             verdict.outcome = "unexplained failure"
-            verdict.detail = live_airflow.describe_run(DAG_ID, run_id)
-    report = store.check_availability(DAG_ID, run_id, BLOCKING, deep=True)
+            verdict.detail = live_airflow.describe_run(dag_id, run_id)
+    report = store.check_availability(dag_id, run_id, plan.pipeline.blocking, deep=True)
     damaged_on_purpose = {p for f in plan.faults for p in (*f.get("delete", ()), *f.get("truncate", ()))}
     half_written = {
         p: u
@@ -182,7 +186,7 @@ def judge(live_airflow, store, run_id: str, plan: ChaosPlan, timeout: float) -> 
         return verdict
     if report.unavailable:
         verdict.outcome, verdict.detail = "damaged partition", _describe(report.unavailable)
-    elif actual_outputs(store, run_id) != expected_outputs():
+    elif plan.pipeline.actual(store, run_id) != plan.pipeline.expected():
         verdict.outcome = "wrong data"
     else:
         verdict.outcome = "recovered"

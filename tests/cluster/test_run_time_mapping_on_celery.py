@@ -8,6 +8,7 @@ import pytest
 from tests.e2e.test_run_time_mapping import (  # noqa: F401  (the tests and their fixtures)
     runs,
     store,
+    test_a_checkpointed_stage_mapped_at_run_time_resumes_its_failed_index_from_its_checkpoint,
     test_a_failure_in_index_23_restarts_its_region_and_a_lost_partition_of_index_5_backtracks,
     test_a_map_of_one_item_runs_as_one_region,
     test_a_rebuilt_input_of_another_size_keeps_the_decided_count,

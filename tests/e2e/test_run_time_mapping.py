@@ -18,6 +18,7 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from ft_harness.airflow.airflow_rest import try_numbers
+from ft_harness.chaos.pipelines import actual_report, expected_report
 from ft_harness.data.journal_records import stored_events
 
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3]
@@ -43,6 +44,11 @@ RUNS = {
     "map_over_map": ("ft_e2e_map_over_map", {}),
     # sized's shards from raw's committed size at 1 MB a shard: about 0.2 MB, then 6 to 11 MB (one
     # shard failing once), then 1.5 to 3 MB with raw lost and rebuilt (with another size)
+    # a checkpointed stage mapped over a task's output; index 1 fails inside micro-batch 2
+    "checkpointed": (
+        "ft_e2e_checkpointed_mapped",
+        {"ft_faults": [{"task": "scale_part[1]", "mode": "batch", "batch": 2}]},
+    ),
     "auto_small": ("ft_e2e_auto_parallelism", {"rows": 2000}),
     "auto_sized": (
         "ft_e2e_auto_parallelism",
@@ -80,15 +86,7 @@ def finish(live_airflow, runs, name, timeout=900):
 
 
 def report(store, dag_id, run_id):
-    rows = read_table(store, RunRef(dag_id, run_id).parse("report")).to_pylist()
-    return sorted((r["file"], r["lines"], r["score"]) for r in rows)
-
-
-def expected_report(files):
-    # parse_file: lines 0..9 with amount = line + 100 * n; score_file: score = 2 * amount
-    return sorted(
-        (f"orders-{n:04d}.csv", 10, sum(2 * (line + 100 * n) for line in range(10))) for n in range(files)
-    )
+    return actual_report(store, run_id)
 
 
 def test_a_failure_in_index_23_restarts_its_region_and_a_lost_partition_of_index_5_backtracks(
@@ -257,3 +255,23 @@ def test_a_rebuilt_input_of_another_size_keeps_the_decided_count(live_airflow, r
     assert tries["produce"] == 2 and tries["auto_parallelism"] == 1  # raw rebuilt; no new decision
     assert sum(1 for task in tries if task.startswith("sized[")) == count == event["count"]
     assert all(tries[f"sized[{i}]"] >= 2 for i in range(count))  # every shard read raw again
+
+
+def test_a_checkpointed_stage_mapped_at_run_time_resumes_its_failed_index_from_its_checkpoint(
+    live_airflow, runs, store
+):
+    run, tis, story = finish(live_airflow, runs, "checkpointed")
+    dag_id, run_id = runs["checkpointed"]
+    assert run["state"] == "success", story
+    tries = try_numbers(tis)
+    assert {t: n for t, n in tries.items() if n > 1} == {"scale_part[1]": 2}, story
+    restores = [
+        (e["task"], e["try_number"], e["restored_from"])
+        for e in stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
+        if e["kind"] == "checkpoint"
+    ]
+    assert ("scale_part[1]", 2, 1) in restores, restores  # resumed, not started over
+    for part in (0, 1):
+        rows = read_table(store, RunRef(dag_id, run_id).parse(f"scaled[{part}]")).to_pylist()
+        assert sorted(r["reading"] for r in rows) == list(range(part * 3000, (part + 1) * 3000))  # each once
+        assert {r["part"] for r in rows} == {part}

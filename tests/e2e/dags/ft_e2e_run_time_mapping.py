@@ -3,6 +3,8 @@ dags_examples/daily_files.py is the main pipeline of those tests).
 
     ft_e2e_count_mismatch:  three() ──▶ left[0..2] ~~sides (pipelined, pointwise)~~▶ right[0..1] ◀── two()
     ft_e2e_map_over_map:    sizes() ──▶ make[0..2] ──made (pointwise)──▶ follow[i] (over make's results)
+    ft_e2e_auto_parallelism: produce ──raw──▶ (auto_parallelism) ──▶ sized[0..n) ──sized──▶ total
+    ft_e2e_checkpointed_mapped: two_parts() ──▶ make_part[i] ──readings──▶ scale_part[i] (checkpointed)
 """
 
 from datetime import datetime
@@ -105,3 +107,32 @@ with DAG("ft_e2e_auto_parallelism", **COMMON):
         produce(rows="{{ dag_run.conf.get('rows', 1000) }}")
         sized.expand_kwargs(auto_parallelism({AVG_VOLUME: "1 MB", MAX_PARALLELISM: 16}))
         total()
+
+
+#   two_parts() ──▶ make_part[i] ──readings (pointwise)──▶ scale_part[i] (checkpointed: 1 kb a micro-batch)
+@task
+def two_parts() -> list[int]:
+    return [0, 1]
+
+
+@ft_stage(outputs=["readings"])
+def make_part(spark, io, part):
+    """3000 readings of part ``part`` in 6 files."""
+    readings = spark.range(part * 3000, (part + 1) * 3000, numPartitions=6).selectExpr("id AS reading")
+    io.write("readings", readings)
+
+
+@ft_stage(
+    inputs={"readings": "pointwise"},
+    outputs=["scaled"],
+    checkpointing={"execution.checkpointing.interval-volume": "1 kb"},
+)
+def scale_part(spark, io, part):
+    io.write_stream("scaled", io.read_stream("readings").selectExpr("reading", f"{part} AS part"))
+
+
+with DAG("ft_e2e_checkpointed_mapped", **COMMON):
+    with FailoverPipeline(restart_strategy=FAST_FIXED):
+        parts = two_parts()
+        make_part.expand(part=parts)
+        scale_part.expand(part=parts)
