@@ -114,3 +114,27 @@ def test_a_changed_dag_replacing_the_stored_pipeline_keeps_the_runs_counts(store
     )
     assert settle_run_pipeline(edited, store, RUN, now=3000.0).map_counts == {"C": 4}
     assert stored(store).stages["C"].outputs == (Output("c"),) and stored(store).map_counts == {"C": 4}
+
+
+def test_the_runs_end_releases_the_pipelined_partitions_of_every_index_the_run_counted(store):
+    from airflow_ft_provider.failover import ResultPartitionType
+    from airflow_ft_provider.model.map_counts import RunTimeCount
+    from airflow_ft_provider.run_end import RunEnd
+
+    parsed = pipeline(
+        StageDeclaration(
+            "C",
+            1,
+            (Input("a"),),
+            (Output("c", ResultPartitionType.PIPELINED),),
+            mapped=True,
+            expands_at_run_time=True,
+        ),
+        StageDeclaration("D", 1, (Input("c"),), ()),
+    )
+    assert parsed.pipelined_partitions() == []  # as parsed: C's indexes unknown
+    RunRecovery.for_worker(
+        {"run_id": RUN}, parsed=parsed, store=store, settle=True, expanded=RunTimeCount("C", 3, 1)
+    )
+    ended = RunEnd._run_description(store, RunRef("locator", RUN), parsed)
+    assert ended.pipelined_partitions() == ["c[0]", "c[1]", "c[2]"]
