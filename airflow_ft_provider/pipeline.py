@@ -43,6 +43,7 @@ from airflow_ft_provider.model.parsed import attach, attached, parsed_descriptio
 from airflow_ft_provider.model.reuse_scope import ReuseScope
 from airflow_ft_provider.partitions.naming import check_name
 from airflow_ft_provider.pipeline_display import declare_assets, group_regions
+from airflow_ft_provider.planner_binding import bind_planners, is_planner
 from airflow_ft_provider.recovery.failure_facts import StageClassification
 from airflow_ft_provider.recovery.layered_restarts import (
     UNSEEN_TRY_RETRY,
@@ -224,9 +225,7 @@ class FailoverPipeline:
         for consumption in self.graph.consumptions:
             producer = self.graph.results[consumption.result].producer
             tasks_by_id[producer].set_downstream(tasks_by_id[consumption.stage])
-        if any(getattr(t, "is_shard_planner", False) for t in tasks):  # stages sized by their inputs
-            from airflow_ft_provider.operators.auto_parallelism import bind_planners
-
+        if any(map(is_planner, tasks)):  # stages sized by their inputs (operators/auto_parallelism.py)
             bind_planners(tasks_by_id, self.description)
         self.regions = self.description.declared_regions
         self.stage_connections = {stage: self._spark_connection(tasks_by_id[stage]) for stage in self.stages}

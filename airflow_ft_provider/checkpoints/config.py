@@ -16,11 +16,10 @@ own: Spark has no barriers, so a micro-batch is bounded by the input it reads, n
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, fields
-from decimal import Decimal
 
+from airflow_ft_provider.failover import sizes
 from airflow_ft_provider.failover.durations import DURATION_HELP, parse_duration
 from airflow_ft_provider.failover.key_hint import unknown_key_hint
 
@@ -47,16 +46,6 @@ REFUSED = {
     f"released with them; {NUM_RETAINED} bounds them while the stage runs",
 }
 MODE = PREFIX + "mode"
-
-_SIZE = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*([a-z]*)\s*\Z", re.IGNORECASE)
-_SIZE_UNITS = {
-    **dict.fromkeys(("", "b", "bytes"), 1),
-    **dict.fromkeys(("k", "kb", "kibibytes"), 1 << 10),
-    **dict.fromkeys(("m", "mb", "mebibytes"), 1 << 20),
-    **dict.fromkeys(("g", "gb", "gibibytes"), 1 << 30),
-    **dict.fromkeys(("t", "tb", "tebibytes"), 1 << 40),
-}
-SIZE_HELP = 'write a number with a unit, e.g. "64 mb", "1 gb", "512 kb" (a bare number is bytes)'
 
 
 class CheckpointConfigError(ValueError):
@@ -185,15 +174,11 @@ def _parse(key: str, value: object, source: str) -> object:
 
 
 def parse_size(value: object, where: str = "size") -> int:
-    """Flink's memory size notation ("64 mb"); at least one byte."""
-    match = _SIZE.match(str(value)) if isinstance(value, (str, int)) and not isinstance(value, bool) else None
-    unit = match.group(2).lower() if match else ""
-    if match is None or unit not in _SIZE_UNITS:
-        raise CheckpointConfigError(f"{where}: not a size; {SIZE_HELP}")
-    size = int(Decimal(match.group(1)) * _SIZE_UNITS[unit])
-    if size < 1 or size > 1 << 50:
-        raise CheckpointConfigError(f"{where}: must be between 1 byte and 1 pb")
-    return size
+    """Flink's memory size notation ("64 mb"); at least one byte (``failover/sizes.py``)."""
+    try:
+        return sizes.parse_size(value, where)
+    except ValueError as err:
+        raise CheckpointConfigError(str(err)) from None
 
 
 def _integer(value: object) -> int | None:

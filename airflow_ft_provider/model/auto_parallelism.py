@@ -16,8 +16,8 @@ import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from airflow_ft_provider.checkpoints.config import parse_size
 from airflow_ft_provider.failover.key_hint import unknown_key_hint
+from airflow_ft_provider.failover.sizes import human_size, parse_size
 
 PREFIX = "execution.batch.adaptive.auto-parallelism."
 AVG_VOLUME = PREFIX + "avg-data-volume-per-task"
@@ -51,10 +51,7 @@ class AutoParallelism:
                 raise ValueError(f"{where}: unknown key {key!r}; {unknown_key_hint(key, KNOWN_KEYS)}")
         avg = cls.avg_bytes
         if AVG_VOLUME in given:
-            try:
-                avg = parse_size(given[AVG_VOLUME], f"{where} {AVG_VOLUME}={given[AVG_VOLUME]!r}")
-            except ValueError as err:
-                raise ValueError(str(err)) from None
+            avg = parse_size(given[AVG_VOLUME], f"{where} {AVG_VOLUME}={given[AVG_VOLUME]!r}")
         low = _count(given, MIN_PARALLELISM, cls.min_parallelism, where)
         high = _count(given, MAX_PARALLELISM, cls.max_parallelism, where)
         if low > high:
@@ -78,15 +75,6 @@ class AutoParallelism:
             count,
             f"{count} {shards}: {human_size(input_bytes)} at {human_size(self.avg_bytes)} per shard{bound}",
         )
-
-
-def human_size(size: int) -> str:
-    """``3.1 GB``, ``256 MB``, ``12 KB``, ``0 B`` (binary multiples, as Flink's memory sizes)."""
-    for unit, scale in (("TB", 1 << 40), ("GB", 1 << 30), ("MB", MIB), ("KB", 1 << 10)):
-        if size >= scale:
-            value = size / scale
-            return f"{value:.1f} {unit}".replace(".0 ", " ")
-    return f"{size} B"
 
 
 def _count(given: Mapping[str, object], key: str, default: int, where: str) -> int:

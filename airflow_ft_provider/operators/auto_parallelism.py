@@ -10,7 +10,8 @@
     )
 
 ``auto_parallelism`` adds a planner task; the ``FailoverPipeline`` binds it to the stage that expands
-over its output and runs it after the producers of that stage's (blocking) inputs. The planner reads
+over its output and runs it after the producers of that stage's (blocking) inputs
+(``planner_binding.py``). The planner reads
 their manifests (kilobytes: no data), applies Flink's rule (``model/auto_parallelism.py``), records the
 count with the run with its reason, and returns one ``{"shard": i, "shards": n}`` per shard: Airflow
 maps the stage over them, as over any other task's output (``model/map_counts.py``). A planner run
@@ -30,7 +31,6 @@ from airflow_ft_provider.model.description import PipelineWiringError
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_ft_provider._compat import Task
     from airflow_ft_provider.model.description import PipelineDescription
     from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 
@@ -100,50 +100,3 @@ def committed_input_bytes(
         for partition_id in description.graph.partition_ids(consumed.result):
             total += store.manifest(run.parse(partition_id)).total_size
     return total
-
-
-def bind_planners(tasks: Mapping[str, Task], description: PipelineDescription) -> dict[str, str]:
-    """Planner task id -> the stage that expands over its output; each planner runs after the producers
-    of that stage's inputs. PipelineWiringError for a planner no stage, or two, expand over, or whose
-    stage reads a pipelined input (its size is known only as it is read)."""
-    from airflow_ft_provider._compat import expand_references
-
-    planners = {tid: t for tid, t in tasks.items() if isinstance(t, AutoParallelismOperator)}
-    bound: dict[str, str] = {}
-    for stage in description.run_time_stages:
-        for planner_id in expand_references(tasks[stage]):
-            if planner_id not in planners:
-                continue
-            if planner_id in bound:
-                raise PipelineWiringError(
-                    f"stages {bound[planner_id]!r} and {stage!r} both expand over {planner_id!r}; give each "
-                    "its own auto_parallelism()"
-                )
-            bound[planner_id] = stage
-            _wire(planners[planner_id], stage, tasks, description)
-    if unbound := sorted(set(planners) - set(bound)):
-        raise PipelineWiringError(
-            f"{unbound[0]!r} (auto_parallelism) sizes no stage: expand a stage of the pipeline over it"
-        )
-    return bound
-
-
-def _wire(
-    planner: AutoParallelismOperator, stage: str, tasks: Mapping[str, Task], description: PipelineDescription
-) -> None:
-    declared = description.declared_graph
-    inputs = description.stages[stage].inputs
-    if not inputs:
-        raise PipelineWiringError(
-            f"stage {stage!r} expands over auto_parallelism() but reads no input to size its shards by; "
-            "give it inputs, or expand it over a list"
-        )
-    for consumed in inputs:
-        result = declared.results[consumed.result]
-        if not result.result_type.is_reconsumable:
-            raise PipelineWiringError(
-                f"stage {stage!r} expands over auto_parallelism() and reads the pipelined result "
-                f"{consumed.result!r}, whose size is known only as it is read; make it blocking"
-            )
-        planner.set_upstream(tasks[result.producer])
-    planner.stage = stage
