@@ -597,3 +597,19 @@ def test_a_planner_that_cannot_size_its_stage_is_a_parse_error(build, says):
                     SparkStageOperator.partial(task_id="score", application="s.py", inputs=inputs).expand(
                         application_args=shards
                     )
+
+
+def test_a_spark_application_sized_by_its_inputs_gets_its_shard_as_arguments_and_the_dag_serializes():
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    from airflow_ft_provider.operators.auto_parallelism import auto_parallelism, shard_arguments
+
+    with DAG("wiring_auto_application", schedule=None) as dag:
+        with FailoverPipeline(store="s3://ft-wiring/pipelines/"):
+            SparkStageOperator(task_id="extract", application="e.py", outputs=["raw"])
+            SparkStageOperator.partial(task_id="score", application="s.py", inputs=["raw"]).expand(
+                application_args=auto_parallelism().map(shard_arguments)
+            )
+    assert dag.task_dict["auto_parallelism"].stage == "score"
+    assert shard_arguments({"shard": 1, "shards": 4}) == ["1", "4"]  # argv of shard 1 of 4
+    assert DagSerialization.to_dict(dag)["dag"]["dag_id"] == "wiring_auto_application"  # the scheduler's form
