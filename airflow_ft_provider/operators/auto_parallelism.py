@@ -71,8 +71,7 @@ class AutoParallelismOperator(BaseOperator):
             plan = self.settings.decide(size)
             count = plan.count
             self.log.info("stage %s: %s", self.stage, plan.reason)
-            decided = RunTimeCount(self.stage, count, None, reason=f"auto parallelism: {plan.reason}")
-            RunRecovery.for_worker(context, parsed=parsed, store=store, settle=True, expanded=decided)
+            run.record_count(RunTimeCount(self.stage, count, None, reason=f"auto parallelism: {plan.reason}"))
         return [{"shard": i, "shards": count} for i in range(count)]
 
 

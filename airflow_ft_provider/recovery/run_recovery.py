@@ -97,6 +97,11 @@ class RunRecovery:
                 description = cls._record_count(journal, expanded)
         return cls(description or parsed, run_id, store)
 
+    def record_count(self, counted: RunTimeCount) -> PipelineDescription:
+        """Record a stage's count with the run (an ``auto_parallelism`` planner's decision); the run's
+        pipeline with it."""
+        return self._record_count(self.journal, counted)
+
     @staticmethod
     def _record_count(journal: RecoveryJournal, expanded: RunTimeCount) -> PipelineDescription:
         description, before = journal.record_map_count(expanded.stage, expanded.count)

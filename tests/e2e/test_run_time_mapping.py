@@ -91,10 +91,6 @@ def finish(live_airflow, runs, name, timeout=900):
     return run, tis, live_airflow.describe_run(dag_id, run_id)
 
 
-def report(store, dag_id, run_id):
-    return actual_report(store, run_id)
-
-
 def test_a_failure_in_index_23_restarts_its_region_and_a_lost_partition_of_index_5_backtracks(
     live_airflow, runs, store
 ):
@@ -113,7 +109,7 @@ def test_a_failure_in_index_23_restarts_its_region_and_a_lost_partition_of_index
         "daily_report": 2,
     }, story
     assert sum(1 for task in tries if task.startswith("score_file[")) == 37
-    assert report(store, dag_id, run_id) == expected_report(37)
+    assert actual_report(store, run_id) == expected_report(37)
     events = stored_events(RecoveryJournal(store, RunRef(dag_id, run_id)))
     expanded = sorted((e["task"], e["count"]) for e in events if e["kind"] == "expanded")
     assert expanded == [("parse_file", 37), ("score_file", 37)], events
@@ -163,7 +159,7 @@ def test_after_the_run_one_indexs_region_restarted_by_hand_reruns_it_and_reuses_
         e for e in stored_events(RecoveryJournal(store, RunRef(dag_id, run_id))) if e["kind"] == "reused"
     ]
     assert [(e["task"], e["try_number"]) for e in reused] == [("daily_report", new["daily_report"])], story
-    assert report(store, dag_id, run_id) == expected_report(37)
+    assert actual_report(store, run_id) == expected_report(37)
 
 
 def test_a_map_of_one_item_runs_as_one_region(live_airflow, runs, store):
@@ -171,7 +167,7 @@ def test_a_map_of_one_item_runs_as_one_region(live_airflow, runs, store):
     dag_id, run_id = runs["files_1"]
     assert run["state"] == "success", story
     assert try_numbers(tis) == {"list_files": 1, "parse_file[0]": 1, "score_file[0]": 1, "daily_report": 1}
-    assert report(store, dag_id, run_id) == expected_report(1)
+    assert actual_report(store, run_id) == expected_report(1)
 
 
 def test_an_empty_map_skips_its_stages_and_their_consumers_and_the_run_succeeds(live_airflow, runs, store):
