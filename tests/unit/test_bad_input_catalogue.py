@@ -313,6 +313,21 @@ def restart_strategy_in_airflow_cfg(env: Env) -> None:
         conf.remove_option("ft_provider", "restart-strategy.type")
 
 
+def sized_by(config: dict[str, object], *, inputs: object = ("raw",)) -> Callable[[], object]:
+    """``score`` expands over ``auto_parallelism(config)`` and reads ``inputs`` of ``extract``."""
+
+    def build() -> None:
+        from airflow_ft_provider.operators.auto_parallelism import auto_parallelism
+        from airflow_ft_provider.operators.spark_stage import SparkStageOperator
+
+        stage("extract", outputs=["raw"] if inputs == ("raw",) else {"raw": "pipelined"})
+        SparkStageOperator.partial(task_id="score", application="jobs/score.py", inputs=["raw"]).expand(
+            application_args=auto_parallelism(config)
+        )
+
+    return build
+
+
 def pipeline_outside_dag(env: Env) -> None:
     from airflow_ft_provider.pipeline import FailoverPipeline
 
@@ -1070,6 +1085,49 @@ CATALOGUE = [
         "the edge a >> b contradicts the declared partitions",
         "'b' consumes none of the results of 'a'",
         "declare the input on 'b' or remove the edge",
+    ),
+    row(
+        "auto-parallelism/unknown-key",
+        dag_file(sized_by({"execution.batch.adaptive.auto-parallelism.avg-data-volume": "1 gb"})),
+        PipelineWiringError,
+        "auto_parallelism of 'auto_parallelism'",
+        "unknown key 'execution.batch.adaptive.auto-parallelism.avg-data-volume'",
+        "did you mean 'execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task'",
+    ),
+    row(
+        "auto-parallelism/avg-data-volume-per-task=lots",
+        dag_file(sized_by({"execution.batch.adaptive.auto-parallelism.avg-data-volume-per-task": "lots"})),
+        PipelineWiringError,
+        "avg-data-volume-per-task='lots': not a size",
+        'e.g. "64 mb", "1 gb"',
+    ),
+    row(
+        "auto-parallelism/max-parallelism=0",
+        dag_file(sized_by({"execution.batch.adaptive.auto-parallelism.max-parallelism": 0})),
+        PipelineWiringError,
+        "max-parallelism=0 must be a whole number ≥ 1",
+        "e.g. execution.batch.adaptive.auto-parallelism.max-parallelism: 128",
+    ),
+    row(
+        "auto-parallelism/min-above-max",
+        dag_file(
+            sized_by(
+                {
+                    "execution.batch.adaptive.auto-parallelism.min-parallelism": 8,
+                    "execution.batch.adaptive.auto-parallelism.max-parallelism": 4,
+                }
+            )
+        ),
+        PipelineWiringError,
+        "min-parallelism=8 is above execution.batch.adaptive.auto-parallelism.max-parallelism=4",
+        "lower the first or raise the second",
+    ),
+    row(
+        "auto-parallelism/pipelined-input",
+        dag_file(sized_by({}, inputs="pipelined")),
+        PipelineWiringError,
+        "stage 'score' expands over auto_parallelism() and reads the pipelined result 'raw'",
+        "make it blocking",
     ),
     row(
         "wiring/no-stages",
