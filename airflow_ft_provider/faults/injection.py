@@ -202,13 +202,15 @@ def delete_partitions(
             log.info("fault injection: %s already unavailable (%s)", partition_id, err)
             continue
         key = store.layout.partition_prefix(ref) + manifest.files[0].key
-        if store.cache is not None:  # this worker's task-local copy is lost with it
-            store.cache.path(store.bucket, key).unlink(missing_ok=True)
         if truncate:
             body = store.read_object(key) or b""
             store.write_object(key, body[: len(body) // 2], content_type="application/octet-stream")
         else:
             store.delete_keys([key])
+        # This worker's task-local copy is lost with it, after the damage: a reader downloading from
+        # then on cannot cache the old bytes again (one whose download was already in flight still can)
+        if store.cache is not None:
+            store.cache.path(store.bucket, key).unlink(missing_ok=True)
         log.warning(
             "fault injection: %s %s of partition %s",
             "truncated" if truncate else "deleted",
