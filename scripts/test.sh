@@ -39,7 +39,9 @@ fi
 #   CeleryExecutor with two workers, a Spark standalone cluster with a Spark Connect server) -- starts
 #   when TIMED ends, at normal priority, beside what is left of the untimed tests at nice 10: its
 #   scenarios mostly wait (restart backoffs, heartbeat timeouts, an API outage), and their timing
-#   bounds have 30 s of slack. Alone after everything else, its waits were the suite's last 7.5 min.
+#   bounds have 30 s of slack. It runs as two sessions side by side, each with a deployment of its
+#   own (CLUSTER_A's modules, then the others): one after the other they took 20-23 of the suite's
+#   36-39 minutes, mostly waiting.
 # Each session has its own temporary directory, its report follows TIMED's, and any failing fails the
 # suite. The untimed tests start before the Debian packages are in: they need none.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/unit/execution/test_connect.py)
@@ -50,6 +52,7 @@ WAITING=(tests/unit/sensors tests/unit/triggers tests/unit/hooks/test_airflow_ap
 # complements, so each test runs in exactly one session).
 S3_ONLY="s3 and not spark and not airflow"
 CLUSTER=(tests/cluster)
+CLUSTER_A=(tests/cluster/test_infrastructure_loss.py tests/cluster/test_run_time_mapping_on_celery.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
     local name=$1 niceness=$2; shift 2
@@ -76,11 +79,15 @@ timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
 echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment)," \
      "beside what is left of the others"
+start cluster-a 0 "${CLUSTER_A[@]}"; cluster_a=$!
+start cluster-b 0 "${CLUSTER[@]}" "${CLUSTER_A[@]/#/--ignore=}"; cluster_b=$!
+trap 'kill $untimed $cluster_a $cluster_b 2>/dev/null' INT TERM
 cluster_rc=0
-python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster" "${CLUSTER[@]}" || cluster_rc=$?
+wait $cluster_a || cluster_rc=$?
+wait $cluster_b || cluster_rc=$?
 untimed_rc=0
 wait $untimed || untimed_rc=$?
-for name in s3 rest waiting; do
+for name in cluster-a cluster-b s3 rest waiting; do
     echo
     echo ">> session $name:"
     cat "$work/$name.log" 2>/dev/null || echo "(no report: the session did not start)"
