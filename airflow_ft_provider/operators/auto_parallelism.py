@@ -93,9 +93,16 @@ def shard_arguments(shard: Shard) -> list[str]:
 def committed_input_bytes(
     store: S3PartitionStore, description: PipelineDescription, run: RunRef, stage: str
 ) -> int:
-    """The committed size of every partition of ``stage``'s inputs, from their manifests."""
-    total = 0
-    for consumed in description.stages[stage].inputs:
-        for partition_id in description.graph.partition_ids(consumed.result):
-            total += store.manifest(run.parse(partition_id)).total_size
-    return total
+    """The committed size of every partition of ``stage``'s inputs, from their manifests, read side by
+    side (the store's ``max_workers`` at a time: a mapped producer has a manifest per index)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    refs = [
+        run.parse(partition_id)
+        for consumed in description.stages[stage].inputs
+        for partition_id in description.graph.partition_ids(consumed.result)
+    ]
+    if len(refs) == 1:
+        return store.manifest(refs[0]).total_size
+    with ThreadPoolExecutor(max_workers=store.max_workers, thread_name_prefix="ft-size") as pool:
+        return sum(manifest.total_size for manifest in pool.map(store.manifest, refs))
