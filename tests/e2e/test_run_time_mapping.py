@@ -14,6 +14,7 @@ from datetime import datetime
 
 import pytest
 
+from airflow_ft_provider.failover.sizes import human_size
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
@@ -58,6 +59,8 @@ RUNS = {
         "ft_e2e_auto_parallelism",
         {"rows": 20000, "ft_faults": [{"task": "sized[0]", "delete": ["raw"]}]},
     ),
+    # volume: just over 1 GB of incompressible rows, sliced at 256 MB a shard
+    "auto_1gb": ("ft_e2e_auto_parallelism_1gb", {}),
 }
 
 
@@ -250,6 +253,27 @@ def test_auto_parallelism_sizes_by_the_rule_and_a_region_restart_keeps_the_count
     assert {task: n for task, n in tries.items() if n > 1} == {"sized[1]": 2}  # its region alone
     assert event["count"] == count and event["try_number"] is None
     assert event["reason"].startswith(f"auto parallelism: {count} shards: ")
+
+
+def test_auto_parallelism_sizes_a_1_gb_input_by_the_rule(live_airflow, runs, store):
+    run, tis, story = finish(live_airflow, runs, "auto_1gb")
+    dag_id, run_id = runs["auto_1gb"]
+    assert run["state"] == "success", story
+    ref = RunRef(dag_id, run_id)
+    volume = store.manifest(ref.parse("volume")).total_size
+    assert 1 << 30 <= volume < 5 << 28, volume  # 1 GB to 1.25 GB: what the test is about
+    count = min(64, max(1, -(-volume // (256 << 20))))  # Flink's rule at 256 MB a shard, max 64
+    stored = RecoveryJournal(store, ref).description()
+    assert stored is not None and stored.map_counts["volume_slice"] == count
+    [event] = [e for e in stored_events(RecoveryJournal(store, ref)) if e["kind"] == "expanded"]
+    assert event["reason"] == f"auto parallelism: {count} shards: {human_size(volume)} at 256 MB per shard"
+    assert try_numbers(tis) == {
+        "produce_volume": 1,
+        "auto_parallelism": 1,
+        **{f"volume_slice[{i}]": 1 for i in range(count)},
+    }, story
+    slices = [read_table(store, ref.parse(f"slices[{i}]")).to_pylist() for i in range(count)]
+    assert slices == [[{"shard": i, "shards": count}] for i in range(count)]
 
 
 def test_a_rebuilt_input_of_another_size_keeps_the_decided_count(live_airflow, runs, store):

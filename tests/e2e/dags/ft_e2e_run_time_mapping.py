@@ -4,6 +4,7 @@ dags_examples/daily_files.py is the main pipeline of those tests).
     ft_e2e_count_mismatch:  three() ──▶ left[0..2] ~~sides (pipelined, pointwise)~~▶ right[0..1] ◀── two()
     ft_e2e_map_over_map:    sizes() ──▶ make[0..2] ──made (pointwise)──▶ follow[i] (over make's results)
     ft_e2e_auto_parallelism: produce ──raw──▶ (auto_parallelism) ──▶ sized[0..n) ──sized──▶ total
+    ft_e2e_auto_parallelism_1gb: produce_volume ──volume (1 GB)──▶ (auto_parallelism) ──▶ volume_slice[0..n)
     ft_e2e_checkpointed_mapped: two_parts() ──▶ make_part[i] ──readings──▶ scale_part[i] (checkpointed)
 """
 
@@ -107,6 +108,26 @@ with DAG("ft_e2e_auto_parallelism", **COMMON):
         produce(rows="{{ dag_run.conf.get('rows', 1000) }}")
         sized.expand_kwargs(auto_parallelism({AVG_VOLUME: "1 MB", MAX_PARALLELISM: 16}))
         total()
+
+
+#   produce_volume ──volume──▶ auto_parallelism (planner) ──▶ volume_slice[i]
+# volume: 1.1 million rows of 1,000 random characters that Parquet cannot compress, just over 1 GB; its
+# slices at 256 MB each are as many as the rule says. They read none of it: the decision is what is
+# tested (the 10 MB runs above check that every row lands in exactly one shard).
+@ft_stage(outputs=["volume"])
+def produce_volume(spark, io, rows):
+    io.write("volume", spark.range(int(rows), numPartitions=8).selectExpr("id", "randstr(1000) AS pad"))
+
+
+@ft_stage(inputs=["volume"], outputs=["slices"])
+def volume_slice(spark, io, shard, shards):
+    io.write("slices", spark.range(1).selectExpr(f"{shard} AS shard", f"{shards} AS shards"))
+
+
+with DAG("ft_e2e_auto_parallelism_1gb", **COMMON):
+    with FailoverPipeline(restart_strategy=FAST_FIXED):
+        produce_volume(rows="{{ dag_run.conf.get('rows', 1100000) }}")
+        volume_slice.expand_kwargs(auto_parallelism({AVG_VOLUME: "256 MB", MAX_PARALLELISM: 64}))
 
 
 #   two_parts() ──▶ make_part[i] ──readings (pointwise)──▶ scale_part[i] (checkpointed: 1 kb a micro-batch)
