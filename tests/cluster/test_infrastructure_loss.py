@@ -67,6 +67,17 @@ def test_redis_killed_with_a_stage_waiting_in_its_queue_loses_nothing(deployment
     )
 
 
+@pytest.fixture
+def new_connect_application_after(deployment):
+    """A master recovered from its files can relaunch an executor id that is still running; its worker
+    then kills the new one and removes the application's directories under the old one, whose shuffle
+    files are gone from then on (Spark standalone; seen under load: every later scenario's shuffle
+    failed with FetchFailed). The next scenario starts on a new application of the Connect server."""
+    yield
+    deployment.connect.restart()
+
+
+@pytest.mark.usefixtures("new_connect_application_after")
 def test_the_spark_master_lost_during_a_write_and_a_submission_costs_the_wait_for_it(deployment, store):
     #   M --m--> N    M: a 40 s write in the Connect server's application; the Spark master SIGKILLed 10 s
     #   into it, and started again (recovery mode FILESYSTEM) only once N's spark-submit driver waits for it

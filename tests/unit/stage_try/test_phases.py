@@ -21,7 +21,7 @@ def test_each_phase_counts_its_own_time_and_the_line_reads_back():
     read = parse_summary(log)
     assert set(read) == {"inputs", "spark", "total"}
     assert 0.05 <= read["inputs"] < 0.1 and 0.15 <= read["spark"] < 0.25
-    assert read["total"] >= read["inputs"] + read["spark"]
+    assert read["total"] >= read["inputs"] + read["spark"] - 0.01  # each figure rounded to 0.01 s
 
 
 def test_a_failing_phase_still_counts_and_the_last_line_wins():
