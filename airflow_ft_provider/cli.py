@@ -15,6 +15,9 @@ passed and removes orphaned attempt data older than ``partition_store_orphan_gra
 (``airflow_ft_provider/partitions/garbage.py``); each run's end already sweeps its own pipeline, so it
 is for pipelines that no longer run (docs, *Partition store*: *A life cycle that runs itself*).
 
+Manifests read are kept by ETag in ``$XDG_CACHE_HOME/airflow-ft/manifests``
+(``partitions/manifest_cache.py``): the next command reads only those that changed.
+
 Results go to stdout, one JSON object per line for ``history``, ``partitions``, ``show`` and
 ``restart-region`` (times as ISO-8601 in UTC); logs, warnings and errors go to stderr. Exit status:
 0 done, 1 refused or failed (the reason on stderr), 2 a usage error.
@@ -173,8 +176,11 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
         AirflowApiUnreachable,
     )
     from airflow_ft_provider.partitions.errors import PartitionNotFound, PartitionStoreError
+    from airflow_ft_provider.partitions.manifest_cache import MANIFESTS, DiskTier, default_disk_folder
     from airflow_ft_provider.recovery.run_recovery import RunNotReady, RunRecovery
 
+    # A command starts afresh each time: the manifests it read before, by ETag, are on disk
+    MANIFESTS.disk = DiskTier(default_disk_folder())
     try:
         # The run's own pipeline, as its first stage try stored it: no DAG file is parsed here.
         store = _store(args)
@@ -209,6 +215,8 @@ def main(argv: list[str] | None = None, *, out: TextIO | None = None) -> int:
         PartitionNotFound,
     ) as err:
         parser.exit(1, f"airflow-ft {args.command}: error: {err}\n")
+    finally:
+        MANIFESTS.disk = None  # the command's, not its caller's (a test calling main())
     return 0
 
 

@@ -1,5 +1,5 @@
 """The failover page's store reads at 1,000 partitions: its first answer, how long until it is
-complete, and a reload (issue 45).
+complete, and a reload; and ``airflow-ft partitions``, a new process each time (issue 45).
 
     python bench/bench_failover_page.py [--partitions 1000] [--rounds 3]
 
@@ -10,7 +10,9 @@ fresh API server (an empty manifest cache): the listing alone (the floor); a che
 manifest before it answers (the page before the budget); the route's first answer, which waits
 ``MANIFEST_BUDGET`` for manifests and shows the rest as "listed"; the time until an answer has nothing
 pending, asked again a second after each (as the page's script does; the reads went on meanwhile and
-fill the process's manifest cache, ``partitions/manifest_cache.py``); and a reload. Medians of
+fill the process's manifest cache, ``partitions/manifest_cache.py``); and a reload. Then the CLI's
+``partitions`` (``run_results.list_partitions``, every manifest before it prints): the first time (an
+empty disk tier) and again (a new process: nothing in memory, the disk tier from the first). Medians of
 --rounds. Writes bench/results/failover_page.json.
 """
 
@@ -20,6 +22,7 @@ import argparse
 import json
 import statistics
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -30,10 +33,11 @@ from airflow_ft_provider.failover.failure_handler import FailoverState  # noqa: 
 from airflow_ft_provider.model.description import PipelineDescription, StageDeclaration  # noqa: E402
 from airflow_ft_provider.model.exchanges import Output  # noqa: E402
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
-from airflow_ft_provider.partitions.manifest_cache import MANIFESTS  # noqa: E402
+from airflow_ft_provider.partitions.manifest_cache import MANIFESTS, DiskTier  # noqa: E402
 from airflow_ft_provider.partitions.s3_models import boto3_session  # noqa: E402
 from airflow_ft_provider.plugins.app import MANIFEST_BUDGET  # noqa: E402
 from airflow_ft_provider.plugins.run_view import build_run_view  # noqa: E402
+from airflow_ft_provider.run_results import list_partitions  # noqa: E402
 from bench.bench_partition_store import RUN_ID, seed_partitions  # noqa: E402
 from ft_harness.services.s3_server import start_moto_server  # noqa: E402
 
@@ -96,6 +100,8 @@ def main() -> None:
             "first answer": [],
             "complete": [],
             "reload": [],
+            "cli, first": [],
+            "cli, again": [],
         }
         pending, answers = [], []
         for _ in range(args.rounds):
@@ -111,6 +117,15 @@ def main() -> None:
             answers.append(1 + until_complete())
             figures["complete"].append(time.perf_counter() - started)
             figures["reload"].append(timed(lambda: page(args.budget))[0])
+            with tempfile.TemporaryDirectory() as cache:
+                MANIFESTS.clear()  # airflow-ft partitions, the first time
+                MANIFESTS.disk = DiskTier(Path(cache))
+                seconds, lines = timed(lambda: list_partitions(description, store, RUN_ID))
+                assert sum(line.state == "committed" for line in lines) == args.partitions
+                figures["cli, first"].append(seconds)
+                MANIFESTS.clear()  # and again: a new process
+                figures["cli, again"].append(timed(lambda: list_partitions(description, store, RUN_ID))[0])
+                MANIFESTS.disk = None
         medians = {k: round(statistics.median(v), 3) for k, v in figures.items()}
         result = {
             "partitions": args.partitions,

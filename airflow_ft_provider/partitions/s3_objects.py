@@ -182,7 +182,8 @@ class StoreObjects:
     def read_manifest(self, loc: _Location, listed_etag: str | None = None) -> Manifest:
         """With the ETag a listing just gave, a manifest read before comes from ``manifest_cache.py``."""
         cache_key = partial(ManifestKey, store_name(self.client, self.bucket), loc.manifest_key)
-        if listed_etag is not None and (cached := MANIFESTS.get(cache_key(listed_etag))) is not None:
+        parse = partial(Manifest.from_json, expected=loc.ref, kind=loc.kind)
+        if listed_etag is not None and (cached := MANIFESTS.get(cache_key(listed_etag), parse)) is not None:
             return cached
         raw = self.manifest_bytes(loc.manifest_key)
         if raw is None:
@@ -193,13 +194,13 @@ class StoreObjects:
                 run=str(loc.ref.run),
             )
         try:
-            manifest = Manifest.from_json(raw.value, expected=loc.ref, kind=loc.kind)
+            manifest = parse(raw.value)
         except InvalidManifest as exc:
             raise PartitionNotFound(
                 loc.ref.partition_id, Unavailable.INVALID_MANIFEST, str(exc), run=str(loc.ref.run)
             ) from None
         if etag := bare_etag(raw.etag):  # the GET's own ETag names the content parsed
-            MANIFESTS.put(cache_key(etag), manifest)
+            MANIFESTS.put(cache_key(etag), manifest, raw.value)
         return manifest
 
     # -- objects beside partitions (journal, markers, fault injection): keys inside the store only --

@@ -33,7 +33,11 @@ class AirflowDiagnostics:
         with its environment (connections, store), in a process of its own."""
         return subprocess.run(
             [sys.executable, "-m", "airflow_ft_provider.cli", *args],
-            env={**self.environment(), "PYTHONPATH": str(REPO_ROOT)},
+            env={
+                **self.environment(),
+                "PYTHONPATH": str(REPO_ROOT),
+                "XDG_CACHE_HOME": str(self.home / "cache"),
+            },
             capture_output=True,
             text=True,
             timeout=timeout,

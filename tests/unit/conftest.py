@@ -82,11 +82,13 @@ def ref() -> PartitionRef:
 
 
 @pytest.fixture
-def cli_logging() -> Iterator[None]:
+def cli_logging(monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory) -> Iterator[None]:
     """``airflow-ft``'s main() points Airflow's logging at sys.stderr, in a test the capture stream that
-    closes when the test ends: the logging of the process is put back as it was after the test."""
+    closes when the test ends: the logging of the process is put back as it was after the test. Its
+    manifest cache goes to a temporary folder, not the machine's ``~/.cache``."""
     import structlog
 
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path_factory.mktemp("cache")))
     root = logging.getLogger()
     config, handlers, level = structlog.get_config(), list(root.handlers), root.level
     yield
