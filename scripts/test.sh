@@ -36,12 +36,12 @@ fi
 #   (sensors, triggers, two unit files) -- mostly wait. At normal priority, they start when the S3 tests
 #   end and run next to the other two, instead of adding their waits to either.
 # * CLUSTER -- the scenarios on the reference distributed deployment (tests/cluster: PostgreSQL, Redis,
-#   CeleryExecutor with two workers, a Spark standalone cluster with a Spark Connect server) -- runs as
-#   two sessions, each with a deployment of its own, at normal priority: its scenarios mostly wait
-#   (restart backoffs, heartbeat timeouts, an API outage), and their timing bounds have 30 s of slack.
-#   As one session after TIMED they took 20-23 of the suite's 36-39 minutes. CLUSTER_LATE, the
-#   infrastructure losses (their ledgers count Spark tasks, the busiest hours' extra work stays out of
-#   them), starts when TIMED ends; the others start when the S3 tests end, beside TIMED.
+#   CeleryExecutor with two workers, a Spark standalone cluster with a Spark Connect server) -- starts
+#   when TIMED ends, at normal priority, beside what is left of the untimed tests at nice 10: its
+#   scenarios mostly wait (restart backoffs, heartbeat timeouts, an API outage), and their timing
+#   bounds have 30 s of slack. It runs as two sessions side by side, each with a deployment of its
+#   own (CLUSTER_A's modules, then the others): one after the other they took 20-23 of the suite's
+#   36-39 minutes, mostly waiting.
 # Each session has its own temporary directory, its report follows TIMED's, and any failing fails the
 # suite. The untimed tests start before the Debian packages are in: they need none.
 TIMED=(tests/chaos tests/demo tests/e2e tests/examples tests/ui tests/unit/execution/test_connect.py)
@@ -52,7 +52,7 @@ WAITING=(tests/unit/sensors tests/unit/triggers tests/unit/hooks/test_airflow_ap
 # complements, so each test runs in exactly one session).
 S3_ONLY="s3 and not spark and not airflow"
 CLUSTER=(tests/cluster)
-CLUSTER_LATE=(tests/cluster/test_infrastructure_loss.py)
+CLUSTER_A=(tests/cluster/test_infrastructure_loss.py tests/cluster/test_run_time_mapping_on_celery.py)
 work=$(mktemp -d "${TMPDIR:-/tmp}/ft-tests.XXXXXX")
 start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own temporary directory and log
     local name=$1 niceness=$2; shift 2
@@ -64,7 +64,6 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
     trap 'kill $s3 $waiting $rest 2>/dev/null; exit 143' INT TERM
     start s3 10 tests/unit -m "$S3_ONLY" "${WAITING[@]/#/--ignore=}" "${TIMED[@]/#/--ignore=}"; s3=$!
     wait $s3 || rc=1
-    touch "$work/s3.done"  # the early cluster session's signal
     start waiting 0 "${WAITING[@]}"; waiting=$!
     start rest 10 -m "not ($S3_ONLY)" "${TIMED[@]/#/--ignore=}" "${WAITING[@]/#/--ignore=}" \
         "${CLUSTER[@]/#/--ignore=}"; rest=$!
@@ -74,27 +73,21 @@ start() {  # start NAME NICENESS ARGS...: pytest in the background ($!), its own
 ) &
 untimed=$!
 trap 'kill $untimed 2>/dev/null' INT TERM
-wait_for_debs || true  # only TIMED and CLUSTER need them (PostgreSQL, Chromium, Redis)
-(  # the cluster scenarios but CLUSTER_LATE, once the S3 tests have ended
-    while [ ! -e "$work/s3.done" ]; do sleep 2; done
-    exec python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/cluster-early" \
-        "${CLUSTER[@]}" "${CLUSTER_LATE[@]/#/--ignore=}" >"$work/cluster-early.log" 2>&1
-) &
-cluster_early=$!
-trap 'kill $untimed $cluster_early 2>/dev/null' INT TERM
+wait_for_debs || true  # only TIMED needs them (PostgreSQL, Chromium): the others have started
 echo ">> ${SECONDS} s: ${TIMED[*]} here; the others run alongside: tests/unit -m \"$S3_ONLY\", then the rest at low priority and ${WAITING[*]} (reports below)"
 timed_rc=0
 python -m pytest -p no:cacheprovider --durations=15 --basetemp "$work/timed" "${TIMED[@]}" || timed_rc=$?
-echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER_LATE[*]} (the reference distributed deployment)," \
-     "beside the other cluster scenarios and what is left of the others"
-start cluster-late 0 "${CLUSTER_LATE[@]}"; cluster_late=$!
-trap 'kill $untimed $cluster_early $cluster_late 2>/dev/null' INT TERM
+echo ">> $((SECONDS / 60)) min $((SECONDS % 60)) s: ${CLUSTER[*]} (the reference distributed deployment)," \
+     "beside what is left of the others"
+start cluster-a 0 "${CLUSTER_A[@]}"; cluster_a=$!
+start cluster-b 0 "${CLUSTER[@]}" "${CLUSTER_A[@]/#/--ignore=}"; cluster_b=$!
+trap 'kill $untimed $cluster_a $cluster_b 2>/dev/null' INT TERM
 cluster_rc=0
-wait $cluster_late || cluster_rc=$?
-wait $cluster_early || cluster_rc=$?
+wait $cluster_a || cluster_rc=$?
+wait $cluster_b || cluster_rc=$?
 untimed_rc=0
 wait $untimed || untimed_rc=$?
-for name in cluster-early cluster-late s3 rest waiting; do
+for name in cluster-a cluster-b s3 rest waiting; do
     echo
     echo ">> session $name:"
     cat "$work/$name.log" 2>/dev/null || echo "(no report: the session did not start)"
