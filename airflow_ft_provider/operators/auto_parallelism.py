@@ -102,7 +102,5 @@ def committed_input_bytes(
         for consumed in description.stages[stage].inputs
         for partition_id in description.graph.partition_ids(consumed.result)
     ]
-    if len(refs) == 1:
-        return store.manifest(refs[0]).total_size
     with ThreadPoolExecutor(max_workers=store.max_workers, thread_name_prefix="ft-size") as pool:
         return sum(manifest.total_size for manifest in pool.map(store.manifest, refs))

@@ -92,9 +92,11 @@ class DiskTier:
     def __init__(self, folder: Path, max_files: int = 50_000) -> None:
         self.folder = folder
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-        files = sorted(folder.glob("*.json"), key=lambda p: p.stat().st_mtime)
-        for old in files[: max(0, len(files) - max_files)]:
-            old.unlink(missing_ok=True)
+        files = list(folder.glob("*.json"))
+        if len(files) > max_files:  # only then each file's age: a command's start lists names alone
+            files.sort(key=lambda p: p.stat().st_mtime)
+            for old in files[: len(files) - max_files]:
+                old.unlink(missing_ok=True)
 
     def _path(self, key: ManifestKey) -> Path:
         name = hashlib.sha256(f"{key.store}\n{key.key}\n{key.etag}".encode()).hexdigest()
@@ -110,11 +112,14 @@ class DiskTier:
         """Best effort: a cache that cannot be written is only slower."""
         try:
             fd, temp = tempfile.mkstemp(dir=self.folder, suffix=".tmp")
+        except OSError:
+            return
+        try:
             with os.fdopen(fd, "wb") as out:
                 out.write(raw)
             os.replace(temp, self._path(key))
         except OSError:
-            pass
+            Path(temp).unlink(missing_ok=True)  # no half-written file left behind
 
 
 def default_disk_folder() -> Path:
