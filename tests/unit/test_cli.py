@@ -21,6 +21,7 @@ from airflow_ft_provider.partitions import RunRef, S3PartitionStore
 from airflow_ft_provider.recovery.journal import RecoveryJournal
 from airflow_ft_provider.recovery.journal_schema import event_from_json
 from ft_harness.data.journal_records import stored_events
+from ft_harness.runners import HUNG_AFTER_SECONDS
 
 pytestmark = pytest.mark.usefixtures("cli_logging")  # main() runs in this process
 
@@ -116,7 +117,12 @@ def airflow_ft(dags, *argv: str) -> subprocess.CompletedProcess[str]:
     )
     script = str(Path(sys.executable).with_name("airflow-ft"))
     return subprocess.run(
-        [script, *argv], env=env, capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL
+        [script, *argv],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=HUNG_AFTER_SECONDS,
+        stdin=subprocess.DEVNULL,
     )
 
 

@@ -6,6 +6,8 @@ import os
 import subprocess
 from pathlib import Path
 
+from ft_harness.runners import HUNG_AFTER_SECONDS
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -25,7 +27,7 @@ def run(tmp_path: Path, script: str, *, apt_rc: int = 0, uid: int = 0) -> tuple[
         env=env,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=HUNG_AFTER_SECONDS,
     )
     return done.returncode, done.stdout + done.stderr, sorted(p.name for p in tmp.iterdir())
 

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from ft_harness.runners import HUNG_AFTER_SECONDS
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -18,7 +20,7 @@ def demo(*argv: str) -> subprocess.CompletedProcess[str]:
         [sys.executable, str(REPO / "demo" / "run_demo.py"), "--no-wait", *argv],
         capture_output=True,
         text=True,
-        timeout=120,
+        timeout=HUNG_AFTER_SECONDS,
         stdin=subprocess.DEVNULL,
     )
 

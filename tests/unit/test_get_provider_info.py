@@ -23,6 +23,7 @@ from airflow_ft_provider.partitions.cache import DEFAULT_MAX_BYTES as DEFAULT_CA
 from airflow_ft_provider.partitions.manifest import DEFAULT_CHECKSUM, check_algorithm
 from airflow_ft_provider.partitions.store import DEFAULT_ORPHAN_GRACE, DEFAULT_RETENTION
 from airflow_ft_provider.partitions.sweep import DEFAULT_SWEEP_EVERY, DEFAULT_SWEEP_MAX_RELEASES
+from ft_harness.runners import HUNG_AFTER_SECONDS
 
 # What each listed module must define at least one of (by base class).
 KINDS = {
@@ -131,7 +132,7 @@ def test_airflow_lists_the_provider():
         capture_output=True,
         text=True,
         check=True,
-        timeout=120,
+        timeout=HUNG_AFTER_SECONDS,
     )
     names = [row["package_name"] for row in json.loads(listing.stdout)]
     assert "airflow-ft-provider" in names
@@ -151,7 +152,7 @@ def test_airflow_registers_the_trigger_extra_link_and_config_defaults(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW__FT_PROVIDER__")}
     env["AIRFLOW_HOME"] = str(tmp_path)
     result = subprocess.run(
-        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-c", probe], capture_output=True, text=True, env=env, timeout=HUNG_AFTER_SECONDS
     )
     assert result.returncode == 0, result.stderr[-3000:]
     seen = json.loads(result.stdout.strip().splitlines()[-1])

@@ -9,6 +9,7 @@ import sys
 
 import pytest
 
+from ft_harness.runners import HUNG_AFTER_SECONDS
 from ft_harness.services.spark_host import REPOSITORY
 
 pytestmark = [pytest.mark.spark]
@@ -27,7 +28,7 @@ def test_the_spark_host_sees_neither_our_temporary_files_nor_the_checkout(spark_
             "try:\n    import airflow_ft_provider\nexcept ImportError:\n    print('no package')",
         ],
         env=dict(os.environ),
-        timeout=60,
+        timeout=HUNG_AFTER_SECONDS,
     )
     assert probe.returncode == 0, probe.stderr
     # pyspark and pyarrow are installed there (the venv); our files and our package are not

@@ -14,6 +14,8 @@ import sys
 
 import pytest
 
+from ft_harness.runners import HUNG_AFTER_SECONDS
+
 PROBE = """
 import os, sys
 sys.argv = ["/venv/bin/airflow", "scheduler"]  # as in the scheduler, whose executor workers fork tasks
@@ -51,7 +53,7 @@ def test_the_clients_are_loaded_before_the_fork_unless_switched_off(setting, loa
     if setting is not None:  # None: the default, on
         env["AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS"] = setting
     result = subprocess.run(
-        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", PROBE], env=env, capture_output=True, text=True, timeout=HUNG_AFTER_SECONDS
     )
     assert result.returncode == 0, result.stderr[-2000:]
     found = result.stdout.strip().splitlines()[-1]
