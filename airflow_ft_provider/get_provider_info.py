@@ -260,15 +260,15 @@ def _config_options() -> dict[str, ConfigOption]:
         "default": "True",
     }
     options["data_path"] = {  # read by airflow_ft_provider.pipeline when a DAG is parsed
-        "description": "Where the partition data of pipelines that name no data_path flows: 'staged' "
-        "through the Airflow worker's disk (Spark must share it: local Spark, a Spark Connect server on "
-        "the worker's machine), 'executors' between Spark's executors and S3 (Spark on other machines: "
-        "the setting for a cluster), 's3a' through Spark's s3a connector (hadoop-aws on the cluster). "
-        "A pipeline's or a stage's own data_path wins.",
+        "description": "Where the partition data of pipelines that name no data_path flows: 'executors' "
+        "between Spark's executors and S3, wherever they run; 'staged' through the Airflow worker's disk "
+        "(Spark must share it; faster on one machine for data-heavy stages, and the checkpointed stages' "
+        "whole feature set: see Running on a cluster); 's3a' through Spark's s3a connector (hadoop-aws "
+        "on the cluster). A pipeline's or a stage's own data_path wins.",
         "version_added": "0.1.0",
         "type": "string",
-        "example": "executors",
-        "default": "staged",
+        "example": "staged",
+        "default": "executors",
     }
     options["executor_credentials"] = {  # read by airflow_ft_provider.hooks.partition_store
         "description": "Which credentials Spark's executors use to read and write the partition store "

@@ -114,7 +114,7 @@ def cluster_data_path() -> DataPath:
     deployment (``"executors"`` where Spark runs on other machines than the Airflow workers)."""
     from airflow.sdk import conf
 
-    value = conf.get("ft_provider", "data_path", fallback=None) or DataPath.STAGED.value
+    value = conf.get("ft_provider", "data_path", fallback=None) or DataPath.EXECUTORS.value
     return DataPath.parse(value.strip(), where="[ft_provider] data_path")
 
 

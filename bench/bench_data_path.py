@@ -9,7 +9,9 @@ a moto S3 endpoint. The worker reaches S3 through a counting proxy; with the exe
 executors reach it directly (the connection's ``executor_endpoint_url``), so the proxy counts what the
 worker moves. Per way: each stage's wall time, the data's throughput (bytes written + read / time) and
 the bytes through the worker; then the ratios. Also the crc32c hashing rate of this machine, to put
-the file checksums' share of a stage in numbers. Written to bench/results/data_path.json.
+the file checksums' share of a stage in numbers, and the CPU seconds the S3 endpoint (moto, a Python
+server on the same cores as Spark) spent per way: what a real S3 endpoint does not take from Spark.
+Figures are medians over the rounds. Written to bench/results/data_path.json.
 
     python bench/bench_data_path.py --rows 20000000 --rounds 1
 """
@@ -25,6 +27,9 @@ import tempfile
 import time
 import types
 from pathlib import Path
+from statistics import median
+
+import psutil
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -108,6 +113,14 @@ def throughput(figures: dict) -> dict[str, float]:
     return out
 
 
+def cpu_seconds(process: psutil.Process | None) -> float:
+    """User and system CPU seconds of ``process`` so far (0 without one)."""
+    if process is None:
+        return 0.0
+    times = process.cpu_times()
+    return times.user + times.system
+
+
 def crc32c_rate() -> float:
     """MB/s of this machine's crc32c (the default checksum), over 256 MB in 8 MB chunks."""
     from airflow_ft_provider.spark.checksums import new_hasher
@@ -146,14 +159,17 @@ def main() -> None:
     ).start()
     os.environ["AIRFLOW_CONN_BENCH_CONNECT"] = json.dumps(server.connection())
     results: dict[str, list[dict]] = {way: [] for way in WAYS}
+    moto = psutil.Process(endpoint.process.pid) if endpoint.process else None
     try:
         for n in range(args.rounds):
             for way in WAYS:
+                endpoint_cpu = cpu_seconds(moto)
                 if way == "local disk":
                     figures = run_local(server.url, Path(tempfile.mkdtemp(prefix="ft-bench-local-")))
                 else:
                     figures = run_pipeline(way, f"bench_{way}_{n}", f"s3://{bucket}/bench/", proxy)
                 figures["throughput_mb_s"] = throughput(figures)
+                figures["endpoint_cpu_s"] = cpu_seconds(moto) - endpoint_cpu
                 results[way].append(figures)
                 print(way, json.dumps(figures, indent=1), flush=True)
     finally:
@@ -163,16 +179,15 @@ def main() -> None:
     rate = crc32c_rate()
     summary = {}
     for way, runs in results.items():
-        total = sum(sum(r["seconds"].values()) for r in runs) / len(runs)
-        data = sum(sum(r["sizes"].values()) for r in runs) / len(runs)
         summary[way] = {
-            "pipeline_s": round(total, 2),
-            "stage_s": {s: round(sum(r["seconds"][s] for r in runs) / len(runs), 2) for s, _, _ in STAGES},
+            "pipeline_s": round(median(sum(r["seconds"].values()) for r in runs), 2),
+            "stage_s": {s: round(median(r["seconds"][s] for r in runs), 2) for s, _, _ in STAGES},
             "throughput_mb_s": {
-                s: round(sum(r["throughput_mb_s"][s] for r in runs) / len(runs), 1) for s, _, _ in STAGES
+                s: round(median(r["throughput_mb_s"][s] for r in runs), 1) for s, _, _ in STAGES
             },
-            "data_bytes": int(data),
-            "worker_bytes": int(sum(r["worker_bytes"] for r in runs) / len(runs)),
+            "data_bytes": int(median(sum(r["sizes"].values()) for r in runs)),
+            "worker_bytes": int(median(r["worker_bytes"] for r in runs)),
+            "endpoint_cpu_s": round(median(r["endpoint_cpu_s"] for r in runs), 2),
         }
     local = summary["local disk"]["pipeline_s"]
     sizes = results["executors"][0]["sizes"]  # each stage hashes what it writes and what it reads

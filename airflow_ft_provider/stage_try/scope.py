@@ -135,7 +135,7 @@ class TryScope:
 
     @property
     def data_path(self) -> DataPath:
-        return self.stage.pipeline.data_paths.get(self.stage.task_id, DataPath.STAGED)
+        return self.stage.pipeline.data_paths.get(self.stage.task_id, DataPath.EXECUTORS)
 
     @property
     def spark_conn_id(self) -> str:

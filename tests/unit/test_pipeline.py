@@ -201,9 +201,9 @@ def test_the_deployments_data_path_applies_to_pipelines_that_name_none(cluster_c
                 stage("b", inputs=["x"], outputs=["y"], data_path="staged")
         return pipeline_of(dag).data_paths
 
-    assert build() == {"a": DataPath.STAGED, "b": DataPath.STAGED}  # Airflow's defaults: staged
-    cluster_config("data_path", "executors")
-    assert build() == {"a": DataPath.EXECUTORS, "b": DataPath.STAGED}
+    assert build() == {"a": DataPath.EXECUTORS, "b": DataPath.STAGED}  # the provider's default
+    cluster_config("data_path", "staged")
+    assert build() == {"a": DataPath.STAGED, "b": DataPath.STAGED}
     assert build(data_path="s3a") == {"a": DataPath.S3A, "b": DataPath.STAGED}
 
 

@@ -1,5 +1,7 @@
-"""A checkpointed stage on a real Spark Connect server over the S3 endpoint: a try that fails inside a
-micro-batch leaves its checkpoint, the next try resumes after the last completed micro-batch and reads
+"""A checkpointed stage on the staged data path (``data_path="staged"``: the stream's input, Spark's
+checkpoint and its task-local copy on the worker's disk; the executors' path is
+``test_checkpointed_stream.py``), on a real Spark Connect server over the S3 endpoint: a try that
+fails inside a micro-batch leaves its checkpoint, the next try resumes after the last completed micro-batch and reads
 only the rest of its input, and the output is committed once, equal to a failure-free run's.
 
     numbers --numbers (blocking, 8 files)--> squares (checkpointed: about one file per micro-batch)
@@ -63,6 +65,7 @@ def checkpointed_dag(store_url, squares, keys):
         with FailoverPipeline(
             store=store_url,
             spark_conn_id="ft_checkpoint_connect",
+            data_path="staged",
             restart_strategy={
                 "restart-strategy.type": "fixed-delay",
                 "restart-strategy.fixed-delay.attempts": 5,
