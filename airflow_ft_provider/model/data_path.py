@@ -3,12 +3,12 @@ the Airflow worker's disk, or through Spark's s3a connector.
 
 * ``"executors"``: each executor reads the objects the manifest lists, verifying them, and writes its
   own objects under the try's attempt prefix, recording their checksums; the worker only commits the
-  manifest. Works wherever the executors run (``execution/placement.ExecutorS3``): the way for a
-  cluster. A checkpointed stage's micro-batches too (``spark/object_stream.py``). Not yet the
-  default: its bytes cross the JVM-Python boundary in the executors (bench/bench_data_path.py).
-* ``"staged"`` (the default): the worker fetches inputs to its disk and uploads outputs from there; the
-  Spark driver and executors must see the worker's disk (local Spark, a Connect server on the worker's
-  machine).
+  manifest. Works wherever the executors run (``execution/placement.ExecutorS3``), so it is the
+  default. A checkpointed stage's micro-batches too (``spark/object_stream.py``).
+* ``"staged"``: the worker fetches inputs to its disk and uploads outputs from there; the Spark driver
+  and executors must see the worker's disk (local Spark, a Connect server on the worker's machine).
+  Faster there for data-heavy stages, whose bytes otherwise cross the JVM-Python boundary in the
+  executors (bench/bench_data_path.py).
 * ``"s3a"``: Spark reads and writes ``s3a://`` itself; the cluster needs the hadoop-aws connector.
 """
 

@@ -111,7 +111,7 @@ class SparkStageOperator(BaseOperator):
     :param spark_submit_kwargs: further ``SparkSubmitHook`` arguments (executor_memory, jars, ...).
     :param data_path: where partition data flows (``model/data_path.py``): ``"executors"`` (Spark's
         executors read and write S3 themselves), ``"staged"`` (through the worker's disk) or ``"s3a"``
-        (Spark's s3a connector); default: the pipeline's (``[ft_provider] data_path``, ``"staged"``).
+        (Spark's s3a connector); default: the pipeline's (``[ft_provider] data_path``, ``"executors"``).
     :param checkpointing: a checkpointed stage (``io.read_stream`` / ``io.write_stream``): ``True``, or a
         dict of ``execution.checkpointing.*`` keys over the pipeline's; ``False`` turns off the
         pipeline's default; None (default): the pipeline's ``checkpointing=``.
