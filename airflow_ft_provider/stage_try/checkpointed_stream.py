@@ -12,7 +12,8 @@ Both are named after the **generation**: a digest of the committed attempts of t
 of ``interval-volume`` (which fixes what each micro-batch reads). A retry against the same inputs is
 the same generation and resumes where Spark's checkpoint says; a retry after failover rebuilt an input
 is a new generation and starts afresh (Flink's rule, ``checkpoints/fencing.py``). The try that commits
-the output deletes the task's micro-batch outputs.
+the output deletes the task's micro-batch outputs. Each try's checkpoint statistics come from the
+store's listing of them (``checkpoints/stream_stats.py``).
 """
 
 from __future__ import annotations
@@ -27,11 +28,17 @@ from airflow_ft_provider import metrics
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.checkpoints.fencing import Why
 from airflow_ft_provider.checkpoints.store_copy import StoreCheckpoints
+from airflow_ft_provider.checkpoints.stream_stats import (
+    StoredBatch,
+    StreamStats,
+    committed_before,
+    stored_batches,
+)
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.partitions.naming import encode_segment
-from airflow_ft_provider.recovery.journal_events import CheckpointRestored
+from airflow_ft_provider.recovery.journal_events import CheckpointRestored, CheckpointsTaken
+from airflow_ft_provider.spark.object_stream import per_batch
 from airflow_ft_provider.spark.spec import CheckpointSpec
-from airflow_ft_provider.spark.written import WRITTEN_RECORD
 from airflow_ft_provider.stage_try.run_mode import RunFinished
 from airflow_ft_provider.stage_try.scope import TryScope
 
@@ -55,22 +62,26 @@ class StreamedCheckpointRun:
         self.config = config
         self.copies = StoreCheckpoints(scope.store, scope.run, scope.task)
         self.generation = ""
-        self.recorded: list[int] = []  # micro-batches whose output the store holds, at the start
+        self.at_start: dict[int, StoredBatch] = {}  # micro-batches whose output the store holds
+        self.restored_from: int | None = None  # the newest of them known to be committed
+        self.input_sizes: list[int] = []  # the input objects', in the order the stream reads them
+        self.stats: StreamStats | None = None
 
     @contextmanager
     def workdir(self) -> Iterator[Path]:
         self.generation = self._generation()
-        stored = list(self.scope.store.list_objects(self._streams()))
+        stored = self.scope.store.list_objects(self._streams())
         others = [key for key in stored if not key.startswith(self._prefix())]
         self.scope.store.delete_keys(others)  # taken against other inputs: never resumed
-        self.recorded = sorted(
-            int(key[len(self._prefix()) + 1 :].split("/", 1)[0])
-            for key in stored
-            if key.startswith(self._prefix() + "b") and key.endswith(f"/{WRITTEN_RECORD}")
-        )
+        self.at_start = stored_batches(stored, self._prefix())
+        self.restored_from = committed_before(self.at_start)
         self._record(changed=bool(others))
         with TryWorkdir(log=self.scope.log) as workdir:
-            yield workdir
+            try:
+                yield workdir
+            except BaseException:
+                self._record_statistics(succeeded=False)
+                raise
         self.copies.release()  # the output is committed: the micro-batches' outputs are not needed
 
     def spec(self, *, fail_in_batch: int | None) -> CheckpointSpec:
@@ -94,17 +105,44 @@ class StreamedCheckpointRun:
         )
 
     def finish(self) -> RunFinished:
+        self._record_statistics(succeeded=True)
         return RunFinished(summary=self.summary())
 
     def summary(self) -> dict[str, object]:
-        resumed = bool(self.recorded)
+        resumed = self.restored_from is not None
         return {
-            "restored_from": self.recorded[-1] if resumed else None,
+            "restored_from": self.restored_from,
             "why": (Why.RESUME if resumed else Why.NO_CHECKPOINT).value,
             "explanation": self._explanation(),
             "generation": self.generation,
             "restored_via": "spark" if resumed else None,
+            "input_bytes": sum(self.input_sizes),
+            "input_bytes_read": sum(self.input_sizes) - self._covered(self.restored_from),
+            "checkpoints": self.stats.as_dict() if self.stats else {},
         }
+
+    def _record_statistics(self, *, succeeded: bool) -> None:
+        """Seed 003's monitoring for this try, in the task log, the run's history and the metrics."""
+        try:
+            at_end = stored_batches(self.scope.store.list_objects(self._prefix()), self._prefix())
+            self.stats = StreamStats.of_try(
+                self.at_start, at_end, self.input_sizes, self._per_batch(), succeeded=succeeded
+            )
+            sentence = self.stats.describe(self.scope.task, self.scope.try_number, succeeded=succeeded)
+            self.scope.log.info("%s", sentence)
+            statistics = self.stats.as_dict()
+            metrics.checkpoints(statistics, dag_id=self.scope.run.pipeline, task_id=self.scope.task)
+            self.scope.recovery.record_try(
+                CheckpointsTaken(
+                    task=self.scope.task,
+                    try_number=self.scope.try_number,
+                    reason=sentence,
+                    succeeded=succeeded,
+                    statistics=statistics,
+                )
+            )
+        except Exception as err:  # noqa: BLE001 - statistics never fail a try (nor hide its failure)
+            self.scope.log.warning("%s: checkpoint statistics not recorded: %s", self.scope.task, err)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _streams(self) -> str:
@@ -122,37 +160,50 @@ class StreamedCheckpointRun:
         for result, partition_ids in scope.consumed().items():
             for partition_id in partition_ids:
                 if results[result].result_type.is_reconsumable:
-                    inputs[partition_id] = scope.store.manifest(scope.run.parse(partition_id)).attempt_id
+                    manifest = scope.store.manifest(scope.run.parse(partition_id))
+                    inputs[partition_id] = manifest.attempt_id
+                    self.input_sizes += [entry.size for entry in manifest.files]
                 else:
                     inputs[partition_id] = f"pipelined-try-{scope.try_number}"
         doc = json.dumps({"inputs": inputs, "volume": self.config.interval_volume}, sort_keys=True)
         return "g" + hashlib.sha256(doc.encode()).hexdigest()[:16]
 
+    def _per_batch(self) -> int:
+        """Input objects a micro-batch reads (as the Spark side computes it: ``object_stream``)."""
+        return per_batch(self.input_sizes, self.config.interval_volume)
+
+    def _covered(self, batch_id: int | None) -> int:
+        """Input bytes micro-batches 0…``batch_id`` read."""
+        return 0 if batch_id is None else sum(self.input_sizes[: (batch_id + 1) * self._per_batch()])
+
     def _explanation(self) -> str:
-        task, number = self.scope.task, self.scope.try_number
-        if not self.recorded:
+        task, number, restored = self.scope.task, self.scope.try_number, self.restored_from
+        if restored is None:
             return (
-                f"{task} try {number} starts fresh: no micro-batch of generation {self.generation} is stored"
+                f"{task} try {number} starts fresh: no committed micro-batch of generation "
+                f"{self.generation} is stored"
             )
+        total = sum(self.input_sizes)
+        share = 100 * self._covered(restored) / total if total else 100.0
         return (
-            f"{task} try {number} resumes generation {self.generation}: micro-batches "
-            f"{self.recorded[0]}–{self.recorded[-1]} have their output in the store, and Spark's checkpoint "
-            "says which of them it committed"
+            f"{task} try {number} resumed at checkpoint {restored}: {share:.0f} % of the input is not read "
+            f"again (micro-batches 0–{restored} of generation {self.generation} are committed; Spark's "
+            "checkpoint, on the Spark side, says where the query goes on)"
         )
 
     def _record(self, *, changed: bool) -> None:
         explanation = self._explanation()
-        if changed and not self.recorded:
+        if changed and self.restored_from is None:
             explanation += " (the stored micro-batches were taken against other inputs: removed)"
         self.scope.log.info("%s", explanation)
-        if self.recorded:
+        if self.restored_from is not None:
             metrics.restored("spark", dag_id=self.scope.run.pipeline, task_id=self.scope.task)
         self.scope.recovery.record_try(
             CheckpointRestored(
                 task=self.scope.task,
                 try_number=self.scope.try_number,
                 reason=explanation,
-                restored_from=self.recorded[-1] if self.recorded else None,
-                restored_via="spark" if self.recorded else None,
+                restored_from=self.restored_from,
+                restored_via=None if self.restored_from is None else "spark",
             )
         )

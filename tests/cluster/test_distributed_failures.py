@@ -241,9 +241,9 @@ def test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_res
     assert (first["try_number"], first["restored_from"]) == (1, None), first
     # The lost worker held nothing: the retry on the other one resumes from Spark's checkpoint, which
     # stayed on the Spark host with the Connect server
-    assert second["try_number"] == 2 and second["restored_from"] >= 3, second
+    assert second["try_number"] == 2 and second["restored_from"] >= 2, second  # 3 was recorded: 2 committed
     assert second["restored_via"] == "spark", second
-    assert second["reason"].startswith("scale_slowly try 2 resumes generation "), second
+    assert second["reason"].startswith("scale_slowly try 2 resumed at checkpoint "), second
     assert scaled_exactly_once(store, dag_id, run_id)
 
 

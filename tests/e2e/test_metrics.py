@@ -96,6 +96,7 @@ def test_restarts_failures_partitions_and_checkpoints_reach_statsd(
     assert {m.tags.get("via") for m in of(metrics, "ft.checkpoints.restored", CHECKPOINTED)} <= {
         "local",
         "store",
+        "spark",  # the executors' path (the default): Spark's own checkpoint
     }, seen
     assert all(m.kind == "ms" for m in of(metrics, "ft.checkpoints.duration", CHECKPOINTED)), seen
     assert all(m.kind == "g" and m.value > 0 for m in of(metrics, "ft.checkpoints.size", CHECKPOINTED)), seen

@@ -66,7 +66,7 @@ def test_a_checkpointed_stage_on_another_host_resumes_there_and_the_worker_moves
     worker_bytes = proxy.sent + proxy.received - before
 
     summary = pushed["squares"]["checkpoint"]
-    assert (summary["why"], summary["restored_from"]) == ("resume", 2), summary
+    assert (summary["why"], summary["restored_from"]) == ("resume", 1), summary  # 2 failed after writing
     store = dag.task_dict["squares"].store
     run_ref = RunRef(dag.dag_id, RUN_ID)
     table = read_table(store, run_ref.parse("squares")).to_pylist()

@@ -1,8 +1,9 @@
 """A checkpointed stage on the staged data path (``data_path="staged"``: the stream's input, Spark's
 checkpoint and its task-local copy on the worker's disk; the executors' path is
 ``test_checkpointed_stream.py``), on a real Spark Connect server over the S3 endpoint: a try that
-fails inside a micro-batch leaves its checkpoint, the next try resumes after the last completed micro-batch and reads
-only the rest of its input, and the output is committed once, equal to a failure-free run's.
+fails inside a micro-batch leaves its checkpoint, the next try resumes after the last completed
+micro-batch and reads only the rest of its input, and the output is committed once, equal to a
+failure-free run's.
 
     numbers --numbers (blocking, 8 files)--> squares (checkpointed: about one file per micro-batch)
 
