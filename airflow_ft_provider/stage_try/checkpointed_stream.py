@@ -82,6 +82,7 @@ class StreamedCheckpointRun:
             except BaseException:
                 self._record_statistics(succeeded=False)
                 raise
+        self._record_statistics(succeeded=True)  # committed: as counted when the micro-batches ended
         self.copies.release()  # the output is committed: the micro-batches' outputs are not needed
 
     def spec(self, *, fail_in_batch: int | None) -> CheckpointSpec:
@@ -105,7 +106,7 @@ class StreamedCheckpointRun:
         )
 
     def finish(self) -> RunFinished:
-        self._record_statistics(succeeded=True)
+        self.stats = self._statistics(succeeded=True)  # before the commit releases the micro-batches
         return RunFinished(summary=self.summary())
 
     def summary(self) -> dict[str, object]:
@@ -121,13 +122,17 @@ class StreamedCheckpointRun:
             "checkpoints": self.stats.as_dict() if self.stats else {},
         }
 
+    def _statistics(self, *, succeeded: bool) -> StreamStats:
+        at_end = stored_batches(self.scope.store.list_objects(self._prefix()), self._prefix())
+        return StreamStats.of_try(
+            self.at_start, at_end, self.input_sizes, self._per_batch(), succeeded=succeeded
+        )
+
     def _record_statistics(self, *, succeeded: bool) -> None:
         """Seed 003's monitoring for this try, in the task log, the run's history and the metrics."""
         try:
-            at_end = stored_batches(self.scope.store.list_objects(self._prefix()), self._prefix())
-            self.stats = StreamStats.of_try(
-                self.at_start, at_end, self.input_sizes, self._per_batch(), succeeded=succeeded
-            )
+            if not succeeded or self.stats is None:
+                self.stats = self._statistics(succeeded=succeeded)
             sentence = self.stats.describe(self.scope.task, self.scope.try_number, succeeded=succeeded)
             self.scope.log.info("%s", sentence)
             statistics = self.stats.as_dict()

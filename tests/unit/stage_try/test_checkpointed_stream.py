@@ -16,6 +16,7 @@ from airflow_ft_provider.checkpoints.store_copy import StoreCheckpoints
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from ft_harness.data.journal_records import stored_events
 from tests.apps import checkpointed as apps
 from tests.unit.stage_try.test_checkpointed import RUN_ID, run
 
@@ -52,6 +53,12 @@ def test_a_retry_resumes_from_spark_s_checkpoint_and_every_row_is_committed_once
     assert (summary["why"], summary["restored_from"]) == ("resume", 2), summary
     assert 0 < summary["input_bytes_read"] < summary["input_bytes"], summary
     assert summary["checkpoints"]["completed"] >= 1 and summary["checkpoints"]["last_size"] > 0, summary
+    # Each try's statistics in the run's history: try 1 recorded 0-3 and failed in 3, so 0-2 count
+    journal = RecoveryJournal(dag.task_dict["stage"].store, RunRef(dag.dag_id, RUN_ID))
+    taken = [e for e in stored_events(journal) if e["kind"] == "checkpoints"]
+    assert [(e["try_number"], e["succeeded"], e["completed"]) for e in taken][:1] == [(1, False, 3)], taken
+    assert [(e["try_number"], e["succeeded"]) for e in taken[1:]] == [(2, True)], taken
+    assert taken[1]["reason"].startswith("stage try 2 succeeded: "), taken
     assert rows(dag, "squares") == [(i, i * i) for i in range(apps.ROWS)]
     assert streams(dag) == []  # the committed try removed the micro-batches' outputs
     assert not (tmp_path / "checkpoints").exists()  # nothing of the stage on the worker's disk
