@@ -57,10 +57,10 @@ def _partition_store_options() -> dict[str, ConfigOption]:
             "default": "aws_default",
         },
         "partition_store_cache_dir": {
-            "description": "Local directory for task-local recovery: partitions read or written by a "
-            "worker are kept here and reused after verification against the S3 manifest, within "
-            "partition_store_cache_max_size and partition_store_cache_max_age (least recently used files "
-            "go first). Unset: no cache.",
+            "description": "Local directory for task-local recovery on the staged data path: partitions "
+            "read or written by a worker are kept here and reused after verification against the S3 "
+            "manifest, within partition_store_cache_max_size and partition_store_cache_max_age (least "
+            "recently used files go first). Unset: no cache.",
             "version_added": "0.1.0",
             "type": "string",
             "example": "/var/cache/airflow-ft-partitions",
