@@ -165,9 +165,10 @@ class ConnectBackend:
         if not self._earlier_stopped:
             self._earlier_stopped = True
             self._stop_earlier_try()
-        if self.session is not None and self.lease is not None:  # the application stopped it
-            self.slots.retire(self.lease)
-        self.session = self._join_slot_session()
+        if self.session is not None and self.lease is not None:  # the application stopped its client:
+            self.session, _ = join_slot(self.url, self.slots, self.lease, self.log)  # the server kept it
+        else:
+            self.session = self._join_slot_session()
         mine = self.try_session = TrySession(self.server, self.session.session_id, self.try_number)
         if self.state is not None:
             try:
@@ -233,7 +234,9 @@ class ConnectBackend:
         session, lease, self.session, self.lease = self.session, self.lease, None, None
         handed_on = False
         try:
-            if session is not None and lease is not None and clean and not session.is_stopped:
+            if session is not None and lease is not None and clean and session.is_stopped:
+                session, _ = join_slot(self.url, self.slots, lease, self.log)  # an application's stop()
+            if session is not None and lease is not None and clean:
                 handed_on = self._reset(session)
             if session is not None:
                 session.release_session_on_close = not handed_on
@@ -318,6 +321,7 @@ class ConnectBackend:
         """``python app.py args`` in this process: the application's folder and its ``py_files`` are
         importable (as under spark-submit), and the py_files are shipped to the server for UDFs."""
         py_files = self._py_files()
+        self.open().release_session_on_close = False  # an app's spark.stop(): the slot's session stays warm
         if py_files:
             self.open().addArtifacts(*py_files, pyfile=True)
         saved_argv, saved_path = sys.argv, list(sys.path)

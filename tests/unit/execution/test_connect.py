@@ -335,3 +335,28 @@ def test_tries_at_once_work_in_sessions_of_their_own_and_a_closed_one_is_replace
     with ConnectBackend(stage(print), conn_id=connection, log=log) as after:
         assert after.session.session_id != handed_on and after.session.range(2).count() == 2
     assert any("closed slot" in line for line in log.lines), log.lines
+
+
+def test_an_application_that_stops_its_session_still_hands_it_on(connection, tmp_path):
+    #   try A runs a file written for spark-submit (it ends with spark.stop()) -> try B: A's session,
+    #   whose Python workers are warm; A's conf change not in it
+    app = tmp_path / "stops.py"
+    app.write_text(
+        "from pyspark.sql import SparkSession\n"
+        "spark = SparkSession.builder.getOrCreate()\n"
+        "spark.conf.set('spark.sql.session.timeZone', 'Asia/Tokyo')\n"
+        "print('ran in', spark.session_id)\n"
+        "spark.stop()\n"
+    )
+    with ConnectBackend(stage(None, application=str(app)), conn_id=connection, log=Log()) as first:
+        first.run(spec())
+        ran_in = first.session.session_id  # open() again after the application's stop(): the same session
+    seen = []
+
+    def looks(spark, io):
+        seen.append((spark.session_id, spark.conf.get("spark.sql.session.timeZone")))
+
+    with ConnectBackend(stage(looks), conn_id=connection, log=Log()) as second:
+        second.run(spec())
+    [(handed_on, zone)] = seen
+    assert handed_on == ran_in and zone != "Asia/Tokyo"
