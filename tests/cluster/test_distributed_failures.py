@@ -6,8 +6,8 @@ the exact try number of every task instance and for output equal to a failure-fr
     S --s--> [ T1 ~~t1 (pipelined)~~> T2 ] --t2--> U        (ft_cluster_worker_loss, _api_outage,
                                                             _triggerer_loss)
     F --f--> G                                             (ft_cluster_backoff)
-    W --w-->                                               (ft_cluster_running_write: a 40 s write)
-    V --v-->                                               (ft_cluster_spark_worker_loss: the same)
+    W --w-->                                               (ft_cluster_running_write: a 60 s write)
+    V --v-->                                               (ft_cluster_spark_worker_loss: a 40 s write)
     make_samples --samples--> scale_slowly (checkpointed)   (ft_cluster_checkpoint_worker_loss, and
                                                             ft_cluster_checkpoint_spark_worker_loss)
 """
@@ -130,7 +130,7 @@ def test_a_worker_lost_in_the_middle_of_a_connect_write_its_next_try_waits_for_i
     deadline = time.monotonic() + 120
     while "writing ['w']" not in airflow.task_log(dag_id, run_id, "W", 1) and time.monotonic() < deadline:
         time.sleep(1)
-    time.sleep(5)  # the application has sent its write to the Spark Connect server: 40 s of work
+    time.sleep(5)  # the application has sent its write to the Spark Connect server: 60 s of work
     lost = airflow.worker(running["hostname"])
     killed = airflow.kill_worker(lost)
     try:

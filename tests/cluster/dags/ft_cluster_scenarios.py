@@ -58,16 +58,17 @@ with DAG("ft_cluster_backoff", **COMMON):
         stage("F", outputs=["f"])
         stage("G", inputs=["f"], outputs=["g"])
 
-# W alone: its write takes 40 s in the Spark server (two Spark tasks of 40 s, side by side), each noting
+# W alone: its write takes 60 s in the Spark server (two Spark tasks of 60 s, side by side), each noting
 # in LEDGERS/<run id> (on the Spark host's disk) which try computed it; the test loses W's Celery worker
-# in the middle of it.
+# in the middle of it. 60 s, not 40: the retry starts 20-36 s after the loss (the heartbeat timeout,
+# then scheduling on a loaded machine), and it must find the write still running.
 LEDGERS = "/tmp/ft-cluster-ledgers"
 with DAG("ft_cluster_running_write", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(1)):
-        stage("W", outputs=["w"], application_args=["slow_write=40", f"ledger={LEDGERS}"])
+        stage("W", outputs=["w"], application_args=["slow_write=60", f"ledger={LEDGERS}"])
 
 
-# V alone: the same 40 s write; the test SIGKILLs one Spark worker (with its executor) in the middle of
+# V alone: a 40 s write; the test SIGKILLs one Spark worker (with its executor) in the middle of
 # it, and Spark, not Airflow, runs the lost task again on the other worker.
 with DAG("ft_cluster_spark_worker_loss", **COMMON):
     with FailoverPipeline(restart_strategy=fixed_delay(1)):
