@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from airflow_ft_provider.checkpoints.statistics import TryCheckpoints
 from airflow_ft_provider.partitions.s3_objects import ObjectInfo
 from airflow_ft_provider.spark.written import WRITTEN_RECORD
 
@@ -99,20 +100,19 @@ class StreamStats:
         return text
 
     def as_dict(self) -> dict[str, object]:
-        """The keys of ``CheckpointStats.as_dict``: the metrics and the XCom read them alike."""
+        """As the staged path's (``statistics.TryCheckpoints``). No failed ones: a micro-batch that
+        fails fails the try (Spark has no tolerable failures)."""
         last = self.completed[-1] if self.completed else None
-        return {
-            "processed_bytes": self.processed_bytes if last else None,
-            "total_bytes": self.total_bytes if last else None,
-            "completed": len(self.completed),
-            "failed": 0,  # a micro-batch that fails fails the try: Spark has no tolerable failures
-            "failures": [],
-            "last_completed": last.batch_id if last else None,
-            "last_duration": self._last_duration(),
-            "last_size": last.size if last else None,
-            "last_incremental_size": last.size if last else None,  # each holds only its own output
-            "uploaded_bytes": sum(batch.size for batch in self.completed),
-        }
+        return TryCheckpoints(
+            completed=len(self.completed),
+            processed_bytes=self.processed_bytes if last else None,
+            total_bytes=self.total_bytes if last else None,
+            last_completed=last.batch_id if last else None,
+            last_duration=self._last_duration(),
+            last_size=last.size if last else None,
+            last_incremental_size=last.size if last else None,  # each holds only its own output
+            uploaded_bytes=sum(batch.size for batch in self.completed),
+        ).as_dict()
 
     def _last_duration(self) -> float | None:
         """Seconds from the previous micro-batch's record to the last one's (S3's clock)."""

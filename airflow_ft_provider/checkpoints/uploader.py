@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from airflow_ft_provider.checkpoints.config import CheckpointConfig
 from airflow_ft_provider.checkpoints.local import LocalCheckpoint
 from airflow_ft_provider.checkpoints.snapshot import CheckpointMetadata
+from airflow_ft_provider.checkpoints.statistics import TryCheckpoints
 from airflow_ft_provider.checkpoints.store_copy import Fence, StoreCheckpoints
 
 log = logging.getLogger(__name__)
@@ -56,18 +57,18 @@ class CheckpointStats:
 
     def as_dict(self) -> dict[str, object]:
         last = self.completed[-1] if self.completed else None
-        return {
-            "processed_bytes": last.processed_bytes if last else None,
-            "total_bytes": last.total_bytes if last else None,
-            "completed": len(self.completed),
-            "failed": self.failed,
-            "failures": list(self.failures),
-            "last_completed": last.checkpoint_id if last else None,
-            "last_duration": round(last.completed - last.started, 3) if last else None,
-            "last_size": last.size if last else None,
-            "last_incremental_size": last.uploaded_bytes if last else None,
-            "uploaded_bytes": sum(m.uploaded_bytes for m in self.completed),
-        }
+        return TryCheckpoints(
+            completed=len(self.completed),
+            failed=self.failed,
+            failures=list(self.failures),
+            processed_bytes=last.processed_bytes if last else None,
+            total_bytes=last.total_bytes if last else None,
+            last_completed=last.checkpoint_id if last else None,
+            last_duration=round(last.completed - last.started, 3) if last else None,
+            last_size=last.size if last else None,
+            last_incremental_size=last.uploaded_bytes if last else None,
+            uploaded_bytes=sum(m.uploaded_bytes for m in self.completed),
+        ).as_dict()
 
 
 class CheckpointUploader:
