@@ -13,8 +13,9 @@ import os
 from typing import TYPE_CHECKING
 
 from .failure_report import InjectedFailure, injected_in_batch
+from .object_files import s3_filesystem
 from .object_stream import BatchObjects, assemble, batches_needed, per_batch, run_to_end, stream_objects
-from .partition_objects import access_options, read_objects, s3_filesystem, write_objects
+from .partition_objects import access_options, read_objects, write_objects
 from .spec import (
     CREDENTIAL_ENV_VARS,
     CheckpointSpec,
@@ -44,9 +45,9 @@ def ship_by_value() -> None:
     session's artifacts on its path (the executors have the artifacts)."""
     from pyspark import cloudpickle
 
-    from . import checksums, object_stream, partition_objects, spec, written
+    from . import checksums, object_files, object_stream, partition_objects, spec, written
 
-    for module in (checksums, object_stream, partition_objects, spec, written):
+    for module in (checksums, object_files, object_stream, partition_objects, spec, written):
         cloudpickle.register_pickle_by_value(module)
 
 

@@ -26,7 +26,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .partition_objects import EMPTY_SCHEMA, ReadObjects, s3_filesystem, write_objects
+from .object_files import s3_filesystem
+from .partition_objects import EMPTY_SCHEMA, ReadObjects, write_objects
 from .spec import StoreCredentials, StoredObject
 from .written import WRITTEN_RECORD, WrittenFile, encode_written, written_files
 

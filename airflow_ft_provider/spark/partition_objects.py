@@ -4,8 +4,8 @@
     df = read_objects(spark, manifest_objects, options, credentials)
 
 **Writes.** Each Spark task writes one Parquet object under the try's attempt prefix, named after its
-partition and task attempt (``part-00003-a1-<uuid>.parquet``), hashes the bytes as they stream to S3,
-and returns one row: the object's key, size, checksum and rows (``WriteObjects``). Those rows go
+partition and task attempt (``part-00003-a1-<uuid>.parquet``) in full row groups, hashes the bytes as
+they stream to S3 (``object_files.py``), and returns one row: the object's key, size, checksum and rows (``WriteObjects``). Those rows go
 through a shuffle to one last task (``RecordWritten``) that puts ``_ft_written.json`` under the attempt
 prefix: the list the operator builds the manifest from. A shuffle reads each map partition's output
 from the one task attempt Spark registered, so the list holds exactly the task attempts Spark
@@ -38,13 +38,13 @@ function object (``repr=False``), which Spark pickles by value into the commands
 
 from __future__ import annotations
 
-import io
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from .checksums import DEFAULT_CHECKSUM, new_hasher
+from .object_files import HashingSink, ParquetObjectWriter, s3_filesystem
 from .spec import StoreAccess, StoreCredentials, StoredObject
 from .written import WRITTEN_RECORD, WrittenFile, encode_written
 
@@ -73,56 +73,9 @@ class PartitionDataCorrupt(IOError):
     is gone: lost data, which backtracking rebuilds (``failover/classification.py``)."""
 
 
-def s3_filesystem(options: Mapping[str, str], credentials: StoreCredentials | None = None) -> S3FileSystem:
-    """pyarrow's S3 client as the options say; credentials from the environment unless given."""
-    from pyarrow.fs import S3FileSystem
-
-    endpoint = options.get("endpoint") or None
-    kwargs: dict[str, object] = {"region": options.get("region") or "us-east-1"}
-    if endpoint:
-        scheme, _, host = endpoint.partition("://")
-        kwargs.update(endpoint_override=host or scheme, scheme=scheme if host else "https")
-    if credentials is not None:
-        kwargs.update(
-            access_key=credentials.access_key,
-            secret_key=credentials.secret_key,
-            session_token=credentials.session_token,
-        )
-    return S3FileSystem(**kwargs)
-
-
 def access_options(access: StoreAccess) -> dict[str, str]:
     """The options that tell executors where the store is (only those that are set; no secret)."""
     return {name: value for name, value in asdict(access).items() if value}
-
-
-class _HashingSink(io.RawIOBase):
-    """A file object for pyarrow's Parquet writer: hashes and counts what it forwards to S3."""
-
-    def __init__(self, stream: Any, checksum: str) -> None:
-        self._stream = stream
-        self._hasher = new_hasher(checksum)
-        self._algorithm = checksum
-        self.size = 0
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        chunk = bytes(data)
-        self._hasher.update(chunk)
-        self._stream.write(chunk)
-        self.size += len(chunk)
-        return len(chunk)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._stream.close()  # completes the upload: the object exists only now
-        super().close()
-
-    @property
-    def checksum(self) -> str:
-        return f"{self._algorithm}:{self._hasher.hexdigest()}"
 
 
 @dataclass(frozen=True)
@@ -139,11 +92,9 @@ class _Target:
     def filesystem(self) -> S3FileSystem:
         return s3_filesystem(self.options, self.credentials)
 
-    def open(self, filesystem: S3FileSystem, name: str) -> _HashingSink:
+    def open(self, filesystem: S3FileSystem, name: str) -> HashingSink:
         """A new object under the attempt prefix, hashed as it is written (it exists once closed)."""
-        return _HashingSink(
-            filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum
-        )
+        return HashingSink(filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum)
 
 
 @dataclass(frozen=True)
@@ -156,27 +107,25 @@ class WriteObjects:
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
-        import pyarrow.parquet as pq
         from pyspark import TaskContext
 
         task = TaskContext.get()
         partition, attempt = (task.partitionId(), task.attemptNumber()) if task else (0, 0)
         name = f"part-{partition:05d}-a{attempt}-{uuid.uuid4().hex[:12]}.parquet"
-        rows, sink, writer = 0, None, None
+        sink, writer = None, None
         try:
             for batch in batches:
                 if writer is None:
                     sink = self.target.open(self.target.filesystem(), name)
-                    writer = pq.ParquetWriter(sink, batch.schema, compression=self.target.compression)
-                writer.write_batch(batch)
-                rows += batch.num_rows
+                    writer = ParquetObjectWriter(sink, batch.schema, self.target.compression)
+                writer.write(batch)
             if writer is None or sink is None:
                 return
             writer.close()
         finally:
             if sink is not None:
                 sink.close()
-        written = WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=rows)
+        written = WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=writer.rows)
         yield pa.RecordBatch.from_pylist([asdict(written)], schema=_written_schema())
 
 
@@ -269,6 +218,7 @@ class ReadObjects:
     __name__ = "read_partition_objects"  # how Spark names the step in plans and its UI
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        import pyarrow as pa
         import pyarrow.parquet as pq
 
         filesystem = None
@@ -276,7 +226,7 @@ class ReadObjects:
             for number in batch.column(0).to_pylist():
                 filesystem = filesystem or s3_filesystem(self.options, self.credentials)
                 data = read_verified(filesystem, self.objects[number])
-                yield from pq.read_table(io.BytesIO(data)).to_batches()
+                yield from pq.read_table(pa.BufferReader(data)).to_batches()
 
 
 def read_objects(
