@@ -23,6 +23,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -34,8 +35,9 @@ from .written import WRITTEN_RECORD, WrittenFile, encode_written, written_files
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
-POLL_SECONDS = 0.5
+POLL_SECONDS = 0.1  # how soon after its last micro-batch the query is stopped (the source counts on)
 MAX_READ_TASKS = 200  # numbers (objects) a micro-batch spreads over at most
+COPY_THREADS = 16  # server-side copies at once while the output is assembled
 
 
 def batches_needed(objects: int, per_batch: int) -> int:
@@ -150,6 +152,7 @@ def assemble(
     target = attempt.removeprefix("s3://").rstrip("/") + "/"
     wanted = [batches - 1] if complete else list(range(batches))
     files: list[WrittenFile] = []
+    copies: list[tuple[str, str]] = []  # (from, to)
     for batch_id in wanted:
         prefix = f"{source}{batch_prefix(batch_id)}"
         try:
@@ -160,9 +163,11 @@ def assemble(
                 f"micro-batch {batch_id} of {stream} has no record of its output: the stream's objects were "
                 "removed while the stage ran"
             ) from None
-        for entry in written:
-            filesystem.copy_file(f"{prefix}{entry.key}", f"{target}{entry.key}")
+        copies += [(f"{prefix}{entry.key}", f"{target}{entry.key}") for entry in written]
         files += written
+    with ThreadPoolExecutor(COPY_THREADS) as pool:  # each copy is one request S3 serves in its own time
+        for _ in pool.map(lambda pair: filesystem.copy_file(*pair), copies):
+            pass
     with filesystem.open_output_stream(f"{target}{WRITTEN_RECORD}") as out:
         out.write(encode_written(sorted(files, key=lambda f: f.key)))
     return sum(f.rows for f in files)

@@ -5,15 +5,15 @@
 
 **Writes.** Each Spark task writes one Parquet object under the try's attempt prefix, named after its
 partition and task attempt (``part-00003-a1-<uuid>.parquet``) in full row groups, hashes the bytes as
-they stream to S3 (``object_files.py``), and returns one row: the object's key, size, checksum and rows (``WriteObjects``). Those rows go
-through a shuffle to one last task (``RecordWritten``) that puts ``_ft_written.json`` under the attempt
-prefix: the list the operator builds the manifest from. A shuffle reads each map partition's output
-from the one task attempt Spark registered, so the list holds exactly the task attempts Spark
-committed: the object of an attempt lost after writing (a lost executor's, a speculative duplicate's)
-is in no list and never adds rows; the store's garbage collection removes it with the attempt. A
-checkpointed stage's micro-batch (``object_stream.py``) records from its ``foreachBatch`` process
-instead, from the job's result (which also holds one committed attempt per partition): one Spark
-job per micro-batch instead of two.
+they stream to S3 (``object_files.py``), and returns one row: the object's key, size, checksum and rows
+(``WriteObjects``). Those rows go through a shuffle to one last task (``RecordWritten``) that puts
+``_ft_written.json`` under the attempt prefix: the list the operator builds the manifest from. A
+shuffle reads each map partition's output from the one task attempt Spark registered, so the list holds
+exactly the task attempts Spark committed: the object of an attempt lost after writing (a lost
+executor's, a speculative duplicate's) is in no list and never adds rows; the store's garbage
+collection removes it with the attempt. A checkpointed stage's micro-batch (``object_stream.py``)
+records from its ``foreachBatch`` process instead, from the job's result (which also holds one
+committed attempt per partition): one Spark job per micro-batch instead of two.
 
 **Reads.** One Spark partition per object the manifest lists: the executor reads the object, checks its
 size and checksum against the manifest's entry, then decodes it. A changed object fails the read with
