@@ -13,7 +13,13 @@ the file checksums' share of a stage in numbers, and the CPU seconds the S3 endp
 server on the same cores as Spark) spent per way: what a real S3 endpoint does not take from Spark.
 Figures are medians over the rounds. Written to bench/results/data_path.json.
 
-    python bench/bench_data_path.py --rows 20000000 --rounds 1
+With ``--two-hosts`` Spark runs on the reference deployment's Spark host instead: a standalone cluster
+(one worker, 2 cores) and its Connect server in a mount namespace that shares no disk with this side
+(``ft_harness/services/spark_host.py``). The staged path cannot run there (its driver must share the
+worker's disk), so two ways; written to bench/results/data_path_two_hosts.json.
+
+    python bench/bench_data_path.py --rows 2000000 --rounds 3
+    python bench/bench_data_path.py --rows 15000000 --two-hosts     # 2.2 GB over the three stages
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 WAYS = ("local disk", "executors", "staged")
+WAYS_ON_TWO_HOSTS = ("local disk", "executors")  # staging needs the driver on the worker's disk
 STAGES = (
     ("generate", (), "generated"),
     ("enrich", ("generated",), "enriched"),
@@ -104,6 +111,43 @@ def run_local(connect_url: str, root: Path) -> dict:
     return {"seconds": seconds, "sizes": sizes, "worker_bytes": 0}
 
 
+class SparkSide:
+    """One Spark Connect server (local[2]) on this machine, or (``two_hosts``) a standalone cluster of
+    one 2-core worker and its Connect server on a Spark host of their own (``ft_harness.services.
+    spark_host``), where the local-disk reference writes to that host's disk."""
+
+    def __init__(self, *, two_hosts: bool) -> None:
+        self.two_hosts = two_hosts
+        self.host = self.standalone = self.server = None
+        self.folder = Path(tempfile.mkdtemp(prefix="ft-bench-spark-"))
+
+    def start(self):
+        from ft_harness.services.spark_cluster import SparkStandalone
+        from ft_harness.services.spark_connect import SparkConnectServer
+        from ft_harness.services.spark_host import SparkHost
+
+        conf = {"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "8"}
+        if not self.two_hosts:
+            self.server = SparkConnectServer(conf=conf).start()
+            return self.server
+        self.host = SparkHost().start()
+        self.standalone = SparkStandalone(self.folder, cores=2, memory="6g", host=self.host)
+        cluster = self.standalone.start()
+        conf["spark.executor.memory"] = "5g"
+        self.server = SparkConnectServer(master=cluster.url, log_dir=self.folder, host=self.host, conf=conf)
+        return self.server.start()
+
+    def local_folder(self) -> Path:
+        """A new folder on the Spark side's disk (not tmpfs: the Spark host's /tmp is one), seen from here."""
+        return Path(tempfile.mkdtemp(prefix="ft-bench-local-", dir="/var/tmp"))
+
+    def stop(self) -> None:
+        for part in (self.server, self.standalone, self.host):
+            if part is not None:
+                part.stop()
+        shutil.rmtree(self.folder, ignore_errors=True)
+
+
 def throughput(figures: dict) -> dict[str, float]:
     """Per stage, MB/s of the data it read and wrote."""
     sizes, out = figures["sizes"], {}
@@ -136,14 +180,21 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=20_000_000)
     parser.add_argument("--rounds", type=int, default=1)
-    parser.add_argument("--output", type=Path, default=REPO / "bench" / "results" / "data_path.json")
+    parser.add_argument("--output", type=Path, default=None)
+    parser.add_argument(
+        "--two-hosts",
+        action="store_true",
+        help="Spark on a host of its own (a standalone cluster and its Connect server in a mount namespace "
+        "that shares no disk with this side: the reference deployment); the staged path cannot run there",
+    )
     args = parser.parse_args()
+    name = "data_path_two_hosts.json" if args.two_hosts else "data_path.json"
+    args.output = args.output or REPO / "bench" / "results" / name
     from bench.data_path import stages
 
     stages.ROWS = args.rows
 
     from ft_harness.services.s3_server import start_moto_server
-    from ft_harness.services.spark_connect import SparkConnectServer
     from ft_harness.services.tcp_proxy import PausableProxy
 
     endpoint = start_moto_server()
@@ -154,18 +205,18 @@ def main() -> None:
     connection = json.loads(endpoint.aws_connection())
     connection["extra"].update(endpoint_url=proxy.url, executor_endpoint_url=endpoint.url)
     os.environ["AIRFLOW_CONN_AWS_DEFAULT"] = json.dumps(connection)
-    server = SparkConnectServer(
-        conf={"spark.driver.memory": "3g", "spark.sql.shuffle.partitions": "8"}
-    ).start()
+    spark_side = SparkSide(two_hosts=args.two_hosts)
+    server = spark_side.start()
     os.environ["AIRFLOW_CONN_BENCH_CONNECT"] = json.dumps(server.connection())
-    results: dict[str, list[dict]] = {way: [] for way in WAYS}
+    ways = WAYS_ON_TWO_HOSTS if args.two_hosts else WAYS
+    results: dict[str, list[dict]] = {way: [] for way in ways}
     moto = psutil.Process(endpoint.process.pid) if endpoint.process else None
     try:
         for n in range(args.rounds):
-            for way in WAYS:
+            for way in ways:
                 endpoint_cpu = cpu_seconds(moto)
                 if way == "local disk":
-                    figures = run_local(server.url, Path(tempfile.mkdtemp(prefix="ft-bench-local-")))
+                    figures = run_local(server.url, spark_side.local_folder())
                 else:
                     figures = run_pipeline(way, f"bench_{way}_{n}", f"s3://{bucket}/bench/", proxy)
                 figures["throughput_mb_s"] = throughput(figures)
@@ -173,7 +224,7 @@ def main() -> None:
                 results[way].append(figures)
                 print(way, json.dumps(figures, indent=1), flush=True)
     finally:
-        server.stop()
+        spark_side.stop()
         proxy.close()
         endpoint.process.terminate() if endpoint.process else None
     rate = crc32c_rate()
@@ -192,15 +243,16 @@ def main() -> None:
     local = summary["local disk"]["pipeline_s"]
     sizes = results["executors"][0]["sizes"]  # each stage hashes what it writes and what it reads
     hashed = sum(sizes[output] + sum(sizes[i] for i in inputs) for _, inputs, output in STAGES)
+    staged = summary.get("staged", {}).get("pipeline_s")
     report = {
         "rows": args.rows,
         "rounds": args.rounds,
+        "deployment": "two hosts (Spark standalone in a host of its own)" if args.two_hosts else "one host",
         "ways": summary,
         "executors_vs_local_disk_time": round(summary["executors"]["pipeline_s"] / local, 2),
-        "staged_vs_local_disk_time": round(summary["staged"]["pipeline_s"] / local, 2),
-        "executors_vs_staged_time": round(
-            summary["executors"]["pipeline_s"] / summary["staged"]["pipeline_s"], 2
-        ),
+        "executors_vs_local_disk_throughput": round(local / summary["executors"]["pipeline_s"], 2),
+        "staged_vs_local_disk_time": round(staged / local, 2) if staged else "cannot run: no shared disk",
+        "executors_vs_staged_time": round(summary["executors"]["pipeline_s"] / staged, 2) if staged else None,
         "executors_worker_bytes_share": round(
             summary["executors"]["worker_bytes"] / max(summary["executors"]["data_bytes"], 1), 5
         ),

@@ -9,7 +9,8 @@ ROWS = 20_000_000
 
 def generate(spark, io):
     """~75 bytes a row that Parquet cannot compress away (a SHA-256 in hex)."""
-    frame = spark.range(0, ROWS, numPartitions=8).selectExpr(
+    partitions = max(8, ROWS // 250_000)  # objects of ~17 MB, whatever the size
+    frame = spark.range(0, ROWS, numPartitions=partitions).selectExpr(
         "id", "id % 1000 AS k", "sha2(cast(id AS STRING), 256) AS pad"
     )
     io.write("generated", frame)
