@@ -253,17 +253,16 @@ def read_objects(
 
 
 def read_verified(filesystem: S3FileSystem, stored: StoredObject) -> bytes:
-    """The object's bytes, checked against the manifest's size and checksum as they are read."""
-    hasher = new_hasher(stored.checksum)
-    chunks = []
+    """The object's bytes, checked against the manifest's size and checksum before anything decodes
+    them. One GET for the whole object (a HEAD first: its size); pyarrow's input stream would GET it
+    in ranges, one per read."""
     try:
-        with filesystem.open_input_stream(stored.key) as stream:
-            while chunk := stream.read(8 << 20):
-                hasher.update(chunk)
-                chunks.append(chunk)
+        with filesystem.open_input_file(stored.key) as handle:
+            data = handle.read()
     except FileNotFoundError:
         raise _gone(stored) from None
-    data = b"".join(chunks)
+    hasher = new_hasher(stored.checksum)
+    hasher.update(data)
     checksum = f"{stored.checksum.partition(':')[0]}:{hasher.hexdigest()}"
     if len(data) != stored.size or checksum != stored.checksum:
         raise PartitionDataCorrupt(
