@@ -23,8 +23,9 @@ from airflow_ft_provider.checkpoints.snapshot import (
 )
 from airflow_ft_provider.checkpoints.store_copy import Fence, StoreCheckpoints
 from airflow_ft_provider.checkpoints.uploader import CheckpointUploader
-from airflow_ft_provider.recovery.journal_events import CheckpointRestored, CheckpointsTaken
+from airflow_ft_provider.recovery.journal_events import CheckpointRestored
 from airflow_ft_provider.spark.spec import CheckpointSpec
+from airflow_ft_provider.stage_try.checkpoint_report import report_checkpoints
 from airflow_ft_provider.stage_try.run_mode import RunFinished
 from airflow_ft_provider.stage_try.scope import TryScope
 
@@ -116,24 +117,8 @@ class CheckpointedTry:
         return RunFinished(stored, self.summary())
 
     def _record_statistics(self, *, succeeded: bool) -> None:
-        """Seed 003's monitoring for this try, in the task log and the run's history (``checkpoints``)."""
         assert self.uploader is not None
-        stats = self.uploader.stats
-        sentence = stats.describe(self.task, self.try_number, succeeded=succeeded)
-        self.log.info("%s", sentence)
-        metrics.checkpoints(stats.as_dict(), dag_id=self.scope.run.pipeline, task_id=self.task)
-        try:
-            self.scope.recovery.record_try(
-                CheckpointsTaken(
-                    task=self.task,
-                    try_number=self.try_number,
-                    reason=sentence,
-                    succeeded=succeeded,
-                    statistics=stats.as_dict(),
-                )
-            )
-        except Exception as err:  # noqa: BLE001 - statistics never fail a try (nor hide its failure)
-            self.log.warning("%s: checkpoint statistics not recorded: %s", self.task, err)
+        report_checkpoints(self.scope, self.uploader.stats, succeeded=succeeded)
 
     def _restore(self, inputs: dict[str, str]) -> CheckpointMetadata | None:
         """The newest completed checkpoint of the store taken against ``inputs``, made the task-local

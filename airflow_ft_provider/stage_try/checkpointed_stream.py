@@ -36,9 +36,10 @@ from airflow_ft_provider.checkpoints.stream_stats import (
 )
 from airflow_ft_provider.execution.workdir import TryWorkdir
 from airflow_ft_provider.partitions.naming import encode_segment
-from airflow_ft_provider.recovery.journal_events import CheckpointRestored, CheckpointsTaken
+from airflow_ft_provider.recovery.journal_events import CheckpointRestored
 from airflow_ft_provider.spark.object_stream import per_batch
 from airflow_ft_provider.spark.spec import CheckpointSpec
+from airflow_ft_provider.stage_try.checkpoint_report import report_checkpoints
 from airflow_ft_provider.stage_try.run_mode import RunFinished
 from airflow_ft_provider.stage_try.scope import TryScope
 
@@ -129,25 +130,13 @@ class StreamedCheckpointRun:
         )
 
     def _record_statistics(self, *, succeeded: bool) -> None:
-        """Seed 003's monitoring for this try, in the task log, the run's history and the metrics."""
         try:
             if not succeeded or self.stats is None:
                 self.stats = self._statistics(succeeded=succeeded)
-            sentence = self.stats.describe(self.scope.task, self.scope.try_number, succeeded=succeeded)
-            self.scope.log.info("%s", sentence)
-            statistics = self.stats.as_dict()
-            metrics.checkpoints(statistics, dag_id=self.scope.run.pipeline, task_id=self.scope.task)
-            self.scope.recovery.record_try(
-                CheckpointsTaken(
-                    task=self.scope.task,
-                    try_number=self.scope.try_number,
-                    reason=sentence,
-                    succeeded=succeeded,
-                    statistics=statistics,
-                )
-            )
         except Exception as err:  # noqa: BLE001 - statistics never fail a try (nor hide its failure)
             self.scope.log.warning("%s: checkpoint statistics not recorded: %s", self.scope.task, err)
+            return
+        report_checkpoints(self.scope, self.stats, succeeded=succeeded)
 
     # -- helpers ------------------------------------------------------------------------------------
     def _streams(self) -> str:
