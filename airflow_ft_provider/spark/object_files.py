@@ -110,6 +110,8 @@ class ParquetObjectWriter:
         self.rows = 0
 
     def write(self, batch: pa.RecordBatch) -> None:
+        if not batch.num_rows:  # nothing to store, and a row group cannot be empty
+            return
         self._pending.append(batch)
         self._pending_bytes += batch.nbytes
         self.rows += batch.num_rows

@@ -70,6 +70,14 @@ def test_a_row_group_closes_once_its_arrow_data_reaches_the_limit(monkeypatch):
     assert writer.rows == 10_000
 
 
+def test_empty_batches_add_no_row_group_and_an_object_of_none_still_reads():
+    empty = [_batches(1, 1)[0].slice(0, 0)]  # Spark's schema, no rows
+    _, writer, data = _write(empty + _batches(2, 1000) + empty)
+    assert pq.ParquetFile(io.BytesIO(data)).metadata.num_row_groups == 1 and writer.rows == 2000
+    _, writer, data = _write(empty)
+    assert pq.read_table(io.BytesIO(data)).num_rows == 0 and writer.rows == 0
+
+
 @pytest.mark.parametrize("preset", [None, "when_supported"])
 def test_the_sdk_checksum_is_asked_only_where_required_unless_the_environment_says(monkeypatch, preset):
     """pyarrow's client reads the setting once, when made; the process's environment is left as it was."""
