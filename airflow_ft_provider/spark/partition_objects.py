@@ -153,12 +153,10 @@ class RecordWritten:
         yield pa.RecordBatch.from_pylist([{"files": len(files), "rows": sum(f.rows for f in files)}])
 
     def _write_empty(self, filesystem: S3FileSystem) -> WrittenFile:
-        import pyarrow.parquet as pq
-
         name = f"part-00000-a0-{uuid.uuid4().hex[:12]}.parquet"
         sink = self.target.open(filesystem, name)
         try:
-            pq.ParquetWriter(sink, self.schema, compression=self.target.compression).close()
+            ParquetObjectWriter(sink, self.schema, self.target.compression).close()
         finally:
             sink.close()
         return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=0)

@@ -78,6 +78,17 @@ def test_empty_batches_add_no_row_group_and_an_object_of_none_still_reads():
     assert pq.read_table(io.BytesIO(data)).num_rows == 0 and writer.rows == 0
 
 
+def test_a_writer_given_no_batch_stores_the_schema_alone():
+    # what an output without rows gets (RecordWritten's empty object): readers still find the columns
+    schema = _batches(1, 1)[0].schema
+    stream = _Stream()
+    sink = HashingSink(stream, "crc32c")
+    ParquetObjectWriter(sink, schema, "snappy").close()
+    sink.close()
+    table = pq.read_table(io.BytesIO(stream.kept))
+    assert table.num_rows == 0 and table.schema.names == ["id", "pad"] and sink.size == len(stream.kept)
+
+
 @pytest.mark.parametrize("preset", [None, "when_supported"])
 def test_the_sdk_checksum_is_asked_only_where_required_unless_the_environment_says(monkeypatch, preset):
     """pyarrow's client reads the setting once, when made; the process's environment is left as it was."""
