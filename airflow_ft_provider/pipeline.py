@@ -234,7 +234,11 @@ class FailoverPipeline:
             self.stages, tasks_by_id, pipeline_default=self.checkpointing
         )
         self.data_paths = data_paths(
-            self.stages, tasks_by_id, pipeline=self.data_path, checkpointed=self.checkpoint_configs
+            self.stages,
+            tasks_by_id,
+            pipeline=self.data_path,
+            checkpointed=self.checkpoint_configs,
+            pipeline_checkpointing=self.checkpointing,
         )
         self.failure_classifications = stage_classifications(
             self.stages,

@@ -20,6 +20,7 @@ from airflow_ft_provider.checkpoints.config import (
     CheckpointConfig,
     CheckpointConfigError,
     load_checkpoint_config,
+    refuse_staged_path_keys,
     stage_checkpointing,
 )
 from airflow_ft_provider.model.data_path import DataPath
@@ -131,8 +132,10 @@ def data_paths(
     *,
     pipeline: DataPath,
     checkpointed: Collection[str],
+    pipeline_checkpointing: object = None,
 ) -> dict[str, DataPath]:
-    """Each stage's data path (``model/data_path.py``): its own over the pipeline's, checked now."""
+    """Each stage's data path (``model/data_path.py``): its own over the pipeline's, checked now with
+    the checkpoint keys the stage and the pipeline give (``pipeline_checkpointing``)."""
     paths = {}
     for stage in stages:
         task = tasks_by_id[stage]
@@ -148,6 +151,15 @@ def data_paths(
                 "micro-batches are read and written by the executors' own path; give it "
                 "data_path='executors' (or 'staged', through the worker's disk)"
             )
+        if stage in checkpointed and path is DataPath.EXECUTORS:
+            layers = {
+                f"checkpointing of stage {stage!r}": stage_arguments(task).get("checkpointing"),
+                "FailoverPipeline(checkpointing=...)": pipeline_checkpointing,
+            }
+            try:
+                refuse_staged_path_keys(stage, layers)
+            except CheckpointConfigError as err:
+                raise PipelineWiringError(str(err)) from None
         paths[stage] = path
     return paths
 

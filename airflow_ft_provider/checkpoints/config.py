@@ -46,6 +46,17 @@ REFUSED = {
     f"released with them; {NUM_RETAINED} bounds them while the stage runs",
 }
 MODE = PREFIX + "mode"
+# Keys that act on the staged path's copy of Spark's checkpoint in the store. On the executors' data
+# path Spark writes its checkpoint on the Spark side and the store holds the micro-batches' outputs, so
+# they have nothing to act on there: given explicitly for such a stage, they are refused (the reason).
+STAGED_PATH_ONLY = {
+    MIN_PAUSE: "micro-batches follow one another as Spark runs them",
+    TIMEOUT: "no checkpoint is uploaded, so none can time out",
+    TOLERABLE_FAILED: "no checkpoint is uploaded, so none can fail (a failed micro-batch fails the try)",
+    COMPRESSION: "no checkpoint is copied to the store",
+    NUM_RETAINED: "Spark keeps its own checkpoint files (spark.sql.streaming.minBatchesToRetain)",
+    LOCAL_RECOVERY: "Spark's checkpoint is already on the Spark side, where a retry finds it",
+}
 
 
 class CheckpointConfigError(ValueError):
@@ -147,6 +158,21 @@ def stage_checkpointing(
         own if isinstance(own, Mapping) else {},
     ]
     return load_checkpoint_config(*layers, source=f"checkpointing of stage {stage!r}")
+
+
+def refuse_staged_path_keys(stage: str, layers: Mapping[str, object]) -> None:
+    """For ``stage`` on the executors' data path: a key of ``layers`` (where it was given → the stage's or
+    the pipeline's ``checkpointing=``) that acts only on the staged path, refused with the fix."""
+    for where, layer in layers.items():
+        if not isinstance(layer, Mapping):
+            continue
+        for key in layer:
+            if key in STAGED_PATH_ONLY:
+                raise CheckpointConfigError(
+                    f"{key}={layer[key]!r} (in {where}) has no effect on stage {stage!r}, whose data_path "
+                    f"is 'executors': {STAGED_PATH_ONLY[key]}; remove the key, or give the stage "
+                    "data_path='staged' (its micro-batches then go through the worker's disk)"
+                )
 
 
 def _parse(key: str, value: object, source: str) -> object:

@@ -992,6 +992,25 @@ CATALOGUE = [
         "give True, False or a dict",
     ),
     row(
+        "checkpoint/staged-path-key-on-the-executors-path",
+        dag_file(
+            lambda: stage("a", checkpointing={"execution.checkpointing.tolerable-failed-checkpoints": 3})
+        ),
+        PipelineWiringError,
+        "execution.checkpointing.tolerable-failed-checkpoints=3 (in checkpointing of stage 'a')",
+        "data_path is 'executors'",
+        "no checkpoint is uploaded",
+        "remove the key, or give the stage data_path='staged'",
+    ),
+    row(
+        "checkpoint/pipeline:staged-path-key-on-the-executors-path",
+        dag_file(lambda: stage("a"), checkpointing={"state.backend.local-recovery": True}),
+        PipelineWiringError,
+        "state.backend.local-recovery=True (in FailoverPipeline(checkpointing=...))",
+        "has no effect on stage 'a'",
+        "already on the Spark side",
+    ),
+    row(
         "checkpoint/checkpointed-and-s3a",
         dag_file(lambda: stage("a", checkpointing=True), data_path="s3a"),
         PipelineWiringError,
