@@ -1,16 +1,17 @@
 """Checkpoint statistics of a checkpointed stage on the executors' data path (seed 003's monitoring).
 
 There a completed micro-batch is the checkpoint: Spark's own checkpoint is on the Spark side, out of
-the worker's sight, and each micro-batch's output is in the store under ``b<batch>/`` with its record
-(``spark/object_stream.py``). So the store's listing of those outputs, taken when the try starts and
-again when it ends, says what the staged path's uploader counts (``uploader.CheckpointStats``): which
-micro-batches completed during the try, how large each is, and how long the last took (its record's
-time minus the previous record's, both on S3's clock), and how much of the input they cover.
+the worker's sight, and each micro-batch's output is in the store under ``b<batch>/``, each writing
+task's object with its marker (``spark/object_stream.py``). So the store's listing of those outputs,
+taken when the try starts and again when it ends, says what the staged path's uploader counts
+(``uploader.CheckpointStats``): which micro-batches completed during the try, how large each is, and
+how long the last took (its newest marker's time minus the previous micro-batch's, both on S3's
+clock), and how much of the input they cover.
 
-A record says the micro-batch wrote its output, not that Spark committed it (Spark commits a
-micro-batch after its ``foreachBatch`` returns): a micro-batch is known to be committed once the next
-one has a record, or once the try has succeeded. So the newest record of a failed try is not counted,
-and a retry names as its restore point the newest micro-batch whose successor has a record (a lower
+Markers say the micro-batch's tasks wrote their output, not that Spark committed it: a micro-batch is
+known to be committed once the next one has a marker (Spark starts a micro-batch after committing the
+one before), or once the try has succeeded. So the newest micro-batch of a failed try is not counted,
+and a retry names as its restore point the newest micro-batch whose successor has a marker (a lower
 bound: Spark's checkpoint, on the Spark side, says where the query goes on).
 """
 
@@ -21,39 +22,38 @@ from dataclasses import dataclass
 
 from airflow_ft_provider.checkpoints.statistics import TryCheckpoints
 from airflow_ft_provider.partitions.s3_objects import ObjectInfo
-from airflow_ft_provider.spark.written import WRITTEN_RECORD
+from airflow_ft_provider.spark.object_stream import task_markers
 
 
 @dataclass(frozen=True)
 class StoredBatch:
-    """A micro-batch whose output the store holds."""
+    """A micro-batch whose output the store holds (some of it, while it runs)."""
 
     batch_id: int
-    size: int  # bytes of its objects and record
-    recorded_at: float  # its record's last-modified time (S3's clock, epoch seconds)
-    etag: str  # its record's: a micro-batch run again writes a new one
+    size: int  # bytes of its objects and markers
+    recorded_at: float  # its newest marker's last-modified time (S3's clock, epoch seconds)
+    etag: str  # its newest marker's: a micro-batch run again writes new ones
 
 
 def committed_before(stored: Mapping[int, StoredBatch]) -> int | None:
-    """The newest micro-batch known to be committed: one whose successor has a record."""
+    """The newest micro-batch known to be committed: one whose successor has a marker."""
     return max((b for b in stored if b + 1 in stored), default=None)
 
 
 def stored_batches(listing: Mapping[str, ObjectInfo], prefix: str) -> dict[int, StoredBatch]:
-    """The micro-batches with a record under ``prefix`` (a generation's ``.../b<batch>/`` folders)."""
+    """The micro-batches with a task's marker under ``prefix`` (a generation's ``b<batch>/`` folders)."""
     sizes: dict[int, int] = {}
-    records: dict[int, ObjectInfo] = {}
     for key, info in listing.items():
-        folder, _, name = key.removeprefix(prefix).partition("/")
-        if not (key.startswith(prefix) and folder.startswith("b") and folder[1:].isdigit()):
-            continue
-        batch_id = int(folder[1:])
-        sizes[batch_id] = sizes.get(batch_id, 0) + info.size
-        if name == WRITTEN_RECORD:
-            records[batch_id] = info
+        folder = key.removeprefix(prefix).partition("/")[0]
+        if key.startswith(prefix) and folder.startswith("b") and folder[1:].isdigit():
+            sizes[int(folder[1:])] = sizes.get(int(folder[1:]), 0) + info.size
+    newest: dict[int, ObjectInfo] = {}
+    for marker in task_markers(key.removeprefix(prefix) for key in listing if key.startswith(prefix)):
+        info = listing[prefix + marker.key]
+        if marker.batch_id not in newest or info.last_modified > newest[marker.batch_id].last_modified:
+            newest[marker.batch_id] = info
     return {
-        b: StoredBatch(b, sizes[b], info.last_modified, info.etag or "")
-        for b, info in sorted(records.items())
+        b: StoredBatch(b, sizes[b], info.last_modified, info.etag or "") for b, info in sorted(newest.items())
     }
 
 
@@ -77,7 +77,7 @@ class StreamStats:
         succeeded: bool,
     ) -> StreamStats:
         """``input_sizes``: the input objects' sizes in the order the stream reads them, ``per_batch``
-        at a time. A failed try's newest record is not known to be committed: not counted."""
+        at a time. A failed try's newest micro-batch is not known to be committed: not counted."""
         written = [batch for b, batch in sorted(at_end.items()) if at_start.get(b) != batch]  # new, or again
         completed = tuple(written if succeeded else written[:-1])
         last = completed[-1] if completed else None
@@ -115,7 +115,7 @@ class StreamStats:
         ).as_dict()
 
     def _last_duration(self) -> float | None:
-        """Seconds from the previous micro-batch's record to the last one's (S3's clock)."""
+        """Seconds from the previous micro-batch's newest marker to the last one's (S3's clock)."""
         if not self.completed or self.before_last is None:
             return None
         seconds = self.completed[-1].recorded_at - self.before_last.recorded_at

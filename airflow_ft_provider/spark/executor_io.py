@@ -14,7 +14,15 @@ from typing import TYPE_CHECKING
 
 from .failure_report import InjectedFailure, injected_in_batch
 from .object_files import s3_filesystem
-from .object_stream import BatchObjects, assemble, batches_needed, per_batch, run_to_end, stream_objects
+from .object_stream import (
+    StreamObjects,
+    assemble,
+    batches_needed,
+    per_batch,
+    run_to_end,
+    start_writing,
+    stream_objects,
+)
 from .partition_objects import access_options, read_objects, write_objects
 from .spec import (
     CREDENTIAL_ENV_VARS,
@@ -40,9 +48,9 @@ def credentials_from_env() -> StoreCredentials | None:
 
 
 def ship_by_value() -> None:
-    """Pickle this package's Spark-side modules by value from now on: a Spark Connect server runs a
-    ``foreachBatch`` function in a Python process of its own, which has neither this package nor the
-    session's artifacts on its path (the executors have the artifacts)."""
+    """Pickle this package's Spark-side modules by value from now on, for a streaming query's steps:
+    they then do not depend on the session's artifacts reaching the query's tasks (a query outlives
+    the call that started it)."""
     from pyspark import cloudpickle
 
     from . import checksums, object_files, object_stream, partition_objects, spec, written
@@ -53,12 +61,17 @@ def ship_by_value() -> None:
 
 class ExecutorIO:
     """The executors' reads (``read_objects``) and writes (``write_objects``) of one try, with its
-    credentials."""
+    credentials; ``try_number`` names a checkpointed stage's micro-batch outputs of this try."""
 
     def __init__(
-        self, spark: SparkSession, access: StoreAccess, credentials: StoreCredentials | None
+        self,
+        spark: SparkSession,
+        access: StoreAccess,
+        credentials: StoreCredentials | None,
+        try_number: int = 1,
     ) -> None:
         self.spark = spark
+        self.try_number = try_number
         self.credentials = credentials
         self.options = access_options(access)
         self.batches = 0  # the micro-batches of the streamed input (read_stream)
@@ -96,28 +109,27 @@ class ExecutorIO:
         *,
         mode: str,
     ) -> tuple[int, list[int]]:
-        name, spec = output
         """Run the query to its last micro-batch, each written under the checkpoint's stream prefix,
         then assemble the output under ``output``'s attempt prefix: its rows, and the micro-batches
         this try ran (the others a restored checkpoint had done)."""
+        from pyspark.sql.pandas.types import to_arrow_schema
+
+        name, spec = output
         assert checkpoint.stream is not None and self.batches
         ship_by_value()
         injected = injected_in_batch(checkpoint.fail_in_batch)
-        write = BatchObjects(
+        write = StreamObjects(
             checkpoint.stream,
             self.batches,
+            self.try_number,
             self.options,
             self.credentials,
             compression=spec.parquet_codec,
             fail_in=checkpoint.fail_in_batch,
             injected=injected,
         )
-        writer = (
-            df.writeStream.foreachBatch(write)
-            .outputMode(mode)
-            .option("checkpointLocation", checkpoint.location)
-            .trigger(processingTime="0 seconds")
-        )
+        schema = to_arrow_schema(df.schema)
+        writer = start_writing(df, write, mode=mode, checkpoint=checkpoint.location)
         query = start_stream(writer.start, stage=stage, output=name, mode=mode)
         try:
             ran = run_to_end(query, self.batches)
@@ -130,6 +142,8 @@ class ExecutorIO:
             spec.location,
             self.batches,
             complete=mode == "complete",
+            schema=schema,
+            compression=spec.parquet_codec,
             options=self.options,
             credentials=self.credentials,
         )

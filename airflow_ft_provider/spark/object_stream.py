@@ -1,5 +1,6 @@
 """A checkpointed stage's stream on the executors' data path: the manifests' objects read in
-micro-batches, each micro-batch's output written by the executors, the whole assembled at the end.
+micro-batches, each micro-batch's output written by the executors inside the query, the whole
+assembled at the end.
 
 **Input.** Spark's ``rate-micro-batch`` source counts 0, 1, 2, … with ``per_batch`` numbers in each
 micro-batch, and its offsets are in Spark's checkpoint. Number *i* is the *i*-th object the input's
@@ -7,37 +8,46 @@ manifests list, read and verified by an executor (``ReadObjects``, as an ordinar
 therefore reads objects [*b*·k, (*b*+1)·k) whichever try runs it: Spark's checkpoint alone says where a
 resumed query goes on, and no Python runs in the driver to plan a batch.
 
-**Output.** ``foreachBatch`` (``BatchObjects``) writes micro-batch *b*'s rows under ``<stream>b<b>/``
-with the executors' writer (objects, then their ``_ft_written.json``). A micro-batch run again (its try
-failed before Spark committed it) overwrites its record, so every record lists one run's objects. Once
-the last micro-batch is done, the records of batches 0…B-1 (complete mode: B-1 alone, which holds the
-whole result) are the output: ``assemble`` copies their objects inside S3 into the try's attempt prefix
-under one record, which the operator commits as any executors' write. The Airflow worker moves records,
-never rows.
+**Output.** The query's last step (``StreamObjects``) is the executors' writer: each task writes its
+rows of micro-batch *b* (Spark's ``streaming.sql.batchId``) into one object under ``<stream>b<b>/t<try>/``
+and then a marker naming it (``_task-p<partition>-a<attempt>.json``, a record of one file); the
+rows it returns go to Spark's ``noop`` sink. No ``foreachBatch``: that would start a Python process
+in the driver for every query (~1.5 s) and make its first micro-batch a second slower. Spark commits
+micro-batch *b* only once every task of it succeeded, so a committed micro-batch has a marker for
+every partition that had rows. Once the last micro-batch is done, ``assemble`` takes, for each
+micro-batch of the output (complete mode: the last alone, which holds the whole result), the markers
+of the newest try that ran it (the run Spark committed: an older try's run of it failed) and one task
+attempt per partition (a retried or speculative task may have left two), and copies their objects
+inside S3 into the try's attempt prefix under one record, which the operator commits as any
+executors' write. The Airflow worker moves markers, never rows.
 
 Stdlib, pyarrow and pyspark only: shipped to the Spark side with the other ``spark/`` modules.
 """
 
 from __future__ import annotations
 
-import json
+import re
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .object_files import s3_filesystem
-from .partition_objects import EMPTY_SCHEMA, ReadObjects, write_objects
+from .partition_objects import EMPTY_SCHEMA, ReadObjects, WriteObjects, WriteTarget, bucket_and_prefix
 from .spec import StoreCredentials, StoredObject
-from .written import WRITTEN_RECORD, WrittenFile, encode_written, written_files
+from .written import WrittenFile, encode_written, parse_written
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import DataFrame, SparkSession
 
 POLL_SECONDS = 0.1  # how soon after its last micro-batch the query is stopped (the source counts on)
 MAX_READ_TASKS = 200  # numbers (objects) a micro-batch spreads over at most
-COPY_THREADS = 16  # server-side copies at once while the output is assembled
+COPY_THREADS = 16  # server-side copies (and marker reads) at once while the output is assembled
+BATCH_ID_PROPERTY = "streaming.sql.batchId"  # the local property Spark gives a micro-batch's tasks
+WRITTEN_COLUMNS = "key STRING, size LONG, checksum STRING, rows LONG"  # what the writing step returns
+_MARKER = re.compile(r"b(\d{6})/t(\d{3,})/_task-p(\d{5})-a(\d+)\.json")
 
 
 def batches_needed(objects: int, per_batch: int) -> int:
@@ -53,6 +63,60 @@ def per_batch(sizes: Sequence[int], volume: int) -> int:
         return 1
     average = max(1, sum(sizes) // len(sizes))
     return max(1, volume // average)
+
+
+def batch_prefix(batch_id: int) -> str:
+    return f"b{batch_id:06d}/"
+
+
+def try_folder(batch_id: int, try_number: int) -> str:
+    """Where micro-batch ``batch_id``'s run by try ``try_number`` writes, under the stream prefix."""
+    return f"{batch_prefix(batch_id)}t{try_number:03d}/"
+
+
+def marker_name(partition: int, attempt: int) -> str:
+    return f"_task-p{partition:05d}-a{attempt}.json"
+
+
+@dataclass(frozen=True)
+class TaskMarker:
+    """A writing task's marker, from its key under the stream prefix."""
+
+    batch_id: int
+    try_number: int
+    partition: int
+    attempt: int
+    key: str  # under the stream prefix
+
+
+def task_markers(keys: Iterable[str]) -> list[TaskMarker]:
+    """The markers among ``keys`` (relative to the stream prefix); any other key is not one."""
+    markers = []
+    for key in keys:
+        if found := _MARKER.fullmatch(key):
+            batch_id, try_number, partition, attempt = map(int, found.groups())
+            markers.append(TaskMarker(batch_id, try_number, partition, attempt, key))
+    return markers
+
+
+def chosen_markers(markers: Iterable[TaskMarker], wanted: Iterable[int]) -> list[TaskMarker]:
+    """For each wanted micro-batch, the markers of the newest try that ran it, one task attempt (the
+    first) per partition: the run Spark committed, each partition once."""
+    by_batch: dict[int, list[TaskMarker]] = {}
+    for marker in markers:
+        by_batch.setdefault(marker.batch_id, []).append(marker)
+    chosen = []
+    for batch_id in wanted:
+        runs = by_batch.get(batch_id, [])
+        if not runs:
+            continue  # no partition of it had rows
+        newest = max(m.try_number for m in runs)
+        first: dict[int, TaskMarker] = {}
+        for marker in sorted(runs, key=lambda m: m.attempt):
+            if marker.try_number == newest:
+                first.setdefault(marker.partition, marker)
+        chosen += [first[p] for p in sorted(first)]
+    return chosen
 
 
 def stream_objects(
@@ -85,36 +149,57 @@ def stream_objects(
 
 
 @dataclass(frozen=True)
-class BatchObjects:
-    """The ``foreachBatch`` function: micro-batch *b* (of ``batches``) under ``<stream>b<b>/``; later ones
-    (the rate source goes on counting) write nothing. Fails after writing ``fail_in`` (fault injection),
-    before Spark commits it, with the text ``injected``."""
+class StreamObjects:
+    """The query's writing step: a task of micro-batch *b* (of ``batches``) writes its rows into one
+    object under ``<stream>b<b>/t<try>/``, then its marker; later micro-batches (the rate source counts
+    on) write nothing. Fails after writing in micro-batch ``fail_in`` (fault injection), so that Spark
+    does not commit it, with the text ``injected``."""
 
     stream: str  # s3://bucket/prefix/ of the stage's micro-batch outputs
     batches: int
+    try_number: int
     options: Mapping[str, str]
     credentials: StoreCredentials | None = field(default=None, repr=False)
     compression: str = "snappy"
     fail_in: int | None = None
     injected: str = ""
+    __name__ = "write_stream_objects"  # how Spark names the step in plans and its UI
 
-    def __call__(self, batch: DataFrame, batch_id: int) -> None:
+    def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from pyspark import TaskContext
+
+        task = TaskContext.get()
+        batch_property = task.getLocalProperty(BATCH_ID_PROPERTY) if task else None
+        if task is None or batch_property is None:
+            raise RuntimeError("write_stream_objects runs in the tasks of a streaming query's micro-batch")
+        batch_id = int(batch_property)
         if batch_id >= self.batches:
+            for _ in batches:  # past the input: nothing to write
+                pass
             return
-        write_objects(
-            batch,
-            f"{self.stream}{batch_prefix(batch_id)}",
-            self.options,
-            self.credentials,
-            compression=self.compression,
-            record_here=True,  # this process is the Spark server's: one job per micro-batch
-        )
+        bucket, prefix = bucket_and_prefix(self.stream)
+        folder = f"{prefix}{try_folder(batch_id, self.try_number)}"
+        target = WriteTarget(bucket, folder, dict(self.options), self.credentials, self.compression)
+        written = list(WriteObjects(target)(batches))  # one row, or none for a task without rows
+        files = [WrittenFile(**row) for batch in written for row in batch.to_pylist()]
+        if files:
+            marker = f"{bucket}/{folder}{marker_name(task.partitionId(), task.attemptNumber())}"
+            with target.filesystem().open_output_stream(marker) as out:
+                out.write(encode_written(files))
         if self.fail_in is not None and batch_id == self.fail_in:
             raise RuntimeError(self.injected)
+        yield from written
 
 
-def batch_prefix(batch_id: int) -> str:
-    return f"b{batch_id:06d}/"
+def start_writing(df: DataFrame, write: StreamObjects, *, mode: str, checkpoint: str) -> Any:
+    """The query's writer: ``write`` as its last step, its rows to Spark's ``noop`` sink."""
+    return (
+        df.mapInArrow(write, WRITTEN_COLUMNS)
+        .writeStream.format("noop")
+        .outputMode(mode)
+        .option("checkpointLocation", checkpoint)
+        .trigger(processingTime="0 seconds")
+    )
 
 
 def run_to_end(query: Any, batches: int) -> list[int]:
@@ -142,32 +227,40 @@ def assemble(
     batches: int,
     *,
     complete: bool,
+    schema: pa.Schema,
+    compression: str,
     options: Mapping[str, str],
     credentials: StoreCredentials | None,
 ) -> int:
     """The output of micro-batches 0…``batches``-1 (complete: the last alone) copied inside S3 from the
-    stream's records into the attempt prefix, under one ``_ft_written.json``; the rows it holds."""
+    chosen markers' objects into the attempt prefix, under one ``_ft_written.json`` (an output without
+    rows: one empty object of ``schema``); the rows it holds."""
+    from pyarrow.fs import FileSelector
+
     filesystem = s3_filesystem(options, credentials)
     source = stream.removeprefix("s3://")
-    target = attempt.removeprefix("s3://").rstrip("/") + "/"
+    listing = filesystem.get_file_info(FileSelector(source.rstrip("/"), recursive=True, allow_not_found=True))
+    keys = [info.path.removeprefix(source) for info in listing]
     wanted = [batches - 1] if complete else list(range(batches))
-    files: list[WrittenFile] = []
-    copies: list[tuple[str, str]] = []  # (from, to)
-    for batch_id in wanted:
-        prefix = f"{source}{batch_prefix(batch_id)}"
-        try:
-            with filesystem.open_input_stream(f"{prefix}{WRITTEN_RECORD}") as record:
-                written = written_files(json.loads(record.read()))
-        except FileNotFoundError:
-            raise RuntimeError(
-                f"micro-batch {batch_id} of {stream} has no record of its output: the stream's objects were "
-                "removed while the stage ran"
-            ) from None
-        copies += [(f"{prefix}{entry.key}", f"{target}{entry.key}") for entry in written]
-        files += written
-    with ThreadPoolExecutor(COPY_THREADS) as pool:  # each copy is one request S3 serves in its own time
+    chosen = chosen_markers(task_markers(keys), wanted)
+
+    def files_of(marker: TaskMarker) -> list[WrittenFile]:
+        with filesystem.open_input_stream(f"{source}{marker.key}") as handle:
+            return parse_written(handle.read())
+
+    bucket, prefix = bucket_and_prefix(attempt.rstrip("/") + "/")
+    target = WriteTarget(bucket, prefix, dict(options), credentials, compression)
+    with ThreadPoolExecutor(COPY_THREADS) as pool:  # each request S3 serves in its own time
+        written = list(pool.map(files_of, chosen))
+        copies = [
+            (f"{source}{marker.key.rpartition('/')[0]}/{entry.key}", f"{bucket}/{prefix}{entry.key}")
+            for marker, files in zip(chosen, written, strict=True)
+            for entry in files
+        ]
         for _ in pool.map(lambda pair: filesystem.copy_file(*pair), copies):
             pass
-    with filesystem.open_output_stream(f"{target}{WRITTEN_RECORD}") as out:
-        out.write(encode_written(sorted(files, key=lambda f: f.key)))
+    files = [entry for files in written for entry in files]
+    if not files:
+        files = [target.write_empty(filesystem, schema)]
+    target.record(filesystem, files)
     return sum(f.rows for f in files)

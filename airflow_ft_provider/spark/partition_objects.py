@@ -11,9 +11,8 @@ they stream to S3 (``object_files.py``), and returns one row: the object's key, 
 shuffle reads each map partition's output from the one task attempt Spark registered, so the list holds
 exactly the task attempts Spark committed: the object of an attempt lost after writing (a lost
 executor's, a speculative duplicate's) is in no list and never adds rows; the store's garbage
-collection removes it with the attempt. A checkpointed stage's micro-batch (``object_stream.py``)
-records from its ``foreachBatch`` process instead, from the job's result (which also holds one
-committed attempt per partition): one Spark job per micro-batch instead of two.
+collection removes it with the attempt. A checkpointed stage's micro-batches (``object_stream.py``)
+write with the same step inside the streaming query, each task leaving a marker of its object.
 
 **Reads.** One Spark partition per object the manifest lists: the executor reads the object, checks its
 size and checksum against the manifest's entry, then decodes it. A changed object fails the read with
@@ -61,7 +60,9 @@ __all__ = [
     "ReadObjects",
     "RecordWritten",
     "WriteObjects",
+    "WriteTarget",
     "access_options",
+    "bucket_and_prefix",
     "read_objects",
     "read_verified",
     "write_objects",
@@ -79,7 +80,7 @@ def access_options(access: StoreAccess) -> dict[str, str]:
 
 
 @dataclass(frozen=True)
-class _Target:
+class WriteTarget:
     """Where a try's objects go, and how they are written (pickled into the executors' commands)."""
 
     bucket: str
@@ -96,13 +97,28 @@ class _Target:
         """A new object under the attempt prefix, hashed as it is written (it exists once closed)."""
         return HashingSink(filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{name}"), self.checksum)
 
+    def write_empty(self, filesystem: S3FileSystem, schema: pa.Schema) -> WrittenFile:
+        """An object of no rows that keeps ``schema`` for readers (as Spark's own writer does)."""
+        name = f"part-00000-a0-{uuid.uuid4().hex[:12]}.parquet"
+        sink = self.open(filesystem, name)
+        try:
+            ParquetObjectWriter(sink, schema, self.compression).close()
+        finally:
+            sink.close()
+        return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=0)
+
+    def record(self, filesystem: S3FileSystem, files: Sequence[WrittenFile]) -> None:
+        """``_ft_written.json`` under the attempt prefix: the files the manifest is built from."""
+        with filesystem.open_output_stream(f"{self.bucket}/{self.prefix}{WRITTEN_RECORD}") as out:
+            out.write(encode_written(sorted(files, key=lambda f: f.key)))
+
 
 @dataclass(frozen=True)
 class WriteObjects:
     """What each writing Spark task runs: its rows into one object, opened with the first batch (an
     empty Spark partition writes none); yields that object's row (``_written_schema``)."""
 
-    target: _Target
+    target: WriteTarget
     __name__ = "write_partition_objects"  # how Spark names the step in plans and its UI
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -135,7 +151,7 @@ class RecordWritten:
     task attempts (with no row at all, one empty object keeps the schema for readers, as Spark's own
     writer does); yields the count of files and rows."""
 
-    target: _Target
+    target: WriteTarget
     schema: pa.Schema  # of the rows written: the empty object's
     __name__ = "record_written_objects"
 
@@ -145,21 +161,9 @@ class RecordWritten:
         files = [WrittenFile(**row) for batch in batches for row in batch.to_pylist()]
         filesystem = self.target.filesystem()
         if not files:
-            files = [self._write_empty(filesystem)]
-        with filesystem.open_output_stream(
-            f"{self.target.bucket}/{self.target.prefix}{WRITTEN_RECORD}"
-        ) as out:
-            out.write(encode_written(sorted(files, key=lambda f: f.key)))
+            files = [self.target.write_empty(filesystem, self.schema)]
+        self.target.record(filesystem, files)
         yield pa.RecordBatch.from_pylist([{"files": len(files), "rows": sum(f.rows for f in files)}])
-
-    def _write_empty(self, filesystem: S3FileSystem) -> WrittenFile:
-        name = f"part-00000-a0-{uuid.uuid4().hex[:12]}.parquet"
-        sink = self.target.open(filesystem, name)
-        try:
-            ParquetObjectWriter(sink, self.schema, self.target.compression).close()
-        finally:
-            sink.close()
-        return WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=0)
 
 
 def _written_schema() -> pa.Schema:
@@ -180,26 +184,18 @@ def write_objects(
     compression: str = "snappy",
     checksum: str = DEFAULT_CHECKSUM,
     task_writer: type[WriteObjects] = WriteObjects,
-    record_here: bool = False,
 ) -> int:
     """Write ``df`` under the attempt prefix ``target`` (``s3://bucket/prefix/``) from the executors,
     record the committed task attempts' objects in ``_ft_written.json``; the rows written.
-    ``task_writer``: what each task runs (a test's may fail after writing). ``record_here``: this
-    process writes the record from the job's result instead of a last Spark task after a shuffle;
-    only where this process is Spark's side itself (a micro-batch's ``foreachBatch``), never a try's
-    client, whose loss must not leave finished work unrecorded (adoption reads the record)."""
+    ``task_writer``: what each task runs (a test's may fail after writing). The record is written by
+    a last Spark task, not by this process: a try's client may be lost after Spark finished, and
+    adoption reads the record."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
-    bucket, prefix = _bucket_and_prefix(target)
-    where = _Target(bucket, prefix, dict(options), credentials, compression, checksum)
+    bucket, prefix = bucket_and_prefix(target)
+    where = WriteTarget(bucket, prefix, dict(options), credentials, compression, checksum)
     written = df.mapInArrow(task_writer(where), from_arrow_schema(_written_schema()))
     record = RecordWritten(where, to_arrow_schema(df.schema))
-    if record_here:  # the rows of the committed task attempts, as a job's result: one stage, no shuffle
-        import pyarrow as pa
-
-        rows = [row.asDict() for row in written.collect()]
-        [summary] = record(iter([pa.RecordBatch.from_pylist(rows, schema=_written_schema())]))
-        return int(summary.column("rows")[0].as_py())
     [recorded] = written.repartition(1).mapInArrow(record, RECORDED_COLUMNS).collect()
     return int(recorded["rows"])
 
@@ -277,7 +273,7 @@ def _gone(stored: StoredObject) -> PartitionDataCorrupt:
     )
 
 
-def _bucket_and_prefix(target: str) -> tuple[str, str]:
+def bucket_and_prefix(target: str) -> tuple[str, str]:
     bucket, _, prefix = target.removeprefix("s3://").partition("/")
     if not bucket or (prefix and not prefix.endswith("/")):
         raise ValueError(f"a write's target must be s3://bucket/prefix/, got {target!r}")

@@ -99,7 +99,7 @@ class StageIO:
         if self._executors is None:
             assert self.spec.store is not None
             given = self._in_process.credentials if self._in_process is not None else credentials_from_env()
-            self._executors = ExecutorIO(self.spark, self.spec.store, given)
+            self._executors = ExecutorIO(self.spark, self.spec.store, given, self.spec.try_number)
         return self._executors
 
     @property

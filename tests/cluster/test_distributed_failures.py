@@ -26,6 +26,7 @@ from airflow_ft_provider.checkpoints.store_copy import StoreCheckpoints
 from airflow_ft_provider.partitions import RunRef
 from airflow_ft_provider.partitions.parquet import read_table
 from airflow_ft_provider.recovery.journal import RecoveryJournal
+from airflow_ft_provider.spark.object_stream import task_markers
 from ft_harness.airflow.airflow_rest import try_numbers
 from ft_harness.data.journal_records import stored_events
 from tests.cluster.dags.ft_cluster_scenarios import LEDGERS
@@ -194,13 +195,11 @@ def test_a_spark_worker_lost_in_the_middle_of_a_write_costs_its_tasks_not_a_rest
 
 
 def recorded_batches(store, dag_id, run_id, task):
-    """The micro-batches of a checkpointed stage on the executors' path whose output the store holds."""
+    """The micro-batches of a checkpointed stage on the executors' path whose output the store holds
+    (a writing task's marker, spark/object_stream.py)."""
     prefix = StoreCheckpoints(store, RunRef(dag_id, run_id), task).prefix + "streams/"
-    return sorted(
-        int(key.rsplit("/", 2)[1][1:])
-        for key in store.list_objects(prefix)
-        if key.endswith("/_ft_written.json")
-    )
+    keys = [key.removeprefix(prefix).partition("/")[2] for key in store.list_objects(prefix)]
+    return sorted({marker.batch_id for marker in task_markers(keys)})
 
 
 def wait_for_batch(store, dag_id, run_id, task, batch, timeout=180):
@@ -241,7 +240,7 @@ def test_a_worker_lost_in_a_checkpointed_stage_its_retry_on_the_other_worker_res
     assert (first["try_number"], first["restored_from"]) == (1, None), first
     # The lost worker held nothing: the retry on the other one resumes from Spark's checkpoint, which
     # stayed on the Spark host with the Connect server
-    assert second["try_number"] == 2 and second["restored_from"] >= 2, second  # 3 was recorded: 2 committed
+    assert second["try_number"] == 2 and second["restored_from"] >= 2, second  # 3 has markers: 2 committed
     assert second["restored_via"] == "spark", second
     assert second["reason"].startswith("scale_slowly try 2 resumed at checkpoint "), second
     assert scaled_exactly_once(store, dag_id, run_id)

@@ -1,5 +1,5 @@
 """Checkpoint statistics of the executors' path from the store's listing of the micro-batches' outputs:
-a try counts the micro-batches whose record is new or written again since it started."""
+a try counts the micro-batches whose newest task marker is new or written again since it started."""
 
 from __future__ import annotations
 
@@ -10,26 +10,26 @@ PREFIX = "ckpt/run/squares/streams/g0123/"
 
 
 def listing(*batches: tuple[int, int, float, str]) -> dict[str, ObjectInfo]:
-    """(batch, bytes of its one object, its record's time, the record's ETag) -> a LIST's answer."""
-    out = {"ckpt/run/squares/streams/gother/b000000/_ft_written.json": ObjectInfo(9, 1.0, "x")}
+    """(batch, bytes of its one object, its marker's time, the marker's ETag) -> a LIST's answer."""
+    out = {"ckpt/run/squares/streams/gother/b000000/t001/_task-p00000-a0.json": ObjectInfo(9, 1.0, "x")}
     for batch, size, at, etag in batches:
-        folder = f"{PREFIX}b{batch:06d}/"
+        folder = f"{PREFIX}b{batch:06d}/t001/"
         out[f"{folder}part-00000-a0-0123456789ab.parquet"] = ObjectInfo(size, at - 0.5, "d")
-        out[f"{folder}_ft_written.json"] = ObjectInfo(100, at, etag)
-    out[f"{PREFIX}b000009/part-00000-a0-0123456789ab.parquet"] = ObjectInfo(5, 50.0, "w")  # no record yet
+        out[f"{folder}_task-p00000-a0.json"] = ObjectInfo(100, at, etag)
+    out[f"{PREFIX}b000009/t001/part-00000-a0-0123456789ab.parquet"] = ObjectInfo(5, 50.0, "w")  # no marker
     return out
 
 
 def test_a_resumed_try_counts_the_micro_batches_it_completed_or_ran_again():
     at_start = stored_batches(listing((0, 1000, 10.0, "r0"), (1, 1000, 12.0, "r1")), PREFIX)
-    assert sorted(at_start) == [0, 1]  # another generation's and a batch without record are not ones
+    assert sorted(at_start) == [0, 1]  # another generation's and a batch without marker are not ones
     at_end = stored_batches(
         listing((0, 1000, 10.0, "r0"), (1, 2000, 20.0, "r1b"), (2, 3000, 23.5, "r2")), PREFIX
     )
     # 10 input objects of 100 B, 3 per micro-batch: micro-batch 2 has read objects 0-8
     stats = StreamStats.of_try(at_start, at_end, [100] * 10, 3, succeeded=True)
 
-    assert [b.batch_id for b in stats.completed] == [1, 2]  # 1 ran again (new record), 2 is new
+    assert [b.batch_id for b in stats.completed] == [1, 2]  # 1 ran again (new marker), 2 is new
     assert stats.as_dict() == {
         "processed_bytes": 900,
         "total_bytes": 1000,
@@ -37,7 +37,7 @@ def test_a_resumed_try_counts_the_micro_batches_it_completed_or_ran_again():
         "failed": 0,
         "failures": [],
         "last_completed": 2,
-        "last_duration": 3.5,  # from micro-batch 1's record to 2's
+        "last_duration": 3.5,  # from micro-batch 1's marker to 2's
         "last_size": 3100,
         "last_incremental_size": 3100,
         "uploaded_bytes": 2100 + 3100,
@@ -65,15 +65,26 @@ def test_the_first_micro_batch_has_no_duration_and_covers_its_share():
     assert (stats.processed_bytes, stats.total_bytes) == (100, 400)
 
 
-def test_a_failed_try_s_newest_record_is_not_known_to_be_committed():
-    #   micro-batches 0 and 1 recorded by an earlier try; this try wrote 2 and 3, then failed
+def test_a_failed_try_s_newest_micro_batch_is_not_known_to_be_committed():
+    #   micro-batches 0 and 1 written by an earlier try; this try wrote 2 and 3, then failed
     at_start = stored_batches(listing((0, 10, 1.0, "r0"), (1, 10, 2.0, "r1")), PREFIX)
     at_end = stored_batches(
         listing((0, 10, 1.0, "r0"), (1, 10, 2.0, "r1"), (2, 10, 3.0, "r2"), (3, 10, 4.0, "r3")), PREFIX
     )
     stats = StreamStats.of_try(at_start, at_end, [1] * 8, 2, succeeded=False)
-    # Spark commits a micro-batch after its foreachBatch returns: 3 may have failed after writing
+    # Spark commits a micro-batch after all its tasks succeeded: 3 may have failed after some wrote
     assert [b.batch_id for b in stats.completed] == [2] and stats.processed_bytes == 6
-    # and the next try's restore point is the newest micro-batch whose successor has a record
+    # and the next try's restore point is the newest micro-batch whose successor has a marker
     assert committed_before(at_end) == 2 and committed_before(at_start) == 0
     assert committed_before(stored_batches(listing((0, 10, 1.0, "r0")), PREFIX)) is None
+
+
+def test_a_micro_batch_s_newest_marker_of_any_try_dates_it():
+    at = {
+        f"{PREFIX}b000000/t001/_task-p00000-a0.json": ObjectInfo(10, 5.0, "old"),
+        f"{PREFIX}b000000/t002/_task-p00001-a0.json": ObjectInfo(10, 9.0, "new"),
+        f"{PREFIX}b000000/t002/_task-p00000-a1.json": ObjectInfo(10, 7.0, "mid"),
+        f"{PREFIX}b000000/t002/part-00001-a0-0123456789ab.parquet": ObjectInfo(70, 8.0, "d"),
+    }
+    [batch] = stored_batches(at, PREFIX).values()
+    assert (batch.batch_id, batch.size, batch.recorded_at, batch.etag) == (0, 100, 9.0, "new")

@@ -1,8 +1,9 @@
-"""A complete-mode checkpointed stage (an aggregation: ``foreachBatch`` in the Spark Connect server) on a
-server whose Python processes start too slowly for Spark's fixed 10 s connect-back, as on a busy
-machine: the stage's first try starts the query again and succeeds, spending no try of the budget.
+"""A complete-mode checkpointed stage on the staged path (an aggregation: ``foreachBatch`` in the Spark
+Connect server; the executors' path has none) on a server whose Python processes start too slowly for
+Spark's fixed 10 s connect-back, as on a busy machine: the stage's first try starts the query again and
+succeeds, spending no try of the budget.
 
-    numbers (blocking, 8 files) --> stage (checkpointed, output_mode="complete")
+    numbers (blocking, 8 files) --> stage (checkpointed, output_mode="complete", data_path="staged")
 
 The server's Python (``PYSPARK_PYTHON``) is a wrapper that holds the first foreachBatch process
 13 s before it starts Python: Spark gives up on it at 10 s.
@@ -56,7 +57,7 @@ def test_a_foreach_batch_process_that_misses_the_connect_back_costs_no_try(
     monkeypatch.setenv("AIRFLOW_CONN_FT_SLOW_PYTHON", json.dumps(server.connection()))
     monkeypatch.setenv("AIRFLOW__FT_PROVIDER__CHECKPOINT_LOCAL_DIR", str(tmp_path / "checkpoints"))
     with DAG("ft_slow_python", schedule=None) as dag:
-        with FailoverPipeline(store=s3_bucket.url, spark_conn_id="ft_slow_python"):
+        with FailoverPipeline(store=s3_bucket.url, spark_conn_id="ft_slow_python", data_path="staged"):
             SparkStageOperator(
                 task_id="numbers", python_callable=apps.numbers, outputs=["numbers"], checkpointing=False
             )

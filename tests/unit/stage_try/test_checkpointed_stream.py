@@ -49,7 +49,7 @@ def test_a_retry_resumes_from_spark_s_checkpoint_and_every_row_is_committed_once
     assert any("/b000003/" in key for key in written), written  # batch 3 wrote, Spark did not commit it
     pushed = run(dag, "stage", 2)
     summary = pushed["squares"]["checkpoint"]
-    # 0-2 committed (3 has a record, so 2 was committed; 3 itself failed after its write)
+    # 0-2 committed (3 has markers, so 2 was committed; 3 itself failed after its tasks wrote)
     assert (summary["why"], summary["restored_from"]) == ("resume", 2), summary
     assert 0 < summary["input_bytes_read"] < summary["input_bytes"], summary
     assert summary["checkpoints"]["completed"] >= 1 and summary["checkpoints"]["last_size"] > 0, summary
