@@ -12,6 +12,11 @@ def squares(spark, io):
     io.write_stream("squares", io.read_stream("numbers").selectExpr("id", "id * id AS sq"))
 
 
+def no_squares(spark, io):
+    """Every row filtered out: micro-batches without rows."""
+    io.write_stream("squares", io.read_stream("numbers").where("id < 0").selectExpr("id", "id * id AS sq"))
+
+
 def totals(spark, io):
     """A stateful aggregation across micro-batches: its state is in the RocksDB state store."""
     totals = io.read_stream("numbers").groupBy("k").agg({"id": "sum", "*": "count"})

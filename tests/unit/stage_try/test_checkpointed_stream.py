@@ -92,3 +92,12 @@ def test_an_input_rebuilt_since_starts_a_new_generation_afresh(make_dag):
     assert pushed["squares"]["checkpoint"]["why"] == "no-checkpoint"
     assert pushed["squares"]["checkpoint"]["generation"] not in before
     assert rows(dag, "squares") == [(i, i * i) for i in range(apps.ROWS)]
+
+
+def test_micro_batches_without_rows_commit_an_empty_output_that_keeps_the_schema(make_dag):
+    dag = make_dag("ft_stream_none", apps.no_squares, "squares", data_path="executors")
+    run(dag, "numbers", 1)
+    pushed = run(dag, "stage", 1)
+    assert pushed["squares"]["rows"] == 0
+    table = read_table(dag.task_dict["stage"].store, RunRef(dag.dag_id, RUN_ID).parse("squares"))
+    assert (table.num_rows, table.column_names) == (0, ["id", "sq"])  # one empty object, for readers
