@@ -10,7 +10,8 @@ resumed query goes on, and no Python runs in the driver to plan a batch.
 
 **Output.** The query's last step (``StreamObjects``) is the executors' writer: each task writes its
 rows of micro-batch *b* (Spark's ``streaming.sql.batchId``) into one object under ``<stream>b<b>/t<try>/``
-and then a marker naming it (``_task-p<partition>-a<attempt>.json``, a record of one file); the
+and then a marker naming it (``_task-p<partition>-a<attempt>.json``, a record of one file; partition
+0's task leaves one even without rows, so that every micro-batch that ran is seen in the store); the
 rows it returns go to Spark's ``noop`` sink. No ``foreachBatch``: that would start a Python process
 in the driver for every query (~1.5 s) and make its first micro-batch a second slower. Spark commits
 micro-batch *b* only once every task of it succeeded, so a committed micro-batch has a marker for
@@ -182,7 +183,7 @@ class StreamObjects:
         target = WriteTarget(bucket, folder, dict(self.options), self.credentials, self.compression)
         written = list(WriteObjects(target)(batches))  # one row, or none for a task without rows
         files = [WrittenFile(**row) for batch in written for row in batch.to_pylist()]
-        if files:
+        if files or task.partitionId() == 0:  # partition 0 always: every micro-batch leaves a marker
             marker = f"{bucket}/{folder}{marker_name(task.partitionId(), task.attemptNumber())}"
             with target.filesystem().open_output_stream(marker) as out:
                 out.write(encode_written(files))
