@@ -132,7 +132,7 @@ def data_paths(
     *,
     pipeline: DataPath,
     checkpointed: Collection[str],
-    pipeline_checkpointing: object = None,
+    pipeline_checkpointing: object,
 ) -> dict[str, DataPath]:
     """Each stage's data path (``model/data_path.py``): its own over the pipeline's, checked now with
     the checkpoint keys the stage and the pipeline give (``pipeline_checkpointing``)."""

@@ -46,7 +46,8 @@ def stored_batches(listing: Mapping[str, ObjectInfo], prefix: str) -> dict[int, 
     for key, info in listing.items():
         folder = key.removeprefix(prefix).partition("/")[0]
         if key.startswith(prefix) and folder.startswith("b") and folder[1:].isdigit():
-            sizes[int(folder[1:])] = sizes.get(int(folder[1:]), 0) + info.size
+            batch_id = int(folder[1:])
+            sizes[batch_id] = sizes.get(batch_id, 0) + info.size
     newest: dict[int, ObjectInfo] = {}
     for marker in task_markers(key.removeprefix(prefix) for key in listing if key.startswith(prefix)):
         info = listing[prefix + marker.key]

@@ -68,7 +68,7 @@ class ExecutorIO:
         spark: SparkSession,
         access: StoreAccess,
         credentials: StoreCredentials | None,
-        try_number: int = 1,
+        try_number: int,
     ) -> None:
         self.spark = spark
         self.try_number = try_number

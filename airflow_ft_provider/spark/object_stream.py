@@ -27,6 +27,7 @@ Stdlib, pyarrow and pyspark only: shipped to the Spark side with the other ``spa
 
 from __future__ import annotations
 
+import functools
 import re
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
@@ -181,11 +182,12 @@ class StreamObjects:
         bucket, prefix = bucket_and_prefix(self.stream)
         folder = f"{prefix}{try_folder(batch_id, self.try_number)}"
         target = WriteTarget(bucket, folder, dict(self.options), self.credentials, self.compression)
-        written = list(WriteObjects(target)(batches))  # one row, or none for a task without rows
+        filesystem = functools.cache(target.filesystem)  # one S3 client for the object and its marker
+        written = list(WriteObjects(target).write(batches, filesystem))  # a row, or none without rows
         files = [WrittenFile(**row) for batch in written for row in batch.to_pylist()]
         if files or task.partitionId() == 0:  # partition 0 always: every micro-batch leaves a marker
             marker = f"{bucket}/{folder}{marker_name(task.partitionId(), task.attemptNumber())}"
-            with target.filesystem().open_output_stream(marker) as out:
+            with filesystem().open_output_stream(marker) as out:
                 out.write(encode_written(files))
         if self.fail_in is not None and batch_id == self.fail_in:
             raise RuntimeError(self.injected)

@@ -38,7 +38,7 @@ function object (``repr=False``), which Spark pickles by value into the commands
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING
 
@@ -122,6 +122,12 @@ class WriteObjects:
     __name__ = "write_partition_objects"  # how Spark names the step in plans and its UI
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        return self.write(batches, self.target.filesystem)
+
+    def write(
+        self, batches: Iterator[pa.RecordBatch], filesystem: Callable[[], S3FileSystem]
+    ) -> Iterator[pa.RecordBatch]:
+        """As a call, with the S3 client ``filesystem()`` gives (asked for only when there are rows)."""
         import pyarrow as pa
         from pyspark import TaskContext
 
@@ -132,7 +138,7 @@ class WriteObjects:
         try:
             for batch in batches:
                 if writer is None:
-                    sink = self.target.open(self.target.filesystem(), name)
+                    sink = self.target.open(filesystem(), name)
                     writer = ParquetObjectWriter(sink, batch.schema, self.target.compression)
                 writer.write(batch)
             if writer is None or sink is None:
