@@ -74,8 +74,11 @@ def test_a_foreach_batch_process_that_misses_the_connect_back_costs_no_try(
         pushed = run(dag, "stage", 1)  # try 1 succeeds: run() raises otherwise
 
     assert held.exists()  # the first foreachBatch process was held past Spark's 10 s
-    [warning] = [r.getMessage() for r in caplog.records if "did not connect back" in r.getMessage()]
-    assert "attempt 1 of 4" in warning and "nothing ran" in warning
+    # On a loaded machine a later start may miss the connect-back too (unheld): each is retried in turn.
+    warnings = [r.getMessage() for r in caplog.records if "did not connect back" in r.getMessage()]
+    assert 1 <= len(warnings) <= 3
+    for number, warning in enumerate(warnings, start=1):
+        assert f"attempt {number} of 4" in warning and "nothing ran" in warning
     assert pushed["totals"]["rows"] == 13
     table = read_table(dag.task_dict["stage"].store, RunRef(dag.dag_id, RUN_ID).parse("totals")).to_pylist()
     assert sorted((r["k"], r["total"], r["count(1)"]) for r in table) == apps.expected_totals()
