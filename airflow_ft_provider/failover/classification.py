@@ -52,6 +52,7 @@ DEFAULT_NON_RECOVERABLE_EXCEPTIONS = (
     "airflow_ft_provider.checkpoints.config.CheckpointConfigError",
     "airflow_ft_provider.model.description.PipelineWiringError",
     "airflow_ft_provider.model.data_path.SparkElsewhere",  # staged, with Spark on another machine
+    "airflow_ft_provider.spark.object_stream.InvalidStreamMarker",  # a restart resumes past it: alike
 )
 _INFRASTRUCTURE_EXCEPTIONS = (
     "builtins.ConnectionError",

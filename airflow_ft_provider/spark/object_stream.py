@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING, Any
 from .object_files import s3_filesystem
 from .partition_objects import EMPTY_SCHEMA, ReadObjects, WriteObjects, WriteTarget, bucket_and_prefix
 from .spec import StoreCredentials, StoredObject
-from .written import WrittenFile, encode_written, parse_written
+from .written import MAX_RECORD_BYTES, WrittenFile, encode_written, parse_written
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -78,6 +78,11 @@ def try_folder(batch_id: int, try_number: int) -> str:
 
 def marker_name(partition: int, attempt: int) -> str:
     return f"_task-p{partition:05d}-a{attempt}.json"
+
+
+class InvalidStreamMarker(ValueError):
+    """A marker under the stream prefix that is not one a writing task left: the output cannot be
+    assembled, and a restart resumes from the same micro-batches, so it fails alike."""
 
 
 @dataclass(frozen=True)
@@ -249,7 +254,16 @@ def assemble(
 
     def files_of(marker: TaskMarker) -> list[WrittenFile]:
         with filesystem.open_input_stream(f"{source}{marker.key}") as handle:
-            return parse_written(handle.read())
+            data = handle.read(MAX_RECORD_BYTES + 1)  # a larger one is refused unread
+        try:
+            return parse_written(data)
+        except ValueError as err:
+            raise InvalidStreamMarker(
+                f"s3://{source}{marker.key} is not a marker this stage's writing tasks leave ({err}); "
+                f"nothing was published. A restart resumes from the same micro-batches and would fail "
+                f"alike: remove s3://{source} (the stream's micro-batch outputs) and clear the task, so "
+                "that the stage computes its stream again"
+            ) from None
 
     bucket, prefix = bucket_and_prefix(attempt.rstrip("/") + "/")
     target = WriteTarget(bucket, prefix, dict(options), credentials, compression)

@@ -1,9 +1,25 @@
 """Which objects make a checkpointed stage's output on the executors' data path (spark/object_stream.py):
-each micro-batch's run that Spark committed (the newest try's), one task attempt per partition."""
+each micro-batch's run that Spark committed (the newest try's), one task attempt per partition; a
+marker that is not one stops the assembly (at the S3 endpoint)."""
 
 from __future__ import annotations
 
-from airflow_ft_provider.spark.object_stream import chosen_markers, marker_name, task_markers, try_folder
+import pyarrow as pa
+import pytest
+
+from airflow_ft_provider.failover.classification import classify
+from airflow_ft_provider.recovery.failure_facts import failure_facts
+from airflow_ft_provider.spark.object_stream import (
+    InvalidStreamMarker,
+    assemble,
+    chosen_markers,
+    marker_name,
+    task_markers,
+    try_folder,
+)
+from airflow_ft_provider.spark.partition_objects import access_options
+from airflow_ft_provider.spark.spec import StoreAccess, StoreCredentials
+from airflow_ft_provider.spark.written import WrittenFile, encode_written
 
 
 def marker(batch: int, try_number: int, partition: int, attempt: int = 0) -> str:
@@ -45,3 +61,32 @@ def test_keys_that_are_not_markers_are_not_read_as_ones():
         marker(1, 12, 3, 4),
     ]
     assert [(m.batch_id, m.try_number, m.partition, m.attempt) for m in task_markers(keys)] == [(1, 12, 3, 4)]
+
+
+@pytest.mark.s3
+def test_a_marker_that_is_not_one_fails_the_assembly_by_name_and_publishes_nothing(s3_bucket):
+    #   <stream>b000000/t001/_task-p00000-a0.json  a marker of one object (valid)
+    #   <stream>b000001/t001/_task-p00000-a0.json  not JSON: put there by hand, or damaged
+    client, bucket = s3_bucket.client(), s3_bucket.name
+    stream = f"{s3_bucket.prefix}streams/g1/"
+    written = WrittenFile("part-00000-a0-0123456789ab.parquet", size=4, checksum="crc32c:AAAAAA==", rows=1)
+    client.put_object(Bucket=bucket, Key=f"{stream}{try_folder(0, 1)}{written.key}", Body=b"PAR1")
+    client.put_object(Bucket=bucket, Key=f"{stream}{marker(0, 1, 0)}", Body=encode_written([written]))
+    client.put_object(Bucket=bucket, Key=f"{stream}{marker(1, 1, 0)}", Body=b"{not json")
+    endpoint = s3_bucket.endpoint
+    with pytest.raises(InvalidStreamMarker) as failed:
+        assemble(
+            f"s3://{bucket}/{stream}",
+            f"s3://{bucket}/{s3_bucket.prefix}attempts/a1",
+            2,
+            complete=False,
+            schema=pa.schema([("id", pa.int64())]),
+            compression="snappy",
+            options=access_options(StoreAccess(endpoint=endpoint.url, region=endpoint.region)),
+            credentials=StoreCredentials(endpoint.access_key, endpoint.secret_key),
+        )
+    assert f"s3://{bucket}/{stream}{marker(1, 1, 0)} is not a marker" in str(failed.value)
+    assert f"remove s3://{bucket}/{stream} " in str(failed.value)
+    assert s3_bucket.keys("attempts/") == {}  # no object copied, no record: nothing to commit from
+    labels = classify(failure_facts(failed.value))
+    assert not labels.recoverable and "InvalidStreamMarker" in labels.reason  # every restart meets it
