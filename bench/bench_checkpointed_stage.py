@@ -213,6 +213,24 @@ def variant(name: str, store_url: str, checkpoints: Path, *, checkpointed: bool,
     }
 
 
+def probe_input(store_url: str, data_path: str) -> tuple[int, list[int]]:
+    """The bytes of ``numbers`` as ``data_path`` writes it, and its files' sizes."""
+    from airflow_ft_provider.partitions import RunRef
+
+    dag_id = f"bench_ckpt_probe_{data_path}"
+    probe = build(dag_id, store_url, checkpointed=False, volume=1, data_path=data_path)
+    run(probe, "numbers", 1)
+    manifest = probe.task_dict["numbers"].store.manifest(RunRef(dag_id, "manual__bench").parse("numbers"))
+    return manifest.total_size, [f.size for f in manifest.files]
+
+
+def micro_batches(row: dict) -> str:
+    """The micro-batches the variant's last try ran to its end (its last checkpoint + 1), or blank."""
+    checkpoint = row.get("checkpoint") or {}
+    last = checkpoint.get("last_checkpoint", (checkpoint.get("checkpoints") or {}).get("last_completed"))
+    return "" if last is None else str(last + 1)
+
+
 def median_of(runs: list[dict]) -> dict:
     """The run with the median wall time (its other figures come with it), and every run's walls."""
     ordered = sorted(runs, key=lambda r: r["wall_s"])
@@ -248,20 +266,18 @@ def main() -> None:
     try:
         s3.client().create_bucket(Bucket="ft-bench-ckpt")
         url = "s3://ft-bench-ckpt/pipelines/"
-        # The input's size sets the micro-batch volume: --batches batches of equal input.
-        probe = build("bench_ckpt_probe", url, checkpointed=False, volume=1)
-        run(probe, "numbers", 1)
-        from airflow_ft_provider.partitions import RunRef
-
-        store = probe.task_dict["numbers"].store
-        input_bytes = store.manifest(RunRef("bench_ckpt_probe", "manual__bench").parse("numbers")).total_size
-        sizes = [
-            f.size for f in store.manifest(RunRef("bench_ckpt_probe", "manual__bench").parse("numbers")).files
-        ]
+        # The input's size sets the micro-batch volume: --batches batches of equal input. Each data path
+        # writes ``numbers`` its own way (Spark's Parquet writer, or pyarrow's in the executors), so each
+        # gets the volume of its own input: both run --batches micro-batches.
+        input_bytes, sizes = probe_input(url, "staged")
+        executors_bytes, _ = probe_input(url, "executors")
         volume = int(input_bytes / args.batches * 1.02)  # --batches micro-batches of whole files
+        executors_volume = int(executors_bytes / args.batches * 1.02)
         fail_batch = failing_batch(sizes, volume, args.fail_at)
-        print(f"input: {ROWS:,} rows, {input_bytes / 2**20:.1f} MiB in {FILES} files; "
-              f"micro-batches of {volume / 2**20:.1f} MiB; failure inside batch {fail_batch}")  # fmt: skip
+        print(f"input: {ROWS:,} rows, {input_bytes / 2**20:.1f} MiB in {FILES} files "
+              f"({executors_bytes / 2**20:.1f} MiB on the executors' path); micro-batches of "
+              f"{volume / 2**20:.1f} MiB ({executors_volume / 2**20:.1f}); "
+              f"failure inside batch {fail_batch}")  # fmt: skip
         rounds = []
         for round_number in range(args.runs):
             print(f"round {round_number + 1} of {args.runs}")
@@ -277,7 +293,8 @@ def main() -> None:
                             **one),
                     # the executors' data path: Spark's own checkpoint, micro-batches written to the store
                     variant("plain/executors", url, checkpointed=False, data_path="executors", **one),
-                    variant("checkpointed/executors", url, checkpointed=True, data_path="executors", **one),
+                    variant("checkpointed/executors", url, checkpointed=True, data_path="executors",
+                            **{**one, "volume": executors_volume}),
                 ]
             )  # fmt: skip
         rows = [median_of([r[i] for r in rounds]) for i in range(len(rounds[0]))]
@@ -302,12 +319,13 @@ def main() -> None:
     retry_ratio = by["resumed"]["retry_s"] / by["from scratch"]["retry_s"]
     wall_ratio = by["resumed"]["wall_s"] / by["from scratch"]["wall_s"]
     print(f"medians of {args.runs} runs")
-    print(f"{'variant':>14} {'wall':>8} {'retry':>8} {'redone':>10}  walls")
+    print(f"{'variant':>22} {'wall':>8} {'retry':>8} {'redone':>10} {'batches':>7}  walls")
     for r in rows:
         retry = f"{r['retry_s']:.2f} s" if r["retry_s"] is not None else ""
         walls = " ".join(f"{w:.1f}" for w in r.get("walls_s", [r["wall_s"]]))
         redone = r["redone_bytes"] / 2**20
-        print(f"{r['variant']:>14} {r['wall_s']:>6.2f} s {retry:>8} {redone:>6.1f} MiB  {walls}")
+        batches = micro_batches(r)
+        print(f"{r['variant']:>22} {r['wall_s']:>6.2f} s {retry:>8} {redone:>6.1f} MiB {batches:>7}  {walls}")
     print(f"failure-free overhead of checkpointing: {overhead:+.1%} with {args.batches} micro-batches, "
           f"{fewer:+.1%} with {args.overhead_batches} (target ≤ +10 %); on the executors' path "
           f"{on_executors:+.1%} with {args.batches}")  # fmt: skip
@@ -333,6 +351,8 @@ def main() -> None:
                 "runs": args.runs,
                 "input_bytes": input_bytes,
                 "batch_bytes": volume,
+                "executors_input_bytes": executors_bytes,
+                "executors_batch_bytes": executors_volume,
                 "fail_batch": fail_batch,
                 "overhead": round(overhead, 4),
                 "overhead_fewer_batches": round(fewer, 4),
