@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import sys
 import tempfile
@@ -40,6 +41,7 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output  # noqa: E402
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
+from bench.cpu_sampler import CpuSampler  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
 from ft_harness.airflow.live_airflow import LiveAirflow  # noqa: E402  (the type of Bench's airflow)
 
@@ -325,10 +327,16 @@ def failure_free(bench: Bench, output: Path, settings: list[str]) -> None:
         "one Spark application": "bench_recovery_single_app",
     }
     walls: dict[str, list[float]] = {label: [] for label in dags}
+    cpu: dict[str, list[float]] = {label: [] for label in dags}  # the machine's busy core-seconds
+    parts: dict[str, list[dict[str, float]]] = {label: [] for label in dags}  # ... by part (cpu_sampler)
     for round_ in range(3):
         for label, dag_id in dags.items():
             kw = {"stages_per_task": len(list(stages()))} if dag_id == "bench_recovery_single_app" else {}
-            row = bench.single_run(dag_id, f"ff{round_}", {}, **kw)
+            busy_before = machine_busy_seconds()
+            with CpuSampler() as sampled:
+                row = bench.single_run(dag_id, f"ff{round_}", {}, **kw)
+            cpu[label].append(round(machine_busy_seconds() - busy_before, 1))
+            parts[label].append({part: round(seconds, 1) for part, seconds in sampled.seconds.items()})
             assert row["recovered"], f"{dag_id} failed"
             if dag_id != "bench_recovery_single_app":
                 expected = bench.ft_outputs(bench_reference(bench), "bench_recovery_ft_connect")
@@ -337,6 +345,11 @@ def failure_free(bench: Bench, output: Path, settings: list[str]) -> None:
                 )
             walls[label].append(row["wall_s"])
     medians = {label: sorted(w)[1] for label, w in walls.items()}
+    cores = os.cpu_count() or 1
+    median_cpu = {label: sorted(c)[1] for label, c in cpu.items()}
+    median_parts = {  # of the round whose wall time is the median
+        label: parts[label][walls[label].index(median)] for label, median in medians.items()
+    }
     single = medians["one Spark application"]
     paths = {  # the median round's critical path of each way
         label: bench.critical_path(dag_id, f"ff{walls[label].index(medians[label])}__{bench.stamp}")
@@ -347,6 +360,12 @@ def failure_free(bench: Bench, output: Path, settings: list[str]) -> None:
         "walls_s": walls,
         "median_s": medians,
         "ratio_to_single_app": {k: round(v / single, 2) for k, v in medians.items()},
+        "cores": cores,
+        "busy_core_s": cpu,
+        "median_busy_core_s": median_cpu,
+        "lower_bound_s": {k: round(v / cores, 1) for k, v in median_cpu.items()},
+        "core_s_by_part": parts,
+        "median_round_core_s_by_part": median_parts,
         "critical_path_s": {label: summed(path) for label, path in paths.items()},
         "critical_path_stages": {label: [s.task for s in path] for label, path in paths.items()},
     }
@@ -355,11 +374,27 @@ def failure_free(bench: Bench, output: Path, settings: list[str]) -> None:
             f"  {label:28} median {median:6.1f} s  ({', '.join(f'{w:.1f}' for w in walls[label])})  "
             f"x{median / single:.2f} the single application"
         )
+    for label, busy in median_cpu.items():
+        print(
+            f"  {label:28} the machine busy {busy:6.1f} core-s (median; {cores} cores): "
+            f"{busy / cores:5.1f} s of wall time at the least, "
+            f"{busy / (medians[label] * cores):.0%} of its cores used"
+        )
+        print(f"  {'':28} by part: " + ", ".join(f"{p} {v:.1f}" for p, v in median_parts[label].items()))
     for label, path in paths.items():
         print(table(label, path))
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2))
     print(f"written to {output}")
+
+
+def machine_busy_seconds() -> float:
+    """Core-seconds this machine has spent busy since boot (``/proc/stat``: all but idle and iowait),
+    whatever process spent them: Spark, S3, Airflow alike. The difference over a run is the work the run
+    made the machine do, which no schedule can fit into less than that over the cores."""
+    with open("/proc/stat") as stat:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, stat.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 _REFERENCE: list[str] = []

@@ -7,8 +7,9 @@ lazy_load_plugins = True included); the scheduler preloads the Spark Connect cli
 executor's workers fork (``[ft_provider] preload_stage_clients``, on by default) unless --no-preload.
 The three DAGs (bench/stage_cost/dags.py) run one at a time, alternating, --runs times each; the
 medians are printed and written to bench/results/stage_cost.json, with each stage's phases as its log
-says them (``stage_try/phases.py``; "outside_try" is the task's time its try did not see). The task
-processes' CPU time is not in Airflow's record: the figures are wall time.
+says them (``stage_try/phases.py``; "outside_try" is the task's time its try did not see), and the
+CPU each run made the machine spend, by part and by process (``cpu_sampler.py``: Airflow's record has
+no CPU time).
 
     python bench/bench_stage_cost.py --runs 7
 """
@@ -26,6 +27,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from airflow_ft_provider.stage_try.phases import PHASES, parse_summary  # noqa: E402
+from bench.cpu_sampler import CpuSampler  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
 
 DAGS = {
@@ -67,13 +69,19 @@ def main() -> None:
         airflow.wait_for_dags([dag for dag, _ in DAGS.values()], timeout=180)
         seconds: dict[str, list[float]] = {name: [] for name in DAGS}
         phases: dict[str, list[dict[str, float]]] = {"connect": [], "submit": []}
+        cpu: dict[str, list[dict[str, float]]] = {name: [] for name in DAGS}  # core-s per run, by part
+        titles: dict[str, dict[str, float]] = {name: {} for name in DAGS}  # mean core-s per run, by process
         for n in range(args.runs + 1):  # the first round warms up (imports, caches, the server's JIT)
             for name, (dag_id, task_id) in DAGS.items():
-                run_id = client.trigger_dag_run(dag_id, run_id=f"cost_{name}_{n}")["dag_run_id"]
-                final = client.wait_for_dag_run(dag_id, run_id, timeout=600)
+                with CpuSampler() as sampled:
+                    run_id = client.trigger_dag_run(dag_id, run_id=f"cost_{name}_{n}")["dag_run_id"]
+                    final = client.wait_for_dag_run(dag_id, run_id, timeout=600)
                 assert final["state"] == "success", airflow.describe_run(dag_id, run_id)
                 if n:
                     seconds[name].append(task_seconds(client, dag_id, run_id, task_id))
+                    cpu[name].append(dict(sampled.seconds))
+                    for title, spent in sampled.by_command.items():
+                        titles[name][title] = titles[name].get(title, 0.0) + spent / args.runs
                     if name in phases:  # where the stage's task spent its time, by its own log
                         said = parse_summary(client.task_log(dag_id, run_id, task_id, 1)) or {}
                         phases[name].append({**said, "outside_try": seconds[name][-1] - said.get("total", 0)})
@@ -88,6 +96,14 @@ def main() -> None:
             "fixed_cost_s": {
                 "connect": round(medians["connect"] - medians["noop"], 2),
                 "submit": round(medians["submit"] - medians["noop"], 2),
+            },
+            "core_s_per_run": {  # medians by part (bench/cpu_sampler.py): trigger to the run's end
+                name: {part: round(statistics.median(c[part] for c in found), 2) for part in found[0]}
+                for name, found in cpu.items()
+            },
+            "core_s_per_run_by_process": {
+                name: {title: round(v, 2) for title, v in sorted(found.items(), key=lambda i: -i[1])[:10]}
+                for name, found in titles.items()
             },
             "phase_medians_s": {
                 name: {
@@ -111,6 +127,13 @@ def main() -> None:
                 f"  {name} phases (medians, s): "
                 + ", ".join(f"{k} {v:.3f}" for k, v in medians_by_phase.items())
             )
+        for name, by_part in result["core_s_per_run"].items():
+            print(
+                f"  {name} CPU per run (core-s, medians): "
+                + ", ".join(f"{k} {v:.2f}" for k, v in by_part.items())
+            )
+            top = result["core_s_per_run_by_process"][name]
+            print("     by process (mean): " + "; ".join(f"{t} {v:.2f}" for t, v in list(top.items())[:6]))
         args.output.parent.mkdir(parents=True, exist_ok=True)
         args.output.write_text(json.dumps(result, indent=2))
         print(f"written to {args.output}")
