@@ -7,6 +7,9 @@ S3 data files for its partition store (~0.5 CPU-s). Airflow forks every task pro
 (LocalExecutor worker, Celery pool process), so what is loaded there before the fork costs nothing
 per try.
 
+The stage try's own modules (``STAGE_TRY_MODULES``, with the amazon provider's hooks they import) are
+loaded there too.
+
 Every Airflow command reads the providers' metadata before it runs (``providers_configuration_loaded``),
 whatever ``[core] lazy_load_plugins`` says; this provider's ``get_provider_info`` calls
 :func:`preload_if_configured`, which loads both when ``[ft_provider] preload_stage_clients`` is on, in
@@ -18,6 +21,7 @@ before the fork (gRPC channels and connection pools must not cross a fork).
 
 from __future__ import annotations
 
+import importlib
 import logging
 import os
 import sys
@@ -27,7 +31,28 @@ from airflow_ft_provider.execution.spark_client import CLIENT_MODULE, preloaded
 
 log = logging.getLogger(__name__)
 CONFIG_KEY = "preload_stage_clients"
-__all__ = ["CLIENT_MODULE", "CONFIG_KEY", "forks_task_processes", "preload_if_configured", "preloaded"]
+# What a stage try imports when it runs (the operator imports them in ``execute``, and the DAG file
+# the operator): ~0.1 CPU-s per try when each task process imports them afresh.
+STAGE_TRY_MODULES = (
+    "airflow_ft_provider.operators.spark_stage",
+    "airflow_ft_provider.operators.try_gate",
+    "airflow_ft_provider.stage_try.attempt",
+    "airflow_ft_provider.stage_try.scope",
+    "airflow_ft_provider.recovery.run_recovery",
+    "airflow_ft_provider.recovery.retry_policy",
+    "airflow_ft_provider.hooks.partition_store",
+    "airflow_ft_provider.faults",
+    "airflow_ft_provider.lineage",
+    "airflow_ft_provider.metrics",
+)
+__all__ = [
+    "CLIENT_MODULE",
+    "CONFIG_KEY",
+    "STAGE_TRY_MODULES",
+    "forks_task_processes",
+    "preload_if_configured",
+    "preloaded",
+]
 
 
 def forks_task_processes(argv: list[str]) -> bool:
@@ -59,9 +84,11 @@ def preload_if_configured(argv: list[str] | None = None) -> bool:
     from airflow_ft_provider.partitions.s3_models import warm_s3_models
 
     warm_s3_models()
+    for module in STAGE_TRY_MODULES:
+        importlib.import_module(module)
     log.info(
-        "Spark Connect and S3 clients preloaded in %.1f s (pid %d): stage tries forked from here skip "
-        "their imports",
+        "Spark Connect and S3 clients and the stage try's modules preloaded in %.1f s (pid %d): stage "
+        "tries forked from here skip their imports",
         time.monotonic() - started,
         os.getpid(),
     )

@@ -1,5 +1,6 @@
-"""[ft_provider] preload_stage_clients: the scheduler and a Celery worker load the Spark Connect client
-and botocore's S3 data when they start, with Airflow's defaults, unless switched off (on by default).
+"""[ft_provider] preload_stage_clients: the scheduler and a Celery worker load the Spark Connect client,
+botocore's S3 data and the stage try's modules when they start, with Airflow's defaults, unless
+switched off (on by default).
 
 Each case is a fresh interpreter that loads the providers' configuration as every Airflow command does
 before it runs (``providers_configuration_loaded``; ``[core] lazy_load_plugins`` at its default, so no
@@ -14,6 +15,7 @@ import sys
 
 import pytest
 
+from airflow_ft_provider.execution.preload import STAGE_TRY_MODULES
 from ft_harness.runners import HUNG_AFTER_SECONDS
 
 PROBE = """
@@ -38,8 +40,10 @@ if child == 0:  # what a forked task process finds, and what its first S3 client
     botocore.loaders.JSONFileLoader.load_file = recording
     session = boto3_session(aws_access_key_id="key", aws_secret_access_key="secret", region_name="eu-west-1")
     session.client("s3", endpoint_url="http://127.0.0.1:9").can_paginate("list_objects_v2")
-    print(f"spark client {'loaded' if spark_client else 'not loaded'}, {len(parsed)} S3 data files parsed",
-          flush=True)
+    from airflow_ft_provider.execution.preload import STAGE_TRY_MODULES
+    try_modules = sum(m in sys.modules for m in STAGE_TRY_MODULES)
+    print(f"spark client {'loaded' if spark_client else 'not loaded'}, {len(parsed)} S3 data files parsed, "
+          f"{try_modules} of {len(STAGE_TRY_MODULES)} stage try modules", flush=True)
     os._exit(0)
 os.waitpid(child, 0)
 """
@@ -57,12 +61,13 @@ def test_the_clients_are_loaded_before_the_fork_unless_switched_off(setting, loa
     )
     assert result.returncode == 0, result.stderr[-2000:]
     found = result.stdout.strip().splitlines()[-1]
+    modules = len(STAGE_TRY_MODULES)
     if loaded:
-        assert found == "spark client loaded, 0 S3 data files parsed", found
+        expected = f"spark client loaded, 0 S3 data files parsed, {modules} of {modules} stage try modules"
+        assert found == expected, found
     else:
-        assert found.startswith("spark client not loaded, ") and not found.endswith(
-            " 0 S3 data files parsed"
-        ), found
+        assert found.startswith("spark client not loaded, ") and f" 0 of {modules} stage try" in found, found
+        assert ", 0 S3 data files parsed" not in found, found
 
 
 @pytest.mark.parametrize(
