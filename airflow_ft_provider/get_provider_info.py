@@ -238,10 +238,9 @@ def _config_options() -> dict[str, ConfigOption]:
         "worker starts: the Spark Connect client (pyspark, pandas, pyarrow, grpc), boto3's S3 client "
         "code with botocore's parsed S3 data files, and the stage try's own modules. Task processes forked "
         "from its workers then skip loading them (2.5-3.5 CPU-s per Connect stage try, ~0.5 CPU-s per try "
-        "for S3, ~0.1 CPU-s for the try's modules). Works with "
-        "Airflow's defaults (the provider's metadata is read when these commands start); costs that "
-        "process the loading once and ~150 MB of memory. No session, channel or connection is opened "
-        "before the fork. "
+        "for S3, ~0.1 CPU-s for the try's modules). Works with Airflow's defaults (the provider's "
+        "metadata is read when these commands start); costs that process the loading once and ~150 MB of "
+        "memory. No session, channel or connection is opened before the fork. "
         "On by default: a Connect stage try costs 0.67 s with it and 1.87 s without (bench/README.md).",
         "version_added": "0.1.0",
         "type": "boolean",
