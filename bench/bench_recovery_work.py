@@ -41,7 +41,7 @@ from airflow_ft_provider.model.description import PipelineDescription, StageDecl
 from airflow_ft_provider.model.exchanges import Input, Output  # noqa: E402
 from airflow_ft_provider.partitions import RunRef, S3PartitionStore  # noqa: E402
 from airflow_ft_provider.partitions.parquet import read_table  # noqa: E402
-from bench.cpu_sampler import CpuSampler  # noqa: E402
+from bench.cpu_sampler import CpuSampler, machine_busy_seconds  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
 from ft_harness.airflow.live_airflow import LiveAirflow  # noqa: E402  (the type of Bench's airflow)
 
@@ -386,15 +386,6 @@ def failure_free(bench: Bench, output: Path, settings: list[str]) -> None:
     output.parent.mkdir(parents=True, exist_ok=True)
     output.write_text(json.dumps(result, indent=2))
     print(f"written to {output}")
-
-
-def machine_busy_seconds() -> float:
-    """Core-seconds this machine has spent busy since boot (``/proc/stat``: all but idle and iowait),
-    whatever process spent them: Spark, S3, Airflow alike. The difference over a run is the work the run
-    made the machine do, which no schedule can fit into less than that over the cores."""
-    with open("/proc/stat") as stat:
-        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, stat.readline().split()[1:9])
-    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
 
 
 _REFERENCE: list[str] = []

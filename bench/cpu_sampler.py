@@ -33,23 +33,29 @@ def part_of(command: str) -> str:
     return "other"
 
 
+@dataclass(frozen=True)
+class _Seen:
+    """A process as the sampler knows it: its part, its title, the ticks it had spent when last read."""
+
+    part: str
+    title: str
+    ticks: int
+
+
 @dataclass
 class CpuSampler:
     """``with CpuSampler() as cpu: ...`` then ``cpu.seconds``: core-seconds per part."""
 
     seconds: dict[str, float] = field(default_factory=lambda: dict.fromkeys(PARTS, 0.0))
     by_command: dict[str, float] = field(default_factory=dict)  # the same, per process title (60 chars)
-    _seen: dict[tuple[int, int], tuple[str, int]] = field(default_factory=dict)  # (pid, start) → part, ticks
-    _titles: dict[tuple[int, int], str] = field(default_factory=dict)
+    _seen: dict[tuple[int, int], _Seen] = field(default_factory=dict)  # by (pid, start time)
     _started_ticks: int = 0
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
     def __enter__(self) -> CpuSampler:
         self._started_ticks = _uptime_ticks()
-        for key, part, ticks in _processes(self._seen):
-            self._seen[key] = (part, ticks)  # what they had spent before: not this stretch's
-            self._titles[key] = _title(key[0])
+        self._seen = dict(_processes(self._seen))  # what they had spent before: not this stretch's
         self._thread = threading.Thread(target=self._run, name="cpu-sampler", daemon=True)
         self._thread.start()
         return self
@@ -65,26 +71,30 @@ class CpuSampler:
             self._sample()
 
     def _sample(self) -> None:
-        for key, part, ticks in _processes(self._seen):
+        for key, now in _processes(self._seen):
             before = self._seen.get(key)
-            if before is None:  # new since the last sample: all of it, if it started in the stretch
-                before = (part, 0 if key[1] >= self._started_ticks else ticks)
-                self._titles[key] = _title(key[0])
-            spent = (ticks - before[1]) / TICK
-            self.seconds[part] += spent
+            # new since the last sample: all of it, if it started in the stretch
+            spent_before = before.ticks if before else (0 if key[1] >= self._started_ticks else now.ticks)
+            spent = (now.ticks - spent_before) / TICK
             if spent:
-                title = self._titles.get(key, "?")
-                self.by_command[title] = self.by_command.get(title, 0.0) + spent
-            self._seen[key] = (part, ticks)
-
-    def top(self, count: int = 8) -> list[tuple[str, float]]:
-        """The process titles that spent the most."""
-        return sorted(self.by_command.items(), key=lambda item: -item[1])[:count]
+                self.seconds[now.part] += spent
+                self.by_command[now.title] = self.by_command.get(now.title, 0.0) + spent
+            self._seen[key] = now
 
 
-def _processes(known: dict[tuple[int, int], tuple[str, int]]) -> list[tuple[tuple[int, int], str, int]]:
-    """(pid, start time), part, user + system ticks of every process readable now. A process whose
-    command line names no part is its parent's (a Spark application's Python driver, under spark-submit)."""
+def machine_busy_seconds() -> float:
+    """Core-seconds this machine has spent busy since boot (``/proc/stat``: all but idle and iowait),
+    whatever process spent them: Spark, S3, Airflow alike. The difference over a run is the work the run
+    made the machine do, which no schedule can fit into less than that over the cores."""
+    with open("/proc/stat") as stat:
+        user, nice, system, _idle, _iowait, irq, softirq, steal = map(int, stat.readline().split()[1:9])
+    return (user + nice + system + irq + softirq + steal) / TICK
+
+
+def _processes(known: dict[tuple[int, int], _Seen]) -> list[tuple[tuple[int, int], _Seen]]:
+    """(pid, start time) and what is seen of every process readable now; a known process's part and
+    title are not read again. A process whose command line names no part is its parent's (a Spark
+    application's Python driver, under spark-submit)."""
     read: dict[int, tuple[tuple[int, int], int, Path, int]] = {}  # pid → key, parent, entry, ticks
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
@@ -96,30 +106,31 @@ def _processes(known: dict[tuple[int, int], tuple[str, int]]) -> list[tuple[tupl
             read[key[0]] = (key, int(fields[1]), entry, int(fields[11]) + int(fields[12]))  # utime + stime
         except (OSError, ValueError, IndexError):
             continue  # gone while read
+    commands: dict[int, str] = {}
     parts: dict[int, str] = {}
+
+    def command(pid: int) -> str:
+        if pid not in commands:
+            try:
+                commands[pid] = _command(read[pid][2])
+            except OSError:
+                commands[pid] = ""
+        return commands[pid]
 
     def part(pid: int, depth: int = 0) -> str:
         if pid not in read:
             return "other"
         if pid not in parts:
-            key, parent, entry, _ = read[pid]
-            try:
-                found = known[key][0] if key in known else part_of(_command(entry))
-            except OSError:
-                found = "other"
+            key, parent = read[pid][:2]
+            found = known[key].part if key in known else part_of(command(pid))
             parts[pid] = part(parent, depth + 1) if found == "other" and depth < 50 else found
         return parts[pid]
 
-    return [(key, part(pid), ticks) for pid, (key, _, _, ticks) in read.items()]
-
-
-def _title(pid: int) -> str:
-    """A process's command line, its ids and numbers as ``*`` so that a task's processes group."""
-    try:
-        command = _command(Path(f"/proc/{pid}"))
-    except OSError:
-        return "?"
-    return _NUMBERS.sub("*", command)[:60].strip() or "?"
+    seen = []
+    for pid, (key, _, _, ticks) in read.items():
+        title = known[key].title if key in known else _NUMBERS.sub("*", command(pid))[:60].strip() or "?"
+        seen.append((key, _Seen(part(pid), title, ticks)))
+    return seen
 
 
 def _command(entry: Path) -> str:
