@@ -5,9 +5,11 @@
 the parsed DAG file, so the pipeline is at hand and connections (the store's, each stage's Spark
 connection, the REST API's) resolve as they do in a task. Nothing reads a run's pipelined partitions
 after it ends (Flink frees them with the job): views are dropped from the Spark Connect server, S3
-scratch data is deleted. The run is marked ended, succeeded or failed, which starts its retention; then
-the pipeline's expired runs are swept, bounded and rate-limited (``partitions/sweep.py``), with Airflow's
-view of the runs (``hooks/run_states.py``) so that runs marked by hand, which get no callback, go too.
+scratch data is deleted. The run is marked ended, succeeded or failed, which starts its retention. Its
+manifests are copied into one index object (``partitions/manifest_index.py``), so that a read of the
+whole run takes one GET, not one per partition. Then the pipeline's expired runs are swept, bounded
+and rate-limited (``partitions/sweep.py``), with Airflow's view of the runs (``hooks/run_states.py``)
+so that runs marked by hand, which get no callback, go too.
 
 A run marked failed or successful by hand keeps its pipelined data until the run is cleared and ends
 again, or is released; its blocking partitions go one retention after Airflow says it ended.
@@ -71,6 +73,18 @@ class RunEnd:
             else "",
             format_duration(store.retention),
         )
+        try:  # what `airflow-ft partitions` and the failover page read instead of every manifest
+            indexed = store.write_manifest_index(run)
+        except Exception as err:  # noqa: BLE001 - only a copy: readers then read the manifests
+            log.warning("run %s: could not write its manifest index: %s", run, err)
+        else:
+            log.info(
+                "run %s: its manifest index holds %d manifests (%d kept from its previous end)%s",
+                run,
+                indexed.indexed,
+                indexed.kept,
+                f"; {indexed.left_out} not read in time are left out" if indexed.left_out else "",
+            )
         try:
             report = store.sweep_expired_runs(
                 run.pipeline, states=lambda: self.run_states(store.retention), limits=sweep_limits()

@@ -12,8 +12,11 @@ manifest before it answers (the page before the budget); the route's first answe
 pending, asked again a second after each (as the page's script does; the reads went on meanwhile and
 fill the process's manifest cache, ``partitions/manifest_cache.py``); and a reload. Then the CLI's
 ``partitions`` (``run_results.list_partitions``, every manifest before it prints): the first time (an
-empty disk tier) and again (a new process: nothing in memory, the disk tier from the first). Medians of
---rounds. Writes bench/results/failover_page.json.
+empty disk tier) and again (a new process: nothing in memory, the disk tier from the first). All of
+that is a run still going, without a manifest index. Then the run ends: the time its end callback takes
+to index the manifests (``partitions/manifest_index.py``), and on a fresh process the page's first
+answer and the CLI's first ``partitions``, each now one listing and one GET. Medians of --rounds.
+Writes bench/results/failover_page.json.
 """
 
 from __future__ import annotations
@@ -79,7 +82,7 @@ def main() -> None:
         prefix = store.layout.blocking_prefix(RunRef("bench", RUN_ID))
 
         def page(budget: float | None = None) -> dict:
-            report = store.check_availability("bench", RUN_ID, ids, budget=budget)
+            report = store.check_availability("bench", RUN_ID, ids, budget=budget, index=True)  # the route's
             assert len(report.available) + len(report.pending) == args.partitions, report.unavailable
             return build_run_view(
                 description, RUN_ID, task_instances=tasks, state=FailoverState(), events=[], report=report
@@ -102,9 +105,15 @@ def main() -> None:
             "reload": [],
             "cli, first": [],
             "cli, again": [],
+            "run end: index": [],
+            "ended: first answer": [],
+            "ended: cli, first": [],
         }
-        pending, answers = [], []
+        run = RunRef("bench", RUN_ID)
+        index_key = store.indexes.key(run)
+        pending, answers, ended_pending = [], [], []
         for _ in range(args.rounds):
+            client.delete_object(Bucket="ft-bench-page", Key=index_key)  # a run still going: no index
             figures["listing only"].append(timed(lambda: store.objects.list_under(prefix))[0])
             MANIFESTS.clear()  # a fresh API server, reading every manifest before it answers
             figures["every manifest"].append(timed(page)[0])
@@ -126,6 +135,19 @@ def main() -> None:
                 MANIFESTS.clear()  # and again: a new process
                 figures["cli, again"].append(timed(lambda: list_partitions(description, store, RUN_ID))[0])
                 MANIFESTS.disk = None
+            # The run ends: its end callback indexes the manifests (run_end.py); then the same reads
+            figures["run end: index"].append(timed(lambda: store.write_manifest_index(run))[0])
+            MANIFESTS.clear()
+            seconds, first = timed(lambda: page(args.budget))
+            figures["ended: first answer"].append(seconds)
+            ended_pending.append(first["partitions_pending"])
+            with tempfile.TemporaryDirectory() as cache:
+                MANIFESTS.clear()
+                MANIFESTS.disk = DiskTier(Path(cache))
+                seconds, lines = timed(lambda: list_partitions(description, store, RUN_ID))
+                assert sum(line.state == "committed" for line in lines) == args.partitions
+                figures["ended: cli, first"].append(seconds)
+                MANIFESTS.disk = None
         medians = {k: round(statistics.median(v), 3) for k, v in figures.items()}
         result = {
             "partitions": args.partitions,
@@ -134,10 +156,11 @@ def main() -> None:
             "all_s": {k: [round(x, 3) for x in v] for k, v in figures.items()},
             "budget_s": args.budget,
             "first_answer_pending": pending,
+            "ended_first_answer_pending": ended_pending,
             "answers_until_complete": answers,
         }
         for label, median in medians.items():
-            print(f"  {label:14} {median:7.3f} s")
+            print(f"  {label:20} {median:7.3f} s")
         left, asked = statistics.median(pending), statistics.median(answers)
         print(f"  the first answer left {left:.0f} of {args.partitions} partitions pending; "
               f"complete after {asked:.0f} answers, a second apart")  # fmt: skip

@@ -17,11 +17,13 @@ from .errors import (
 from .manifest import (
     Manifest,
 )
+from .manifest_cache import MANIFESTS, ManifestKey, store_name
+from .manifest_index import ManifestIndex, ManifestIndexes
 from .naming import (
     PartitionRef,
     RunRef,
 )
-from .s3_objects import StoreObjects
+from .s3_objects import ObjectInfo, StoreObjects
 from .transfers import MiB
 
 if TYPE_CHECKING:
@@ -88,6 +90,7 @@ class PartitionAvailability:
         pipelined: Iterable[str | PartitionRef] = (),
         deep: bool = False,
         budget: float | None = None,
+        index: bool = False,
     ) -> AvailabilityReport:
         """Which of a run's partitions can be consumed again, and why the others cannot.
 
@@ -96,6 +99,8 @@ class PartitionAvailability:
         every object back and checks its checksum. ``budget`` (seconds, for a page a person waits
         for; never for a failover decision): the manifests not read by then are ``pending``, and their
         reads go on in the background, so that the process's manifest cache answers the next check.
+        ``index`` (for people's reads of a whole run, not for failover decisions): first read the run's
+        manifest index (``manifest_index.py``), one GET, when some listed manifest is not in memory.
         """
         run = RunRef(pipeline, run_id)
         refs = [run.parse(p) for p in partitions]
@@ -107,6 +112,7 @@ class PartitionAvailability:
             )
         listing = self.objects.list_under(self.objects.layout.blocking_prefix(run)) if refs else {}
         manifests: dict[str, Manifest] = {}
+        known = self._index(run, refs, listing) if index else None
 
         def check(ref: PartitionRef) -> UnavailablePartition | None:
             loc = self.objects.blocking(ref)
@@ -114,7 +120,7 @@ class PartitionAvailability:
             if listed is None:
                 return UnavailablePartition(ref.partition_id, Unavailable.MISSING_MANIFEST)
             try:
-                manifest = self.objects.read_manifest(loc, listed.etag)
+                manifest = self.objects.read_manifest(loc, listed.etag, known)
             except PartitionNotFound as exc:
                 return UnavailablePartition(ref.partition_id, exc.reason, exc.detail)
             manifests[ref.partition_id] = manifest
@@ -146,30 +152,73 @@ class PartitionAvailability:
                         )
             return None
 
+        # What needs no request is checked in this thread: handing 1,000 of those to a pool costs more
+        # in GIL hand-offs (0.4 s) than the checks themselves; the pool is for the GETs.
+        here, remote = ([], refs) if deep else self._split(refs, listing, known)
+        for ref in here:
+            if (problem := check(ref)) is not None:
+                unavailable[ref.partition_id] = problem
         if budget is not None:  # what the listing alone says is said at once
-            listed = [ref for ref in refs if self.objects.blocking(ref).manifest_key in listing]
-            for ref in refs:
+            listed = [ref for ref in remote if self.objects.blocking(ref).manifest_key in listing]
+            for ref in remote:
                 if ref not in listed:
                     unavailable[ref.partition_id] = UnavailablePartition(
                         ref.partition_id, Unavailable.MISSING_MANIFEST
                     )
-            return self._within(budget, run, listed, check, unavailable, manifests)
+            return self._within(budget, run, refs, listed, check, unavailable, manifests)
         with ThreadPoolExecutor(max_workers=self.objects.max_workers, thread_name_prefix="ft-check") as pool:
-            for ref, problem in zip(refs, pool.map(check, refs), strict=True):
+            for ref, problem in zip(remote, pool.map(check, remote), strict=True):
                 if problem is not None:
                     unavailable[ref.partition_id] = problem
         available = frozenset(ref.partition_id for ref in refs) - set(unavailable)
         return AvailabilityReport(run, available, unavailable, manifests)
 
+    def _index(
+        self, run: RunRef, refs: list[PartitionRef], listing: Mapping[str, ObjectInfo]
+    ) -> ManifestIndex | None:
+        """The run's manifest index, unless every listed manifest is in memory already (a reload)."""
+        if all(self._in_memory(ref, listing) for ref in refs):
+            return None
+        return ManifestIndexes(self.objects).read(run)
+
+    def _in_memory(self, ref: PartitionRef, listing: Mapping[str, ObjectInfo]) -> bool:
+        key = self.objects.blocking(ref).manifest_key
+        listed = listing.get(key)
+        if listed is None or not listed.etag:
+            return True  # nothing to read: missing, or an endpoint that sends no ETags (then a GET)
+        return MANIFESTS.holds(ManifestKey(self._store, key, listed.etag))
+
+    @property
+    def _store(self) -> str:
+        return store_name(self.objects.client, self.objects.bucket)
+
+    def _split(
+        self, refs: list[PartitionRef], listing: Mapping[str, ObjectInfo], known: ManifestIndex | None
+    ) -> tuple[list[PartitionRef], list[PartitionRef]]:
+        """The partitions whose manifest is answered without a GET (listed as missing, in memory, or
+        in the index as the listed object), and the others."""
+        here: list[PartitionRef] = []
+        remote: list[PartitionRef] = []
+        for ref in refs:
+            key = self.objects.blocking(ref).manifest_key
+            listed = listing.get(key)
+            answered = self._in_memory(ref, listing) or (
+                known is not None and listed is not None and known.raw(key, listed.etag) is not None
+            )
+            (here if answered else remote).append(ref)
+        return here, remote
+
     def _within(
         self,
         budget: float,
         run: RunRef,
+        every: list[PartitionRef],
         refs: list[PartitionRef],
         check: Callable[[PartitionRef], UnavailablePartition | None],
         unavailable: dict[str, UnavailablePartition],
         manifests: dict[str, Manifest],
     ) -> AvailabilityReport:
+        """``refs`` checked in the background for at most ``budget`` s; the rest of ``every`` is done."""
         pool = _background(self.objects.max_workers)
         futures: dict[str, Future[UnavailablePartition | None]] = {
             ref.partition_id: pool.submit(check, ref) for ref in refs
@@ -179,7 +228,7 @@ class PartitionAvailability:
         for pid, future in futures.items():
             if future in done and (problem := future.result()) is not None:
                 unavailable[pid] = problem
-        available = frozenset(futures) - set(unavailable) - pending
+        available = frozenset(ref.partition_id for ref in every) - set(unavailable) - pending
         read = {pid: m for pid, m in dict(manifests).items() if pid not in pending}
         return AvailabilityReport(run, available, unavailable, read, pending)
 
@@ -191,6 +240,7 @@ class PartitionAvailability:
         *,
         deep: bool = False,
         budget: float | None = None,
+        index: bool = False,
     ) -> AvailabilityReport:
         """Availability of every partition of a pipeline graph (its pipelined results are unavailable)."""
         blocking: list[str] = []
@@ -200,7 +250,7 @@ class PartitionAvailability:
                 graph.partition_ids(result.name)
             )
         return self.check_availability(
-            pipeline, run_id, blocking, pipelined=pipelined, deep=deep, budget=budget
+            pipeline, run_id, blocking, pipelined=pipelined, deep=deep, budget=budget, index=index
         )
 
     def _remote_checksum(self, key: str, expected: str) -> str | None:

@@ -21,6 +21,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 from .manifest import InvalidManifest, Manifest
 from .s3_client import S3Client
@@ -33,6 +34,13 @@ class ManifestKey:
     store: str  # the endpoint and bucket: two stores never share an entry
     key: str
     etag: str
+
+
+class ManifestSource(Protocol):
+    """Manifest bytes known without a GET (a run's index): those of the object a listing named by
+    ``listed_etag``, or None. The reader still validates them as the partition's manifest."""
+
+    def raw(self, key: str, listed_etag: str | None) -> bytes | None: ...
 
 
 def store_name(client: S3Client, bucket: str) -> str:
@@ -49,21 +57,43 @@ class ManifestCache:
         self._lock = threading.Lock()
         self.disk: DiskTier | None = None
 
-    def get(self, key: ManifestKey, parse: Callable[[bytes], Manifest] | None = None) -> Manifest | None:
-        """The manifest under ``key``; from the disk tier (``parse`` validates its bytes) if not here."""
+    def get(
+        self,
+        key: ManifestKey,
+        parse: Callable[[bytes], Manifest] | None = None,
+        source: ManifestSource | None = None,
+    ) -> Manifest | None:
+        """The manifest under ``key``; if not here, from the disk tier, then from ``source`` (a run's
+        index), whose bytes ``parse`` validates. Only the disk tier's are kept on disk."""
         with self._lock:
             manifest = self._items.get(key)
             if manifest is not None:
                 self._items.move_to_end(key)
                 return manifest
-        if self.disk is None or parse is None or (raw := self.disk.get(key)) is None:
+        if parse is None:
+            return None
+        if self.disk is not None and (manifest := self._valid(self.disk.get(key), parse)) is not None:
+            self._remember(key, manifest)
+            return manifest
+        if source is not None and (manifest := self._valid(source.raw(key.key, key.etag), parse)) is not None:
+            self._remember(key, manifest)
+            return manifest
+        return None
+
+    @staticmethod
+    def _valid(raw: bytes | None, parse: Callable[[bytes], Manifest]) -> Manifest | None:
+        """``raw`` as a manifest; None if there is none, or it is damaged or not this partition's."""
+        if raw is None:
             return None
         try:
-            manifest = parse(raw)
-        except InvalidManifest:  # damaged or not this partition's: read S3 instead
+            return parse(raw)
+        except InvalidManifest:
             return None
-        self._remember(key, manifest)
-        return manifest
+
+    def holds(self, key: ManifestKey) -> bool:
+        """Whether ``key`` is answered from memory (the disk tier is not asked)."""
+        with self._lock:
+            return key in self._items
 
     def put(self, key: ManifestKey, manifest: Manifest, raw: bytes | None = None) -> None:
         self._remember(key, manifest)

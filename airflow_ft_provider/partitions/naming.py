@@ -7,7 +7,8 @@ Layout under ``s3://<bucket>/<prefix>/``::
     <pipeline>/<run>/scratch/<execution>/<result>/<map-index>/…           pipelined partitions
     <pipeline>/<run>/pipelined/<result>/<map-index>.json                 which execution is current
     <pipeline>/<run>/leases/<consumer>.json                               registered consumers
-    <pipeline>/<run>/_run/{succeeded,releasing,released}.json             life-cycle markers
+    <pipeline>/<run>/_run/{ended,releasing,released}.json                 life-cycle markers
+    <pipeline>/<run>/_run/manifest-index.json                             the run's manifests at its end
 
 ``<run>`` is the run id with every character outside ``[A-Za-z0-9_.-]`` written as ``~HH`` (UTF-8
 bytes), because Airflow run ids carry ``:`` and ``+`` that Hadoop paths and URLs handle badly.
@@ -18,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 
 from ..failover.indexed_name import UNMAPPED, IndexedName
 
@@ -25,7 +27,7 @@ MAX_NAME_LENGTH = 250  # Airflow's limit for dag ids, task ids and run ids
 
 # Patterns end in \Z, not $: "$" also matches before a final newline ("raw\n").
 _NAME = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]*\Z")
-_SAFE_CHAR = re.compile(r"[A-Za-z0-9_.-]")
+_UNSAFE_RUN = re.compile(r"[^A-Za-z0-9_.-]+")
 _ENCODED = re.compile(r"^(?:[A-Za-z0-9_.-]|~[0-9A-F]{2})+\Z")
 _BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]\Z")
 
@@ -54,7 +56,8 @@ def check_encoded_name(kind: str, value: object) -> str:
         raise ValueError(
             f"invalid {kind} {value[:40]!r}…: longer than {MAX_NAME_LENGTH} characters; shorten it"
         )
-    bad = sorted({c for c in value if c in "/\\" or not c.isprintable()})
+    clean = value.isprintable() and "/" not in value and "\\" not in value  # the common case, in C
+    bad = [] if clean else sorted({c for c in value if c in "/\\" or not c.isprintable()})
     if bad or value in (".", ".."):
         raise ValueError(
             f"invalid {kind} {value!r}: must not be '.' or '..' nor contain '/', '\\' or control characters"
@@ -86,15 +89,14 @@ def check_map_index(map_index: object) -> int:
     return map_index
 
 
+@lru_cache(maxsize=4096)  # a run's id is encoded for every key of the run: thousands of times a page
 def encode_segment(value: str) -> str:
     """Reversible, key-safe encoding: ``[A-Za-z0-9_.-]`` kept, everything else ``~HH`` per UTF-8 byte."""
-    out = []
-    for char in value:
-        if _SAFE_CHAR.match(char):
-            out.append(char)
-        else:
-            out.extend(f"~{byte:02X}" for byte in char.encode("utf-8"))
-    return "".join(out)
+    return _UNSAFE_RUN.sub(_encoded, value)
+
+
+def _encoded(unsafe: re.Match[str]) -> str:
+    return "".join(f"~{byte:02X}" for byte in unsafe.group(0).encode("utf-8"))
 
 
 def decode_segment(segment: str) -> str:

@@ -31,7 +31,7 @@ from .errors import (
     s3_errors,
 )
 from .manifest import MAX_MANIFEST_BYTES, InvalidManifest, Manifest
-from .manifest_cache import MANIFESTS, ManifestKey, store_name
+from .manifest_cache import MANIFESTS, ManifestKey, ManifestSource, store_name
 from .naming import MANIFEST_NAME, PartitionRef, RunRef, StoreLayout
 from .s3_client import ClientFactory, ClientOrFactory, ObjectBody, S3Client
 
@@ -179,11 +179,14 @@ class StoreObjects:
         an invalid manifest (which the next commit replaces) rather than failing the caller."""
         return self.conditional_objects(max_bytes=MAX_MANIFEST_BYTES).get_bytes(key, oversized="truncate")
 
-    def read_manifest(self, loc: _Location, listed_etag: str | None = None) -> Manifest:
-        """With the ETag a listing just gave, a manifest read before comes from ``manifest_cache.py``."""
+    def read_manifest(
+        self, loc: _Location, etag: str | None = None, index: ManifestSource | None = None
+    ) -> Manifest:
+        """With the ETag a listing just gave, a manifest read before, or held by the run's ``index``,
+        comes from ``manifest_cache.py``."""
         cache_key = partial(ManifestKey, store_name(self.client, self.bucket), loc.manifest_key)
         parse = partial(Manifest.from_json, expected=loc.ref, kind=loc.kind)
-        if listed_etag is not None and (cached := MANIFESTS.get(cache_key(listed_etag), parse)) is not None:
+        if etag is not None and (cached := MANIFESTS.get(cache_key(etag), parse, index)) is not None:
             return cached
         raw = self.manifest_bytes(loc.manifest_key)
         if raw is None:

@@ -3,7 +3,8 @@
 - ``commit``: data files under a new attempt, then the manifest in one conditional PUT, fenced by the
   producer's try number (``commit.PartitionCommits``);
 - ``fetch``: read through the manifest, every file checked (``fetch.PartitionReads``);
-- ``availability``: which partitions can be consumed again (``availability.PartitionAvailability``);
+- ``availability``: which partitions can be consumed again (``availability.PartitionAvailability``),
+  and for people's reads of a whole ended run, its manifests in one object (``manifest_index``);
 - ``leases`` and ``retention``: who still reads a run, and what may be deleted when
   (``leases.ConsumerLeases``, ``retention.PartitionRetention``);
 - ``s3_objects``: the S3 access they share, and the JSON-object API for state kept beside partitions
@@ -27,6 +28,7 @@ from .errors import DEFAULT_CREDENTIALS
 from .fetch import FetchedPartition, PartitionReads
 from .leases import ConsumerLeases, Lease
 from .manifest import DEFAULT_CHECKSUM, check_algorithm
+from .manifest_index import ManifestIndexes
 from .naming import StoreLayout
 from .retention import PartitionRetention
 from .reuse import PartitionReuse
@@ -108,6 +110,7 @@ class S3PartitionStore:
         self.reads = PartitionReads(objects)
         self.reuse = PartitionReuse(objects, self.commits, self.reads)
         self.availability = PartitionAvailability(objects)
+        self.indexes = ManifestIndexes(objects)
         self.leases = ConsumerLeases(objects)
         self.releases = PartitionRetention(
             objects, self.leases, retention=retention, orphan_grace=orphan_grace
@@ -160,6 +163,7 @@ class S3PartitionStore:
             self.releases.sweep_expired_runs,
         )
         self.cleanup_orphans = self.releases.cleanup_orphans
+        self.write_manifest_index = self.indexes.write
 
     @property
     def bucket(self) -> str:

@@ -182,7 +182,9 @@ def create_app() -> FastAPI:
         recovery = verified_recovery(session, run)
         journal, description = recovery.journal, recovery.pipeline
         try:
-            report = journal.store.check_graph(description.graph, dag_id, run_id, budget=MANIFEST_BUDGET)
+            report = journal.store.check_graph(
+                description.graph, dag_id, run_id, budget=MANIFEST_BUDGET, index=True
+            )
         except Exception as err:  # the page still shows states and history without the store
             log.warning("partition availability of %s/%s unavailable: %s", dag_id, run_id, err)
             report = None

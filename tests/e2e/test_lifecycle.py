@@ -50,6 +50,11 @@ def test_a_run_marked_successful_by_hand_is_released_by_a_later_runs_end(
     assert store.check_availability(DAG_ID, by_hand.run_id, ["a"]).unavailable_ids == {"a"}
     # the run that just ended keeps its partitions for its own retention, which its end marker records
     assert store.check_availability(DAG_ID, after.run_id, ["a", "b"]).available == {"a", "b"}
+    # its end indexed its manifests (run_end.py), before the sweep: `airflow-ft partitions` reads one object
+    index = store.indexes.read(after)
+    assert index is not None and set(index.entries) == {
+        store.objects.blocking(after.parse(p)).manifest_key for p in ("a", "b")
+    }
     ended = store.json_objects.get_bytes(store.layout.marker_key(after, "ended"))
     assert ended is not None and b'"retention": 15.0' in ended.value and b'"succeeded": true' in ended.value
     released_metric = statsd_listener.wait_for(
