@@ -30,7 +30,9 @@ log = logging.getLogger(__name__)
 INDEX_VERSION = 1
 INDEX_MARKER = "manifest-index"  # <run>/_run/manifest-index.json, beside the run's life-cycle markers
 MAX_INDEX_BYTES = 64 << 20  # 64 MiB: tens of thousands of manifests; never read past it
-WRITE_BUDGET = 20.0  # seconds of manifest reads at a run end (the DAG processor's callback): ~1,000s of them
+# Seconds of manifest reads at a run end: the DAG processor's callback, which Airflow stops after
+# [dag_processor] dag_file_processor_timeout (50 s) with the sweep still to do. ~4,000 manifests on S3.
+WRITE_BUDGET = 10.0
 _MANIFEST = "/" + MANIFEST_NAME
 # <result>/<map index>/manifest.json (naming.StoreLayout.partition_prefix): nothing that leaves the run
 _MANIFEST_KEY = re.compile(r"^[A-Za-z0-9_][A-Za-z0-9_.-]{0,249}/(?:-1|0|[1-9][0-9]{0,18})/manifest\.json\Z")
