@@ -2,8 +2,9 @@
 
     python bench/bench_recovery_work.py            (about 20 minutes on 2 cores)
 
-Pipeline (bench/recovery/dags.py): extract fanning out to 4 independent branches of 3 stages, real
-local Spark, a live Airflow (LocalExecutor), two stages at a time. Two faults:
+Pipeline (bench/recovery/: shape.py, ft_dags.py, dags.py): extract fanning out to 4 independent
+branches of 3 stages, real local Spark, a live Airflow (LocalExecutor), two stages at a time. Two
+faults:
 
 * fail: the last stage of branch 4 (b4_s3) fails once, after doing its work;
 * lose: one data object of b4_s2's output is lost before b4_s3 reads it.
@@ -46,9 +47,10 @@ from bench.live_bench import live_bench  # noqa: E402
 from ft_harness.airflow.live_airflow import LiveAirflow  # noqa: E402  (the type of Bench's airflow)
 
 APPS = REPO / "bench" / "recovery"
+DAG_FILES = ("dags.py", "ft_dags.py", "ft_pipeline.py", "shape.py")  # comparisons, pipelines, what they share
 sys.path.insert(0, str(APPS))
 from critical_path import critical_path, summed, table  # noqa: E402
-from dags import BRANCHES, stages  # noqa: E402
+from shape import BRANCHES, stages  # noqa: E402
 
 FAILING, LOST = f"b{BRANCHES}_s3", f"b{BRANCHES}_s2"
 FAULTS = {
@@ -210,7 +212,10 @@ def main() -> None:
     try:
         live = stack.enter_context(
             live_bench(
-                "ft-bench-recovery", [APPS / "dags.py"], env=env, server_conf={"spark.driver.memory": "2g"}
+                "ft-bench-recovery",
+                [APPS / n for n in DAG_FILES],
+                env=env,
+                server_conf={"spark.driver.memory": "2g"},
             )
         )
         s3, airflow, bucket = live.s3, live.airflow, "ft-bench-recovery"
@@ -218,6 +223,7 @@ def main() -> None:
             "bench_recovery_ft",
             "bench_recovery_ft_connect",
             "bench_recovery_ft_connect_4",
+            "bench_recovery_ft_connect_mixed",
             "bench_recovery_retries",
             "bench_recovery_plain",
             "bench_recovery_single_app",
@@ -324,6 +330,8 @@ def failure_free(bench: Bench, output: Path, settings: list[str]) -> None:
     dags = {
         "ft_connect (2 at a time)": "bench_recovery_ft_connect",
         "ft_connect (4 at a time)": "bench_recovery_ft_connect_4",
+        # the 2-at-a-time pipeline defined in the comparisons' DAG file (SparkSubmitOperator's imports)
+        "ft_connect (2 at a time), in the comparisons' DAG file": "bench_recovery_ft_connect_mixed",
         "one Spark application": "bench_recovery_single_app",
     }
     walls: dict[str, list[float]] = {label: [] for label in dags}

@@ -12,6 +12,12 @@ CPU each run made the machine spend, by part and by process (``cpu_sampler.py``:
 no CPU time).
 
     python bench/bench_stage_cost.py --runs 7
+    python bench/bench_stage_cost.py --runs 5 --celery   # on the reference deployment (Celery)
+
+With ``--celery`` the same DAGs run on the reference deployment (``ft_harness/airflow/deployment.py``:
+CeleryExecutor with two workers and two schedulers, PostgreSQL, Redis, a Spark standalone cluster
+with its Connect server on a Spark host of its own), with Airflow's defaults too: what a user of a
+distributed Airflow gets. Written to bench/results/stage_cost_celery.json.
 """
 
 from __future__ import annotations
@@ -22,6 +28,7 @@ import statistics
 import sys
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
@@ -51,6 +58,9 @@ def main() -> None:
         help="[ft_provider] preload_stage_clients off: every Connect try imports the client",
     )
     parser.add_argument(
+        "--celery", action="store_true", help="on the reference deployment (CeleryExecutor, a Spark cluster)"
+    )
+    parser.add_argument(
         "--output",
         type=Path,
         default=None,
@@ -58,12 +68,19 @@ def main() -> None:
     )
     args = parser.parse_args()
     name = "stage_cost_no_preload.json" if args.no_preload else "stage_cost.json"
+    name = name.replace(".json", "_celery.json") if args.celery else name
     args.output = args.output or REPO / "bench" / "results" / name
     env = {
         "FT_BENCH_COST_APPS": str(REPO / "bench" / "stage_cost"),
         "AIRFLOW__FT_PROVIDER__PRELOAD_STAGE_CLIENTS": str(not args.no_preload),
     }
-    with live_bench("ft-bench-cost", [REPO / "bench" / "stage_cost"], env=env) as live:
+    if args.celery:
+        from ft_harness.airflow.deployment import ReferenceDeployment
+
+        deployment: Any = ReferenceDeployment([REPO / "bench" / "stage_cost"], env=env)
+    else:
+        deployment = live_bench("ft-bench-cost", [REPO / "bench" / "stage_cost"], env=env)
+    with deployment as live:
         airflow = live.airflow
         client = airflow.client
         airflow.wait_for_dags([dag for dag, _ in DAGS.values()], timeout=180)
@@ -83,11 +100,12 @@ def main() -> None:
                     for title, spent in sampled.by_command.items():
                         titles[name][title] = titles[name].get(title, 0.0) + spent / args.runs
                     if name in phases:  # where the stage's task spent its time, by its own log
-                        said = parse_summary(client.task_log(dag_id, run_id, task_id, 1)) or {}
+                        said = parse_summary(airflow.task_log(dag_id, run_id, task_id, 1)) or {}
                         phases[name].append({**said, "outside_try": seconds[name][-1] - said.get("total", 0)})
         medians = {name: statistics.median(values) for name, values in seconds.items()}
         result = {
             "runs": args.runs,
+            "executor": "CeleryExecutor (the reference deployment)" if args.celery else "LocalExecutor",
             "preload_stage_clients": not args.no_preload,
             "task_seconds": {
                 name: {"median": round(medians[name], 2), "all": [round(v, 2) for v in values]}

@@ -32,8 +32,11 @@ from airflow_ft_provider.execution.spark_client import CLIENT_MODULE, preloaded
 log = logging.getLogger(__name__)
 CONFIG_KEY = "preload_stage_clients"
 # What a stage try imports when it runs (the operator imports them in ``execute``, and the DAG file
-# the operator): ~0.1 CPU-s per try when each task process imports them afresh.
+# the operator, the pipeline and the decorators; a spark-submit stage, the Spark provider's hook):
+# ~0.1 CPU-s per try when each task process imports them afresh.
 STAGE_TRY_MODULES = (
+    "airflow_ft_provider.pipeline",
+    "airflow_ft_provider.decorators",
     "airflow_ft_provider.operators.spark_stage",
     "airflow_ft_provider.operators.try_gate",
     "airflow_ft_provider.stage_try.attempt",
@@ -44,6 +47,7 @@ STAGE_TRY_MODULES = (
     "airflow_ft_provider.faults",
     "airflow_ft_provider.lineage",
     "airflow_ft_provider.metrics",
+    "airflow.providers.apache.spark.hooks.spark_submit",
 )
 __all__ = [
     "CLIENT_MODULE",
