@@ -16,12 +16,14 @@ import hashlib
 import json
 import logging
 import re
+import reprlib
 from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 
 from ..safe_json import InvalidJson, load_json
 from .errors import PartitionStoreError
+from .manifest import MAX_MANIFEST_BYTES
 from .naming import MANIFEST_NAME, RunRef
 from .s3_objects import StoreObjects
 
@@ -119,11 +121,23 @@ class ManifestIndex:
                 raise InvalidManifestIndex(f"manifests[{number}] needs a string 'etag' and 'manifest'")
             if not isinstance(key, str) or not _MANIFEST_KEY.match(key):
                 raise InvalidManifestIndex(
-                    f"manifests[{number}]: {key!r} is not a manifest key <result>/<map index>/{MANIFEST_NAME}"
+                    f"manifests[{number}]: {reprlib.repr(key)} is not a manifest key "
+                    f"<result>/<map index>/{MANIFEST_NAME}"
                 )
-            relative = key
-            entries[blocking_prefix + relative] = IndexedManifest(etag, text.encode("utf-8"))
+            entries[blocking_prefix + key] = IndexedManifest(etag, text.encode("utf-8"))
         return cls(run, entries)
+
+
+def _indexable(raw: bytes) -> bool:
+    """A manifest the index can hold: text (the index stores it as a JSON string) within the manifest
+    size limit (a longer one was cut short by the read, and is invalid anyway)."""
+    if len(raw) > MAX_MANIFEST_BYTES:
+        return False
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
 
 
 class ManifestIndexes:
@@ -157,7 +171,7 @@ class ManifestIndexes:
             pool.shutdown(wait=False, cancel_futures=True)  # reads past the budget: left out
         for future in done:
             read = future.result() if future.exception() is None else None
-            if read is not None and _ETAG.match(got := read.etag.strip('"')):
+            if read is not None and _indexable(read.value) and _ETAG.match(got := read.etag.strip('"')):
                 entries[reads[future]] = IndexedManifest(got, read.value)
         data = ManifestIndex(run, entries).to_json(prefix)
         if len(data) > MAX_INDEX_BYTES:

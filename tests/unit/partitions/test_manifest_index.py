@@ -102,6 +102,18 @@ def test_manifests_not_read_within_the_budget_are_left_out_and_read_by_readers(s
     assert report.available == set(WANTED)
 
 
+def test_a_damaged_manifest_is_left_out_and_the_others_are_indexed(store, ended_run):
+    key = store.objects.blocking(RUN.parse("load[2]")).manifest_key
+    store.client.put_object(Bucket=store.bucket, Key=key, Body=b"\xff\xfe not a manifest")  # not even UTF-8
+    written = store.write_manifest_index(RUN)
+    assert (written.indexed, written.left_out) == (5, 1)
+    MANIFESTS.clear()
+    calls = s3_calls(store)
+    report = store.check_availability("etl", RUN_ID, WANTED, index=True)
+    assert calls == ["ListObjectsV2", "GetObject", "GetObject"]  # the index, then load[2]'s from S3
+    assert report.unavailable_ids == {"load[2]"} and "manifest" in report.unavailable["load[2]"].explanation
+
+
 def test_no_index_reads_every_manifest(store, tmp_path):
     for i in range(2):
         commit_version(store, PartitionRef("etl", RUN_ID, "load", i), tmp_path, 1, count=2)
