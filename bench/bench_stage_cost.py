@@ -5,7 +5,8 @@ process, resolving inputs, the Spark work, the commit to S3 -- minus a no-op Pyt
 the same Airflow (what Airflow itself costs per task). Airflow runs with its defaults ([core]
 lazy_load_plugins = True included); the scheduler preloads the Spark Connect client before its
 executor's workers fork (``[ft_provider] preload_stage_clients``, on by default) unless --no-preload.
-The three DAGs (bench/stage_cost/dags.py) run one at a time, alternating, --runs times each; the
+The three DAGs (bench/stage_cost/dags.py) run one at a time, alternating (the Connect stage twice in
+a row: the second finds its session's Python workers as a pipeline's next stage does), --runs times each; the
 medians are printed and written to bench/results/stage_cost.json, with each stage's phases as its log
 says them (``stage_try/phases.py``; "outside_try" is the task's time its try did not see), and the
 CPU each run made the machine spend, by part and by process (``cpu_sampler.py``: Airflow's record has
@@ -37,9 +38,12 @@ from airflow_ft_provider.stage_try.phases import PHASES, parse_summary  # noqa: 
 from bench.cpu_sampler import CpuSampler  # noqa: E402
 from bench.live_bench import live_bench  # noqa: E402
 
-DAGS = {
+DAGS = {  # run in this order each round
     "noop": ("bench_cost_noop", "noop"),
     "connect": ("bench_cost_connect", "trivial"),
+    # the same stage again at once: its session's Python workers as a pipeline's next stage finds
+    # them (Spark closes idle ones after a minute; each round's spark-submit takes longer on a cluster)
+    "connect_again": ("bench_cost_connect", "trivial"),
     "submit": ("bench_cost_submit", "trivial"),
 }
 
@@ -85,7 +89,7 @@ def main() -> None:
         client = airflow.client
         airflow.wait_for_dags([dag for dag, _ in DAGS.values()], timeout=180)
         seconds: dict[str, list[float]] = {name: [] for name in DAGS}
-        phases: dict[str, list[dict[str, float]]] = {"connect": [], "submit": []}
+        phases: dict[str, list[dict[str, float]]] = {"connect": [], "connect_again": [], "submit": []}
         cpu: dict[str, list[dict[str, float]]] = {name: [] for name in DAGS}  # core-s per run, by part
         titles: dict[str, dict[str, float]] = {name: {} for name in DAGS}  # mean core-s per run, by process
         for n in range(args.runs + 1):  # the first round warms up (imports, caches, the server's JIT)
@@ -112,8 +116,8 @@ def main() -> None:
                 for name, values in seconds.items()
             },
             "fixed_cost_s": {
-                "connect": round(medians["connect"] - medians["noop"], 2),
-                "submit": round(medians["submit"] - medians["noop"], 2),
+                name: round(medians[name] - medians["noop"], 2)
+                for name in ("connect", "connect_again", "submit")
             },
             "core_s_per_run": {  # medians by part (bench/cpu_sampler.py): trigger to the run's end
                 name: {part: round(statistics.median(c[part] for c in found), 2) for part in found[0]}
@@ -135,6 +139,10 @@ def main() -> None:
         print(
             f"trivial stage, Spark Connect: {medians['connect']:.2f} s -> fixed cost "
             f"{result['fixed_cost_s']['connect']:.2f} s"
+        )
+        print(
+            f"  the same right after another: {medians['connect_again']:.2f} s -> fixed cost "
+            f"{result['fixed_cost_s']['connect_again']:.2f} s"
         )
         print(
             f"trivial stage, spark-submit:  {medians['submit']:.2f} s -> fixed cost "

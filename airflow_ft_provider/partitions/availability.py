@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -176,34 +176,39 @@ class PartitionAvailability:
     def _index(
         self, run: RunRef, refs: list[PartitionRef], listing: Mapping[str, ObjectInfo]
     ) -> ManifestIndex | None:
-        """The run's manifest index, unless every listed manifest is in memory already (a reload)."""
-        if all(self._in_memory(ref, listing) for ref in refs):
-            return None
-        return ManifestIndexes(self.objects).read(run)
+        """The run's manifest index, unless no listed manifest could come from it (all in memory
+        already, as on a reload, or an endpoint that lists no ETags)."""
+        if any(etag is not None and not MANIFESTS.holds(key) for etag, key in self._listed(refs, listing)):
+            return ManifestIndexes(self.objects).read(run)
+        return None
 
-    def _in_memory(self, ref: PartitionRef, listing: Mapping[str, ObjectInfo]) -> bool:
-        key = self.objects.blocking(ref).manifest_key
-        listed = listing.get(key)
-        if listed is None or not listed.etag:
-            return True  # nothing to read: missing, or an endpoint that sends no ETags (then a GET)
-        return MANIFESTS.holds(ManifestKey(self._store, key, listed.etag))
-
-    @property
-    def _store(self) -> str:
-        return store_name(self.objects.client, self.objects.bucket)
+    def _listed(
+        self, refs: list[PartitionRef], listing: Mapping[str, ObjectInfo]
+    ) -> Iterator[tuple[str | None, ManifestKey]]:
+        """Each listed manifest's ETag (None: the endpoint sent none) and its key in the manifest cache."""
+        store = store_name(self.objects.client, self.objects.bucket)
+        for ref in refs:
+            key = self.objects.blocking(ref).manifest_key
+            if (listed := listing.get(key)) is not None:
+                yield listed.etag, ManifestKey(store, key, listed.etag or "")
 
     def _split(
         self, refs: list[PartitionRef], listing: Mapping[str, ObjectInfo], known: ManifestIndex | None
     ) -> tuple[list[PartitionRef], list[PartitionRef]]:
-        """The partitions whose manifest is answered without a GET (listed as missing, in memory, or
-        in the index as the listed object), and the others."""
+        """The partitions whose check needs no GET (not listed, their manifest in memory or in the
+        index as the listed object), and the others."""
+        store = store_name(self.objects.client, self.objects.bucket)
         here: list[PartitionRef] = []
         remote: list[PartitionRef] = []
         for ref in refs:
             key = self.objects.blocking(ref).manifest_key
             listed = listing.get(key)
-            answered = self._in_memory(ref, listing) or (
-                known is not None and listed is not None and known.raw(key, listed.etag) is not None
+            answered = listed is None or (
+                listed.etag is not None
+                and (
+                    MANIFESTS.holds(ManifestKey(store, key, listed.etag))
+                    or (known is not None and known.raw(key, listed.etag) is not None)
+                )
             )
             (here if answered else remote).append(ref)
         return here, remote
