@@ -116,7 +116,10 @@ def test_a_lost_celery_worker_restarts_its_region_on_the_other_worker(deployment
     t1_restart = when(
         waited_until[1] if waited_until else tries(airflow, dag_id, run_id, "T1")[1]["start_date"]
     )
-    assert failover["delay"] == 5 and t1_restart >= failover["restart_at"] - 0.01, (failover, t1_log[-2000:])
+    # Without a wait, the try's start_date was set before its gate read the clock and found the restart
+    # time passed (seen 42 ms before it on a loaded machine): that much earlier, still after the delay.
+    slack = 0.01 if waited_until else 0.5
+    assert failover["delay"] == 5 and t1_restart >= failover["restart_at"] - slack, (failover, t1_log[-2000:])
     assert failover["time"] > killed_at
     assert producer_try(store, dag_id, run_id, "s") == 1
     assert values(store, dag_id, run_id, "u") == expected(3)

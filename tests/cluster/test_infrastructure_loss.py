@@ -26,6 +26,15 @@ from tests.e2e.test_region_failover import (  # noqa: F401  (store: a fixture)
 pytestmark = [pytest.mark.airflow, pytest.mark.spark, pytest.mark.s3, pytest.mark.timeout(900)]
 
 
+def api_answers(airflow) -> bool:
+    """Whether the API server answers its health check (a started one takes a while to listen)."""
+    try:
+        airflow.client.health()
+    except Exception:  # noqa: BLE001 - not up yet, whatever the transport says
+        return False
+    return True
+
+
 def wait_for(condition, *, what: str, timeout: float = 180, poll: float = 0.5):
     deadline = time.monotonic() + timeout
     while not (found := condition()):
@@ -175,6 +184,8 @@ def test_the_api_server_down_for_a_minute_costs_tries_that_never_start_not_the_w
         time.sleep(60)
     finally:
         airflow.start_component("api-server", command)
+    # Polled only once it answers again: on a loaded machine its start took longer than a client's retries
+    wait_for(lambda: api_answers(airflow), what="the API server answering again")
     back = time.time()
     exited = airflow.restart_exited()
     run, tis, story = finish(airflow, {"r": (dag_id, run_id)}, "r", timeout=600)
