@@ -23,7 +23,7 @@ from .object_stream import (
     start_writing,
     stream_objects,
 )
-from .partition_objects import access_options, read_objects, write_objects
+from .partition_objects import WriteResult, access_options, read_objects, write_objects
 from .spec import (
     CREDENTIAL_ENV_VARS,
     CheckpointSpec,
@@ -53,9 +53,9 @@ def ship_by_value() -> None:
     the call that started it)."""
     from pyspark import cloudpickle
 
-    from . import checksums, object_files, object_stream, partition_objects, spec, written
+    from . import checksums, content, object_files, object_stream, partition_objects, spec, written
 
-    for module in (checksums, object_files, object_stream, partition_objects, spec, written):
+    for module in (checksums, content, object_files, object_stream, partition_objects, spec, written):
         cloudpickle.register_pickle_by_value(module)
 
 
@@ -81,8 +81,9 @@ class ExecutorIO:
         objects = [stored for partition in partitions for stored in partition.objects]
         return read_objects(self.spark, objects, self.options, self.credentials)
 
-    def write(self, df: DataFrame, location: str, codec: str) -> int:
-        """Write ``df`` under the attempt prefix ``location`` (``s3://``); the rows the executors wrote."""
+    def write(self, df: DataFrame, location: str, codec: str) -> WriteResult:
+        """Write ``df`` under the attempt prefix ``location`` (``s3://``); the rows the executors wrote,
+        with their checksum."""
         target = location.rstrip("/") + "/"
         return write_objects(df, target, self.options, self.credentials, compression=codec)
 

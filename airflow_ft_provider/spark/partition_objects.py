@@ -1,6 +1,6 @@
 """Result partitions read and written by Spark's executors themselves, both as ``mapInArrow`` steps.
 
-    rows = write_objects(df, "s3://bucket/<attempt prefix>/", options, credentials)
+    written = write_objects(df, "s3://bucket/<attempt prefix>/", options, credentials)  # rows, content
     df = read_objects(spark, manifest_objects, options, credentials)
 
 **Writes.** Each Spark task writes one Parquet object under the try's attempt prefix, named after its
@@ -11,7 +11,9 @@ they stream to S3 (``object_files.py``), and returns one row: the object's key, 
 shuffle reads each map partition's output from the one task attempt Spark registered, so the list holds
 exactly the task attempts Spark committed: the object of an attempt lost after writing (a lost
 executor's, a speculative duplicate's) is in no list and never adds rows; the store's garbage
-collection removes it with the attempt. A checkpointed stage's micro-batches (``object_stream.py``)
+collection removes it with the attempt. The rows' checksum (``content.py``) travels the same way: each
+row's hash is one more column of the batches a task writes, summed there, and the committed task
+attempts' sums add up in the record's task. A checkpointed stage's micro-batches (``object_stream.py``)
 write with the same step inside the streaming query, each task leaving a marker of its object.
 
 **Reads.** One Spark partition per object the manifest lists: the executor reads the object, checks its
@@ -40,9 +42,10 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from .checksums import DEFAULT_CHECKSUM, new_hasher
+from .content import ROW_HASH_COLUMN, RowHashSums, checksum_of, row_hash
 from .object_files import HashingSink, ParquetObjectWriter, s3_filesystem
 from .spec import StoreAccess, StoreCredentials, StoredObject
 from .written import WRITTEN_RECORD, WrittenFile, encode_written
@@ -53,13 +56,15 @@ if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
 
 EMPTY_SCHEMA = "value STRING"  # the schema of an input without objects
-RECORDED_COLUMNS = "files LONG, rows LONG"  # what the record's task returns to the driver
+# what the record's task returns to the driver: the sums are null without row hashes or beyond a LONG
+RECORDED_COLUMNS = "files LONG, rows LONG, high LONG, low LONG"
 
 __all__ = [
     "PartitionDataCorrupt",
     "ReadObjects",
     "RecordWritten",
     "WriteObjects",
+    "WriteResult",
     "WriteTarget",
     "access_options",
     "bucket_and_prefix",
@@ -89,6 +94,7 @@ class WriteTarget:
     credentials: StoreCredentials | None = field(default=None, repr=False)
     compression: str = "snappy"
     checksum: str = DEFAULT_CHECKSUM
+    row_hashes: bool = False  # each batch's last column is its rows' hashes: summed, not written
 
     def filesystem(self) -> S3FileSystem:
         return s3_filesystem(self.options, self.credentials)
@@ -114,9 +120,19 @@ class WriteTarget:
 
 
 @dataclass(frozen=True)
+class WriteResult:
+    """What a write put under its attempt prefix: the rows, and their checksum (``content.py``; None
+    where the rows get none)."""
+
+    rows: int
+    content: str | None
+
+
+@dataclass(frozen=True)
 class WriteObjects:
     """What each writing Spark task runs: its rows into one object, opened with the first batch (an
-    empty Spark partition writes none); yields that object's row (``_written_schema``)."""
+    empty Spark partition writes none); yields that object's row (``_written_schema``), with the sums
+    of its rows' hashes when the target says the batches carry them."""
 
     target: WriteTarget
     __name__ = "write_partition_objects"  # how Spark names the step in plans and its UI
@@ -134,9 +150,12 @@ class WriteObjects:
         task = TaskContext.get()
         partition, attempt = (task.partitionId(), task.attemptNumber()) if task else (0, 0)
         name = f"part-{partition:05d}-a{attempt}-{uuid.uuid4().hex[:12]}.parquet"
+        sums = RowHashSums() if self.target.row_hashes else None
         sink, writer = None, None
         try:
             for batch in batches:
+                if sums is not None:
+                    batch = sums.take(batch)
                 if writer is None:
                     sink = self.target.open(filesystem(), name)
                     writer = ParquetObjectWriter(sink, batch.schema, self.target.compression)
@@ -147,15 +166,18 @@ class WriteObjects:
         finally:
             if sink is not None:
                 sink.close()
-        written = WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=writer.rows)
-        yield pa.RecordBatch.from_pylist([asdict(written)], schema=_written_schema())
+        written = asdict(WrittenFile(key=name, size=sink.size, checksum=sink.checksum, rows=writer.rows))
+        if sums is not None:
+            written.update(high=sums.high, low=sums.low)
+        yield pa.RecordBatch.from_pylist([written], schema=_written_schema(self.target.row_hashes))
 
 
 @dataclass(frozen=True)
 class RecordWritten:
     """What the one task after the shuffle runs: ``_ft_written.json`` from the rows of the committed
     task attempts (with no row at all, one empty object keeps the schema for readers, as Spark's own
-    writer does); yields the count of files and rows."""
+    writer does); yields the count of files and rows, and the sums of their row hashes (null without
+    them, or beyond a LONG)."""
 
     target: WriteTarget
     schema: pa.Schema  # of the rows written: the empty object's
@@ -164,21 +186,39 @@ class RecordWritten:
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         import pyarrow as pa
 
-        files = [WrittenFile(**row) for batch in batches for row in batch.to_pylist()]
+        rows = [row for batch in batches for row in batch.to_pylist()]
+        files = [WrittenFile(row["key"], row["size"], row["checksum"], row["rows"]) for row in rows]
         filesystem = self.target.filesystem()
         if not files:
             files = [self.target.write_empty(filesystem, self.schema)]
         self.target.record(filesystem, files)
-        yield pa.RecordBatch.from_pylist([{"files": len(files), "rows": sum(f.rows for f in files)}])
+        high, low = (_total(rows, half) if self.target.row_hashes else None for half in ("high", "low"))
+        recorded = {"files": len(files), "rows": sum(f.rows for f in files), "high": high, "low": low}
+        yield pa.RecordBatch.from_pylist([recorded], schema=_recorded_schema())
 
 
-def _written_schema() -> pa.Schema:
-    """The rows of the write step: one per object written (a ``WrittenFile``)."""
+def _total(rows: list[dict[str, Any]], half: str) -> int | None:
+    """The sum of the objects' sums of one half of their row hashes; None past a LONG, as Spark's."""
+    values = [row[half] for row in rows]
+    if any(value is None for value in values):
+        return None
+    total = sum(values)
+    return total if total < 1 << 63 else None
+
+
+def _written_schema(row_hashes: bool = False) -> pa.Schema:
+    """The rows of the write step: one per object written (a ``WrittenFile``), with its row hashes'
+    sums where it has them."""
     import pyarrow as pa
 
-    return pa.schema(
-        [("key", pa.string()), ("size", pa.int64()), ("checksum", pa.string()), ("rows", pa.int64())]
-    )
+    fields = [("key", pa.string()), ("size", pa.int64()), ("checksum", pa.string()), ("rows", pa.int64())]
+    return pa.schema(fields + ([("high", pa.int64()), ("low", pa.int64())] if row_hashes else []))
+
+
+def _recorded_schema() -> pa.Schema:
+    import pyarrow as pa
+
+    return pa.schema([(name, pa.int64()) for name in ("files", "rows", "high", "low")])
 
 
 def write_objects(
@@ -189,21 +229,30 @@ def write_objects(
     *,
     compression: str = "snappy",
     checksum: str = DEFAULT_CHECKSUM,
+    row_checksum: bool = True,
     task_writer: type[WriteObjects] = WriteObjects,
-) -> int:
+) -> WriteResult:
     """Write ``df`` under the attempt prefix ``target`` (``s3://bucket/prefix/``) from the executors,
-    record the committed task attempts' objects in ``_ft_written.json``; the rows written.
-    ``task_writer``: what each task runs (a test's may fail after writing). The record is written by
-    a last Spark task, not by this process: a try's client may be lost after Spark finished, and
-    adoption reads the record."""
+    record the committed task attempts' objects in ``_ft_written.json``; the rows written and their
+    checksum (``row_checksum=False``: none, not computed). ``task_writer``: what each task runs (a
+    test's may fail after writing). The record is written by a last Spark task, not by this process: a
+    try's client may be lost after Spark finished, and adoption reads the record."""
     from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 
     bucket, prefix = bucket_and_prefix(target)
-    where = WriteTarget(bucket, prefix, dict(options), credentials, compression, checksum)
-    written = df.mapInArrow(task_writer(where), from_arrow_schema(_written_schema()))
+    hashed = row_hash(df) if row_checksum else None
+    rows_out = (
+        df if hashed is None else df.select(*[df[c] for c in df.columns], hashed.alias(ROW_HASH_COLUMN))
+    )
+    where = WriteTarget(bucket, prefix, dict(options), credentials, compression, checksum, hashed is not None)
+    written = rows_out.mapInArrow(task_writer(where), from_arrow_schema(_written_schema(where.row_hashes)))
     record = RecordWritten(where, to_arrow_schema(df.schema))
     [recorded] = written.repartition(1).mapInArrow(record, RECORDED_COLUMNS).collect()
-    return int(recorded["rows"])
+    rows = int(recorded["rows"])
+    content = None
+    if hashed is not None:
+        content = checksum_of(df.schema.simpleString(), rows, recorded["high"], recorded["low"])
+    return WriteResult(rows, content)
 
 
 @dataclass(frozen=True)

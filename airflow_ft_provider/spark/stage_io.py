@@ -279,9 +279,8 @@ class StageIO:
         if output.location.startswith(VIEW_PREFIX):
             rows = self._publish_view(df, output.location[len(VIEW_PREFIX) :])
         elif self.spec.store is not None and output.location.startswith("s3://"):
-            observer = ContentObserver(df)
-            rows = self._executor_io().write(observer.observed, output.location, output.parquet_codec)
-            content = observer.checksum(rows)
+            written = self._executor_io().write(df, output.location, output.parquet_codec)
+            rows, content = written.rows, written.content
         else:
             observer = ContentObserver(df)
             observer.observed.write.mode("error").option("compression", output.parquet_codec).parquet(

@@ -39,8 +39,8 @@ class LostAfterWriting(WriteObjects):
 
 if mode == "write":
     frame = spark.range(0, args["rows"], numPartitions=4).selectExpr("id", "id * 2 AS doubled")
-    rows = write_objects(frame, args["target"], access, task_writer=LostAfterWriting)
-    print(json.dumps({"written": rows}))
+    written = write_objects(frame, args["target"], access, task_writer=LostAfterWriting)
+    print(json.dumps({"written": written.rows}))
 elif mode == "slow_write":
     ledger, pause = args["ledger"], args["seconds_per_batch"]
 
@@ -59,8 +59,8 @@ elif mode == "slow_write":
     spark.conf.set("spark.sql.execution.arrow.maxRecordsPerBatch", str(args["rows_per_batch"]))
     frame = spark.range(0, args["rows"], numPartitions=4).selectExpr("id", "id * 2 AS doubled")
     frame = frame.mapInArrow(noted, frame.schema)
-    rows = write_objects(frame, args["target"], access, StoreCredentials(**given) if given else None)
-    print(json.dumps({"written": rows}))
+    written = write_objects(frame, args["target"], access, StoreCredentials(**given) if given else None)
+    print(json.dumps({"written": written.rows}))
 else:
     objects = [StoredObject(e["key"], e["size"], e["checksum"]) for e in json.loads(args["files"])]
     frame = read_objects(spark, objects, access, StoreCredentials(**given) if given else None)

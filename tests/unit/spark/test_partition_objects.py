@@ -22,6 +22,7 @@ from ft_harness.services.spark_env import spark_environment
 pytestmark = [pytest.mark.spark, pytest.mark.s3]
 
 APP = Path(__file__).resolve().parents[2] / "apps" / "partition_objects_probe.py"
+CONTENT_APP = Path(__file__).resolve().parents[2] / "apps" / "content_probe.py"
 ROWS = 1000
 
 
@@ -88,6 +89,38 @@ def test_executors_write_their_objects_once_per_committed_task_and_reads_verify_
     code, _, err = probe("read", read, base)
     assert code != 0 and "PartitionDataCorrupt" in err and record[2].key in err, err[-3000:]
     assert endpoint.secret_key not in err  # the options' secret is not in what Spark printed
+
+
+def test_the_executors_row_checksum_is_the_one_spark_observes_on_the_staged_path(s3_bucket, tmp_path):
+    #   the same seven arrangements of 1,000 rows (tests/apps/content_probe.py), each written by Spark's
+    #   own writer with the observed checksum and by the executors (the hash a column of their batches)
+    endpoint = s3_bucket.endpoint
+    executors = {
+        "target": f"s3://{s3_bucket.name}/{s3_bucket.prefix}content/",
+        "access": access_options(StoreAccess(endpoint=endpoint.url, region=endpoint.region)),
+    }
+    env = {
+        **spark_environment(),
+        "PYTHONPATH": str(Path(__file__).resolve().parents[3]),
+        "AWS_ACCESS_KEY_ID": endpoint.access_key,
+        "AWS_SECRET_ACCESS_KEY": endpoint.secret_key,
+    }
+    run = subprocess.run(
+        ["spark-submit", "--master", "local[2]", "--conf", "spark.ui.enabled=false", str(CONTENT_APP)]
+        + [str(tmp_path), json.dumps(executors)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
+    lines = [line.split(" ") for line in run.stdout.splitlines()]
+    observed = {words[1]: words[2] for words in lines if words[0] == "RESULT"}
+    written = {words[1]: (words[2], int(words[3])) for words in lines if words[0] == "EXECUTORS"}
+    assert len(observed) == 7 and {case: checksum for case, (checksum, _) in written.items()} == observed
+    assert written["one_file"][1] == 1000 and written["a_row_duplicated"][1] == 1001
+    assert written["with_a_map"][0] == "None" and written["one_file"][0].startswith("rows1:")
+    assert len({checksum for checksum, _ in written.values()}) == 6  # only one_file = shuffled
 
 
 @pytest.fixture(scope="module")
