@@ -38,6 +38,11 @@ sys.path.insert(0, str(REPO))
 PARTITIONS = 8
 
 
+def slug(way: str) -> str:
+    """A way's name as a path segment."""
+    return way.replace(" ", "-").replace(",", "")
+
+
 def cpu_seconds(roots: list[psutil.Process]) -> float:
     """CPU of the processes and their descendants, those that ended included (``children_*``)."""
     total = 0.0
@@ -84,14 +89,14 @@ def main() -> None:
         def to_s3(n: int, name: str, row_checksum: bool, observed: bool) -> str | None:
             observer = ContentObserver(rows()) if observed else None
             frame = observer.observed if observer else rows()
-            target = f"s3://{bucket}/{name.replace(' ', '-').replace(',', '')}/{n}/"
+            target = f"s3://{bucket}/{slug(name)}/{n}/"
             written = write_objects(frame, target, options, keys, row_checksum=row_checksum)
             return observer.checksum(written.rows) if observer else written.content
 
         def to_disk(n: int, name: str, observed: bool) -> str | None:
             observer = ContentObserver(rows()) if observed else None
             frame = observer.observed if observer else rows()
-            frame.write.parquet(str(local / f"{name.replace(' ', '-').replace(',', '')}-{n}"))
+            frame.write.parquet(str(local / f"{slug(name)}-{n}"))
             return observer.checksum(args.rows) if observer else None
 
         ways = {

@@ -12,7 +12,7 @@ Two ways compute the same sums. Spark's own writer (the staged path) observes th
 spark-submit). The executors' writer (``partition_objects.py``) gets each row's hash as one more
 column of the Arrow batches it writes anyway, and sums the halves there (``RowHashSums``), vectorized:
 Spark's observation updates its aggregation row by row outside whole-stage code generation, which cost
-~13 % of the CPU of a 2 M-row write, where the extra column costs ~1 % (``bench/bench_data_path.py``).
++13.7 % of the CPU of a 2 M-row write, where the extra column costs +4.6 % (``bench/bench_row_checksum.py``).
 
 Only columns Spark hashes the same for equal values are checksummed: Spark refuses to hash maps (equal
 maps may hash differently), and floating-point values are hashed as they are (0.0 and -0.0 differ,
@@ -72,6 +72,11 @@ def row_hash(df: DataFrame) -> Column | None:
     return F.xxhash64(*[df[name] for name in df.columns])
 
 
+def as_long(total: int) -> int | None:
+    """``total`` where a LONG holds it, else None: what Spark's ``try_sum`` gives past it."""
+    return total if total <= _MAX_SUM else None
+
+
 def checksum_of(schema: str, rows: int, high: int | None, low: int | None) -> str | None:
     """``rows1:<32 hex>`` of ``rows`` rows of ``schema`` (``simpleString``) whose row hashes' halves sum
     to ``high`` and ``low``; None when a sum is missing (not computed, or it overflowed)."""
@@ -103,11 +108,11 @@ class RowHashSums:
 
     @property
     def high(self) -> int | None:
-        return self._high if self._high <= _MAX_SUM else None
+        return as_long(self._high)
 
     @property
     def low(self) -> int | None:
-        return self._low if self._low <= _MAX_SUM else None
+        return as_long(self._low)
 
 
 class ContentObserver:

@@ -45,7 +45,7 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .checksums import DEFAULT_CHECKSUM, new_hasher
-from .content import ROW_HASH_COLUMN, RowHashSums, checksum_of, row_hash
+from .content import ROW_HASH_COLUMN, RowHashSums, as_long, checksum_of, row_hash
 from .object_files import HashingSink, ParquetObjectWriter, s3_filesystem
 from .spec import StoreAccess, StoreCredentials, StoredObject
 from .written import WRITTEN_RECORD, WrittenFile, encode_written
@@ -202,8 +202,7 @@ def _total(rows: list[dict[str, Any]], half: str) -> int | None:
     values = [row[half] for row in rows]
     if any(value is None for value in values):
         return None
-    total = sum(values)
-    return total if total < 1 << 63 else None
+    return as_long(sum(values))
 
 
 def _written_schema(row_hashes: bool = False) -> pa.Schema:
